@@ -1,0 +1,144 @@
+"""`kgrag` command line: run notebooks and grids, manage data, list presets and paths.
+
+    kgrag run 01_simgrag -p dataset=sample-movies-2hop -p limit=20
+    kgrag grid demo [--workers 2] [--force] [--validate-only]
+    kgrag data list | kgrag data fetch metaqa | kgrag data samples
+    kgrag presets | kgrag paths | kgrag cache stats
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from .errors import ConfigError, KgragError
+
+
+def _parse_value(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def _parse_params(items: Sequence[str]) -> dict[str, Any]:
+    params = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"parameter '{item}' must be written name=value, e.g. -p limit=20.")
+        k, v = item.split("=", 1)
+        params[k.strip()] = _parse_value(v)
+    return params
+
+
+def _cmd_run(args) -> int:
+    from .runner import run_notebook, summary_table
+
+    outcome = run_notebook(args.notebook, _parse_params(args.param), run_name=args.run_name, timeout=args.timeout, force=args.force)
+    print(summary_table([outcome]).to_string(index=False))
+    print(f"executed notebook: {outcome.output}\nlog: {outcome.log}")
+    return 0 if outcome.status in ("ok", "skipped") else 1
+
+
+def _cmd_grid(args) -> int:
+    from . import settings
+    from .runner import run_grid, summary_table
+
+    outcomes = run_grid(args.config, workers=args.workers, force=args.force, validate_only=args.validate_only)
+    df = summary_table(outcomes)
+    print(df.to_string(index=False))
+    if args.validate_only:
+        print(f"{len(outcomes)} runs validated (parameters accepted by their notebooks); nothing executed.")
+        return 0
+    failed = [o for o in outcomes if o.status == "failed"]
+    print(f"\n{len(outcomes) - len(failed)} ok/skipped, {len(failed)} failed; summary in {settings.runs_dir()}")
+    return 1 if failed else 0
+
+
+def _cmd_data(args) -> int:
+    from .datasets import download
+
+    if args.action == "list":
+        rows = download.status()
+        width = max(len(r["name"]) for r in rows) if rows else 10
+        for r in rows:
+            mark = "present" if r.get("present") else "missing"
+            print(f"{r['name']:<{width}}  {mark:<8} {r.get('path', '')}  {r.get('how', '')}")
+        return 0
+    if args.action == "fetch":
+        if not args.name:
+            raise ConfigError("say which dataset to fetch: `kgrag data fetch NAME` (see `kgrag data list`).")
+        for name in args.name:
+            path = download.fetch(name)
+            print(f"{name}: ready at {path}")
+        return 0
+    if args.action == "samples":
+        from .datasets.samples import ensure_sample
+
+        for kind in ("movies", "kinship", "passages"):
+            print(f"{kind}: {ensure_sample(kind, force=args.force)}")
+        return 0
+    raise ConfigError(f"unknown data action {args.action!r}")
+
+
+def _cmd_presets(args) -> int:
+    from .llm import list_presets
+
+    for p in list_presets():
+        print(p if isinstance(p, str) else json.dumps(p, default=str))
+    return 0
+
+
+def _cmd_paths(args) -> int:
+    from .settings import describe
+
+    for k, v in describe().items():
+        print(f"{k:<8} {v}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="kgrag", description="KG-RAG notebooks: batch runner and data tools.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("run", help="execute one notebook with parameters")
+    r.add_argument("notebook")
+    r.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
+    r.add_argument("--run-name", default=None)
+    r.add_argument("--timeout", type=int, default=3600, help="seconds per cell")
+    r.add_argument("--force", action="store_true", help="re-run even if an identical run finished")
+    r.set_defaults(func=_cmd_run)
+
+    g = sub.add_parser("grid", help="execute a grid of runs from a YAML config (configs/NAME.yaml)")
+    g.add_argument("config")
+    g.add_argument("--workers", type=int, default=1)
+    g.add_argument("--force", action="store_true")
+    g.add_argument("--validate-only", action="store_true", help="check every run's parameters; execute nothing")
+    g.set_defaults(func=_cmd_grid)
+
+    d = sub.add_parser("data", help="list, fetch or generate datasets")
+    d.add_argument("action", choices=["list", "fetch", "samples"])
+    d.add_argument("name", nargs="*")
+    d.add_argument("--force", action="store_true")
+    d.set_defaults(func=_cmd_data)
+
+    sub.add_parser("presets", help="list LLM presets").set_defaults(func=_cmd_presets)
+    sub.add_parser("paths", help="show resolved folders").set_defaults(func=_cmd_paths)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KgragError as exc:
+        print(f"kgrag: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""Batch execution of the notebooks with papermill: one run, or a grid from a YAML config.
+
+Each run gets a fresh `python3` kernel whose working directory is the notebook's folder, a run name
+(derived from the notebook and its parameters unless given), an executed copy and a log under
+`runs/<grid>/`, and a run record under `results/<run_name>/` (written by the notebook itself through
+`kgrag_utils.records.RunRecorder`). A run whose record says "ok" with the same parameters is skipped
+(resume); a failed run is recorded with its error and the grid goes on. The grid ends with a summary
+table, printed and saved as CSV and Markdown.
+
+Grid config (YAML):
+
+    name: demo
+    defaults: {limit: 10}           # merged into every run's parameters (only where the notebook has them)
+    timeout: 1800                   # seconds per cell
+    runs:
+      - notebook: 00_quickstart.ipynb
+      - notebook: 01_simgrag.ipynb
+        parameters: {top_k: 3}
+        grid: {dataset: [sample-movies-1hop, sample-movies-2hop]}   # cartesian product
+    final: 05_report.ipynb          # optional, executed last (always re-run)
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from . import settings
+from .errors import ConfigError, MissingDependencyError
+from .records import RUN_FILE, atomic_write_json, atomic_write_text, params_hash, read_run, to_jsonable
+
+DEFAULT_TIMEOUT = 3600  # seconds per cell
+_NOT_TYPED = object()
+
+
+# ----------------------------------------------------------------------------- notebook parameters
+def _load_nb(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"notebook {path} does not exist: see `ls {settings.notebooks_dir()}`.") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"notebook {path} is not valid JSON ({exc}): restore it from git.") from None
+
+
+def notebook_parameters(path: Path | str) -> dict[str, Any]:
+    """The literal defaults of the cell tagged `parameters` (raises if it holds anything but literals)."""
+    path = resolve_notebook(path)
+    nb = _load_nb(path)
+    cells = [c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ConfigError(f"{path.name} must have exactly one cell tagged 'parameters' (found {len(cells)}).")
+    src = "".join(cells[0].get("source", []))
+    try:
+        tree = ast.parse(src)
+    except SyntaxError as exc:
+        raise ConfigError(f"{path.name}: the parameters cell is not valid Python ({exc.msg}, line {exc.lineno}).") from None
+    params: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # a docstring-like comment string
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        else:
+            raise ConfigError(f"{path.name}: the parameters cell may hold only `name = literal` lines (line {node.lineno}).")
+        try:
+            params[target] = ast.literal_eval(value)
+        except ValueError:
+            raise ConfigError(
+                f"{path.name}: parameter '{target}' is not a literal (line {node.lineno}); compute derived values in the next cell."
+            ) from None
+    return params
+
+
+def _type_ok(default: Any, value: Any) -> bool:
+    if default is None or value is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, type(default))
+
+
+def validate_parameters(notebook: Path | str, overrides: Mapping[str, Any], strict: bool = True) -> dict[str, Any]:
+    """Check override names and types against the notebook's parameters cell; return the merged parameters."""
+    path = resolve_notebook(notebook)
+    defaults = notebook_parameters(path)
+    merged = dict(defaults)
+    for name, value in overrides.items():
+        if name not in defaults:
+            if strict:
+                raise ConfigError(
+                    f"{path.name} has no parameter '{name}'; its parameters are: {', '.join(sorted(defaults))}."
+                )
+            continue
+        if not _type_ok(defaults[name], value):
+            raise ConfigError(
+                f"parameter '{name}' of {path.name} expects {type(defaults[name]).__name__} "
+                f"(default {defaults[name]!r}), got {type(value).__name__} {value!r}."
+            )
+        merged[name] = list(value) if isinstance(value, tuple) else value
+    return merged
+
+
+def resolve_notebook(notebook: Path | str) -> Path:
+    p = Path(notebook)
+    candidates = [p] if p.is_absolute() else [settings.notebooks_dir() / p, settings.repo_root() / p, Path.cwd() / p]
+    for c in candidates:
+        if c.suffix != ".ipynb":
+            c = c.with_suffix(".ipynb")
+        if c.exists():
+            return c.resolve()
+    available = ", ".join(sorted(x.name for x in settings.notebooks_dir().glob("*.ipynb")))
+    raise ConfigError(f"notebook '{notebook}' not found; available: {available}.")
+
+
+# ----------------------------------------------------------------------------- one run
+@dataclass
+class RunOutcome:
+    notebook: str
+    run_name: str
+    status: str  # ok | failed | skipped
+    seconds: float
+    parameters: dict
+    output: str | None = None
+    log: str | None = None
+    error: str | None = None
+    summary: dict = field(default_factory=dict)
+
+
+def run_name_for(notebook: Path | str, params: Mapping[str, Any]) -> str:
+    stem = Path(notebook).stem
+    return f"{stem}-{params_hash({k: v for k, v in params.items() if k != 'run_name'})}"
+
+
+def _finished_ok(run_name: str, phash: str) -> dict | None:
+    run_dir = settings.results_dir() / run_name
+    if not (run_dir / RUN_FILE).exists():
+        return None
+    try:
+        rec = read_run(run_dir)
+    except (ConfigError, json.JSONDecodeError):
+        return None
+    if rec.get("status") == "ok" and rec.get("params_hash") == phash:
+        return rec
+    return None
+
+
+def _prefer_project_kernel() -> None:
+    """Make the `python3` kernel resolve to this interpreter's environment (a venv's sys-prefix kernelspec)."""
+    share = Path(sys.prefix) / "share" / "jupyter"
+    if (share / "kernels" / "python3").exists():
+        paths = os.environ.get("JUPYTER_PATH", "")
+        if str(share) not in paths.split(os.pathsep):
+            os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(share), paths) if p)
+
+
+def run_notebook(
+    notebook: Path | str,
+    parameters: Mapping[str, Any] | None = None,
+    run_name: str | None = None,
+    grid: str = "adhoc",
+    timeout: int = DEFAULT_TIMEOUT,
+    force: bool = False,
+    always: bool = False,
+) -> RunOutcome:
+    """Execute one notebook with papermill in a fresh kernel; skip it when an identical run finished."""
+    try:
+        import papermill as pm
+    except ImportError as exc:  # pragma: no cover
+        raise MissingDependencyError("the batch runner needs papermill: run `pip install -e .`.") from exc
+    path = resolve_notebook(notebook)
+    params = validate_parameters(path, dict(parameters or {}))
+    if "run_name" not in params:
+        raise ConfigError(f"{path.name} has no 'run_name' parameter; every method notebook must accept one.")
+    given = run_name or (parameters or {}).get("run_name") or ""
+    name = given or run_name_for(path, params)
+    params["run_name"] = name
+    phash = params_hash({k: v for k, v in params.items() if k != "run_name"})
+    out_dir = settings.runs_dir() / grid
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_nb, log_path = out_dir / f"{name}.ipynb", out_dir / f"{name}.log"
+    if not force and not always:
+        rec = _finished_ok(name, phash)
+        if rec is not None:
+            return RunOutcome(path.name, name, "skipped", 0.0, params, str(out_nb), str(log_path), summary=rec.get("summary") or {})
+    _prefer_project_kernel()
+    t0 = time.perf_counter()
+    error = None
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write(f"notebook: {path}\nparameters: {json.dumps(to_jsonable(params))}\n\n")
+        log.flush()
+        try:
+            pm.execute_notebook(
+                str(path), str(out_nb), parameters=params, kernel_name="python3", cwd=str(path.parent),
+                execution_timeout=timeout, progress_bar=False, log_output=True, stdout_file=log, stderr_file=log,
+            )
+        except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
+            error = _short_error(exc)
+            log.write("\n" + "".join(traceback.format_exception(exc)))
+    seconds = time.perf_counter() - t0
+    summary: dict = {}
+    run_dir = settings.results_dir() / name
+    if error is None:
+        try:
+            rec = read_run(run_dir)
+            summary = rec.get("summary") or {}
+            if rec.get("status") != "ok":
+                error = f"the notebook finished but its run record says status={rec.get('status')!r}"
+        except ConfigError:
+            error = "the notebook finished without writing a run record (missing RunRecorder.finish)"
+    if error is not None:
+        _record_failure(run_dir, path.name, name, params, phash, error, str(log_path))
+    return RunOutcome(path.name, name, "failed" if error else "ok", seconds, params, str(out_nb), str(log_path), error, summary)
+
+
+def _short_error(exc: BaseException) -> str:
+    ename = getattr(exc, "ename", None)
+    evalue = getattr(exc, "evalue", None)
+    if ename:
+        return f"{ename}: {evalue}"
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+
+
+def _record_failure(run_dir: Path, notebook: str, name: str, params: dict, phash: str, error: str, log: str) -> None:
+    run_file = run_dir / RUN_FILE
+    rec: dict[str, Any] = {}
+    if run_file.exists():
+        try:
+            rec = json.loads(run_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            rec = {}
+    rec.update({
+        "run_name": name, "notebook": notebook, "status": "failed", "params": params, "params_hash": phash,
+        "error": error, "log": log, "method": rec.get("method") or Path(notebook).stem,
+    })
+    atomic_write_json(run_file, rec)
+
+
+# ----------------------------------------------------------------------------- grids
+def load_grid(config: Path | str) -> dict:
+    import yaml
+
+    p = Path(config)
+    if not p.exists() and not p.is_absolute():
+        for cand in (settings.configs_dir() / p, settings.configs_dir() / f"{p}.yaml"):
+            if cand.exists():
+                p = cand
+                break
+    if not p.exists():
+        available = ", ".join(sorted(x.stem for x in settings.configs_dir().glob("*.yaml")))
+        raise ConfigError(f"grid config '{config}' not found; available in configs/: {available}.")
+    cfg = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    if not isinstance(cfg.get("runs"), list) or not cfg["runs"]:
+        raise ConfigError(f"{p.name} needs a non-empty 'runs:' list of {{notebook, parameters, grid}} entries.")
+    cfg.setdefault("name", p.stem)
+    return cfg
+
+
+def expand_grid(cfg: Mapping[str, Any]) -> list[tuple[Path, dict]]:
+    """All (notebook, parameters) pairs of a grid config, validated against each notebook's parameters."""
+    defaults = dict(cfg.get("defaults") or {})
+    runs = []
+    for i, entry in enumerate(cfg["runs"]):
+        if not isinstance(entry, Mapping) or "notebook" not in entry:
+            raise ConfigError(f"run #{i + 1} of grid '{cfg.get('name')}' needs a 'notebook:' key.")
+        path = resolve_notebook(entry["notebook"])
+        known = notebook_parameters(path)
+        base = {k: v for k, v in defaults.items() if k in known}
+        base.update(entry.get("parameters") or {})
+        axes = entry.get("grid") or {}
+        keys = list(axes)
+        for combo in itertools.product(*(axes[k] if isinstance(axes[k], list) else [axes[k]] for k in keys)):
+            params = dict(base)
+            params.update(dict(zip(keys, combo)))
+            validate_parameters(path, params)
+            runs.append((path, params))
+    return runs
+
+
+def run_grid(
+    config: Path | str,
+    workers: int = 1,
+    force: bool = False,
+    validate_only: bool = False,
+    progress: bool = True,
+) -> list[RunOutcome]:
+    """Run every notebook of a grid; failures are recorded and do not stop the others."""
+    cfg = load_grid(config)
+    runs = expand_grid(cfg)
+    final = cfg.get("final")
+    if final:
+        notebook_parameters(resolve_notebook(final))
+    if validate_only:
+        return [RunOutcome(p.name, run_name_for(p, prm), "validated", 0.0, prm) for p, prm in runs]
+    timeout = int(cfg.get("timeout", DEFAULT_TIMEOUT))
+    grid = str(cfg["name"])
+    outcomes: list[RunOutcome] = []
+    bar = _progress(len(runs) + (1 if final else 0), f"grid {grid}", progress)
+
+    def _one(item):
+        path, prm = item
+        return run_notebook(path, prm, grid=grid, timeout=timeout, force=force)
+
+    if workers <= 1:
+        for item in runs:
+            outcome = _one(item)
+            outcomes.append(outcome)
+            _tick(bar, outcome)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(_one, item) for item in runs]
+            for fut in as_completed(futures):
+                outcome = fut.result()
+                outcomes.append(outcome)
+                _tick(bar, outcome)
+        order = {run_name_for(p, prm): i for i, (p, prm) in enumerate(runs)}
+        outcomes.sort(key=lambda o: order.get(o.run_name, 0))
+    if final:
+        outcome = run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout, always=True)
+        outcomes.append(outcome)
+        _tick(bar, outcome)
+    if bar is not None:
+        bar.close()
+    write_summary(outcomes, settings.runs_dir() / grid)
+    return outcomes
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="run")
+
+
+def _tick(bar, outcome: RunOutcome) -> None:
+    if bar is None:
+        return
+    bar.set_postfix_str(f"{outcome.run_name}: {outcome.status}")
+    bar.update(1)
+
+
+def summary_table(outcomes: Sequence[RunOutcome]):
+    import pandas as pd
+
+    rows = []
+    for o in outcomes:
+        row = {"notebook": o.notebook, "run_name": o.run_name, "status": o.status, "seconds": round(o.seconds, 1)}
+        for k, v in (o.summary or {}).items():
+            if isinstance(v, (int, float, str, bool)) or v is None:
+                row[k] = v
+        row["error"] = o.error or ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_summary(outcomes: Sequence[RunOutcome], out_dir: Path) -> Path:
+    df = summary_table(outcomes)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / "summary.csv", df.to_csv(index=False))
+    atomic_write_text(out_dir / "summary.md", _markdown(df))
+    return out_dir / "summary.csv"
+
+
+def _markdown(df) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v).replace("|", "\\|").replace("\n", " ")

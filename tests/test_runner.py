@@ -1,0 +1,159 @@
+"""Batch runner and run records: parameters, resume, failures, summaries (real papermill kernels)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kgrag_utils import records, runner, settings
+from kgrag_utils.errors import ConfigError
+
+NB_SOURCE = '''
+import json, os, sys
+from kgrag_utils.records import RunRecorder
+rec = RunRecorder("toy", {"limit": limit, "word": word, "fail": fail}, run_name=run_name)
+for i in range(limit):
+    if str(i) in rec.done_ids:
+        continue
+    if fail and i == 2:
+        raise RuntimeError("toy failure at example 2")
+    rec.add({"id": str(i), "word": word * (i + 1), "cwd": os.getcwd()})
+rec.finish(summary={"n": len(rec.examples), "acc": 0.5})
+'''
+
+
+def make_notebook(folder: Path, params_src: str = "limit = 3\nword = 'a'\nfail = False\nrun_name = ''\n") -> Path:
+    nb = nbformat.v4.new_notebook()
+    p = nbformat.v4.new_code_cell(params_src)
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# toy"), p, nbformat.v4.new_code_cell(NB_SOURCE)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "toy.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_notebook_parameters_reads_literals(tmp_path):
+    nb = make_notebook(tmp_path)
+    assert runner.notebook_parameters(nb) == {"limit": 3, "word": "a", "fail": False, "run_name": ""}
+
+
+def test_parameters_cell_must_hold_only_literals(tmp_path):
+    nb = make_notebook(tmp_path, "limit = 3\nword = str(limit)\nrun_name = ''\n")
+    with pytest.raises(ConfigError, match="not a literal"):
+        runner.notebook_parameters(nb)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"limit": "three"}, "expects int"),
+    ({"fail": 1}, "expects bool"),
+    ({"nope": 1}, "has no parameter 'nope'"),
+])
+def test_bad_parameters_give_one_line_errors(tmp_path, overrides, message):
+    nb = make_notebook(tmp_path)
+    with pytest.raises(ConfigError, match=message) as err:
+        runner.validate_parameters(nb, overrides)
+    assert "\n" not in str(err.value)
+
+
+def test_int_accepted_for_float_and_list_for_tuple(tmp_path):
+    nb = make_notebook(tmp_path, "x = 0.5\nks = [1, 2]\nrun_name = ''\n")
+    merged = runner.validate_parameters(nb, {"x": 1, "ks": (3,)})
+    assert merged == {"x": 1, "ks": [3], "run_name": ""}
+
+
+def test_unknown_notebook_lists_available():
+    with pytest.raises(ConfigError, match="not found"):
+        runner.resolve_notebook("no_such_notebook")
+
+
+@pytest.mark.slow
+def test_run_resume_and_failure(tmp_path):
+    nb = make_notebook(tmp_path / "nbs")
+    out = runner.run_notebook(nb, {"limit": 4, "word": "b"}, grid="t")
+    assert out.status == "ok", out.error
+    rec = records.read_run(settings.results_dir() / out.run_name)
+    assert rec["status"] == "ok" and rec["summary"]["n"] == 4
+    ex = records.load_examples(out.run_name)
+    assert list(ex["id"]) == ["0", "1", "2", "3"]
+    # cwd of the kernel is the notebook's folder, not the caller's
+    assert Path(ex["cwd"][0]).resolve() == (tmp_path / "nbs").resolve()
+    assert Path(out.output).exists() and Path(out.log).exists()
+
+    again = runner.run_notebook(nb, {"limit": 4, "word": "b"}, grid="t")
+    assert again.status == "skipped" and again.run_name == out.run_name
+
+    bad = runner.run_notebook(nb, {"limit": 4, "fail": True}, grid="t")
+    assert bad.status == "failed" and "toy failure" in bad.error
+    rec = records.read_run(settings.results_dir() / bad.run_name)
+    assert rec["status"] == "failed" and "toy failure" in rec["error"]
+    # the examples finished before the crash are kept
+    assert len(records.load_examples(bad.run_name)) == 2
+
+    df = records.load_runs()
+    assert set(df["status"]) == {"ok", "failed"}
+
+
+@pytest.mark.slow
+def test_grid_runs_all_and_continues_after_failure(tmp_path, monkeypatch):
+    nbdir = tmp_path / "nbs"
+    nb = make_notebook(nbdir)
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text(
+        "name: toygrid\ndefaults: {limit: 3, unused_elsewhere: 1}\nruns:\n"
+        f"  - notebook: {nb}\n    grid: {{fail: [true, false], word: [x]}}\n"
+    )
+    outs = runner.run_grid(cfg, progress=False)
+    assert [o.status for o in outs] == ["failed", "ok"]
+    summary = settings.runs_dir() / "toygrid" / "summary.csv"
+    assert summary.exists() and "failed" in summary.read_text()
+    validated = runner.run_grid(cfg, validate_only=True, progress=False)
+    assert all(o.status == "validated" for o in validated)
+
+
+def test_grid_with_bad_parameter_fails_validation(tmp_path):
+    nb = make_notebook(tmp_path / "nbs")
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text(f"runs:\n  - notebook: {nb}\n    parameters: {{limit: many}}\n")
+    with pytest.raises(ConfigError, match="expects int"):
+        runner.run_grid(cfg, validate_only=True, progress=False)
+
+
+def test_recorder_resume_and_torn_line(tmp_path):
+    rec = records.RunRecorder("m", {"a": 1}, root=tmp_path)
+    rec.add({"id": "q1", "score": 1.0})
+    rec.add({"id": "q2", "score": float("nan")})
+    with open(rec.examples_path, "a") as fh:
+        fh.write('{"id": "q3", "sco')  # a process killed mid-write
+    again = records.RunRecorder("m", {"a": 1}, root=tmp_path)
+    assert again.done_ids == {"q1", "q2"}
+    assert again.examples[1]["score"] is None  # NaN is stored as null, never as invalid JSON
+    fresh = records.RunRecorder("m", {"a": 2}, run_name=rec.run_name, root=tmp_path)
+    assert fresh.done_ids == set()  # other parameters: start over
+    fresh.finish(summary={"acc": 1.0})
+    data = json.loads((tmp_path / rec.run_name / "run.json").read_text())
+    assert data["status"] == "ok" and data["environment"]["python"]
+
+
+def test_to_jsonable_handles_numpy_and_dataclasses():
+    import dataclasses
+
+    import numpy as np
+
+    @dataclasses.dataclass
+    class D:
+        x: int
+        y: tuple
+
+    out = records.to_jsonable({"a": np.int64(3), "b": np.arange(3), "c": D(1, (2, 3)), "d": {1, 2}, "e": np.float32(0.5)})
+    assert out == {"a": 3, "b": [0, 1, 2], "c": {"x": 1, "y": [2, 3]}, "d": [1, 2], "e": 0.5}
+    json.dumps(out)
+
+
+def test_params_hash_is_order_independent():
+    assert records.params_hash({"a": 1, "b": 2}) == records.params_hash({"b": 2, "a": 1})
+    assert records.params_hash({"a": 1}) != records.params_hash({"a": 2})

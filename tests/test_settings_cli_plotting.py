@@ -1,0 +1,80 @@
+"""Paths resolve from the repository root; the CLI reports errors in one line; figures are deterministic."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kgrag_utils import cli, plotting, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_root_found_from_package_not_cwd(tmp_path, monkeypatch):
+    monkeypatch.delenv("KGRAG_ROOT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert settings.repo_root() == ROOT
+
+
+def test_env_overrides_and_relative_values(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "r"))
+    assert settings.results_dir() == tmp_path / "r" and (tmp_path / "r").is_dir()
+    monkeypatch.setenv("KGRAG_FIGURES_DIR", "figs_rel")
+    monkeypatch.chdir(tmp_path)
+    assert settings.figures_dir(create=False) == ROOT / "figs_rel"
+
+
+def test_cache_subdir_created(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "c"))
+    assert settings.cache_dir("llm") == tmp_path / "c" / "llm" and (tmp_path / "c" / "llm").is_dir()
+
+
+def test_cli_paths_and_errors(capsys):
+    assert cli.main(["paths"]) == 0
+    assert "results" in capsys.readouterr().out
+    assert cli.main(["run", "no_such_notebook"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kgrag: error:") and err.count("\n") == 1
+    assert cli.main(["run", "x", "-p", "novalue"]) == 2
+    assert "name=value" in capsys.readouterr().err
+
+
+def test_cli_value_parsing():
+    assert cli._parse_params(["a=3", "b=0.5", "c=true", "d=hello", "e=[1, 2]"]) == {
+        "a": 3, "b": 0.5, "c": True, "d": "hello", "e": [1, 2]}
+
+
+def test_save_figure_is_deterministic(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plotting.set_theme()
+    digests = []
+    for i in range(2):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1, 2], [3, 1, 2], label="x")
+        ax.legend()
+        paths = plotting.save_figure(fig, "det", folder=tmp_path / str(i))
+        plt.close(fig)
+        digests.append([p.read_bytes() for p in paths])
+    assert digests[0] == digests[1]
+    assert {p.suffix for p in paths} == {".png", ".svg"}
+
+
+def test_draw_graph_runs_on_triples(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = plotting.draw_graph([("Film A", "directed_by", "Ann"), ("Film A", "starred_actors", "Bob")],
+                             highlight_nodes=["Ann"])
+    assert len(ax.collections) == 1 and len(ax.patches) == 2  # node set + two arrows
+    assert {'Ann', 'Bob'} <= {t.get_text() for t in ax.texts}
+    plt.close("all")
+    with pytest.raises(ValueError):
+        plotting.save_figure(plt.figure(), "../escape", folder=tmp_path)
