@@ -1,0 +1,140 @@
+"""PathQuestion (IRN) and files in its line format (PQL, WC2014): path questions over small KBs.
+
+Line format (tab-separated; PathQuestion):
+    question<TAB>answer(alt1/alt2/)<TAB>topic#rel1#e1#rel2#answer#<end>#answer
+WC2014 files put the answer set in a fourth column and add more columns after it:
+    question<TAB>answer<TAB>path<TAB>alt1/alt2/<TAB>facts...
+and conjunctive questions (WC-C) join two paths with '*'. The KB is one `head<TAB>rel<TAB>tail`
+fact a line (2H-kb.txt, 3H-kb.txt, WC2014.txt).
+
+The answer set in parentheses holds every entity the path reaches (e.g. both "male" and "female"
+when a person has children of both genders); `answers` is the main answer followed by the rest
+of that set. The question text is kept as in the file (topic names keep their underscores).
+
+There is no official split: `split_indices` shuffles question indices with a fixed seed and cuts
+80/10/10 into train/dev/test (the proportions IRN used), so every run sees the same split.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, DatasetMissingError
+from .records import KGQuestion
+
+__all__ = ["parse_path", "parse_pq_line", "read_pq_file", "guess_kb", "split_indices",
+           "PQ_SPLIT_SEED", "PQ_SPLIT_FRACTIONS", "SPLITS"]
+
+PQ_SPLIT_SEED = 20190101  # fixed: the split must not move when a user changes the sampling seed
+PQ_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
+SPLITS = ("train", "dev", "test", "all")
+_ANSWER = re.compile(r"^(?P<main>.*?)\((?P<alts>[^()]*)\)\s*$")
+
+
+def _answer_set(text: str) -> list[str]:
+    return [a.strip() for a in text.split("/") if a.strip()]
+
+
+def parse_path(path: str) -> tuple[str, list[str], list[str]]:
+    """`topic#r1#e1#r2#e2#<end>#e2` -> (topic, [r1, r2], [e1, e2])."""
+    tokens = [t.strip() for t in path.strip().split("#")]
+    if "<end>" in tokens:
+        tokens = tokens[: tokens.index("<end>")]
+    while tokens and not tokens[-1]:
+        tokens.pop()
+    if len(tokens) < 3 or len(tokens) % 2 == 0:
+        raise ConfigError(f"path {path[:80]!r} is not of the form topic#rel#entity[#rel#entity...]")
+    return tokens[0], tokens[1::2], tokens[2::2]
+
+
+def parse_pq_line(line: str) -> dict:
+    """Fields of one line (PathQuestion or WC2014 style); raises ConfigError on a malformed line."""
+    parts = line.rstrip("\r\n").split("\t")
+    if len(parts) < 3:
+        raise ConfigError(f"expected at least 3 tab-separated fields (question, answer, path): {line[:80]!r}")
+    question, answer_field, path_field = parts[0].strip(), parts[1].strip(), parts[2].strip()
+    match = _ANSWER.match(answer_field)
+    if match:
+        main, alts = match.group("main").strip(), _answer_set(match.group("alts"))
+    else:
+        main, alts = answer_field, []
+    if len(parts) > 3 and "#" not in parts[3]:
+        alts = alts or _answer_set(parts[3])
+    answers = [main] if main else []
+    for alt in alts:
+        if alt not in answers:
+            answers.append(alt)
+    paths = [parse_path(p) for p in path_field.split("*") if p.strip()]
+    if not paths:
+        raise ConfigError(f"no relation path in line {line[:80]!r}")
+    return {"question": question, "answers": answers, "paths": paths, "extra": parts[3:]}
+
+
+def guess_kb(qa_path: Path) -> Path:
+    """The KB file that belongs to a question file (PQ-2H.txt -> 2H-kb.txt, WC-*.txt -> WC2014.txt)."""
+    qa_path = Path(qa_path)
+    stem = qa_path.stem.upper()
+    folder = qa_path.parent
+    candidates: list[str] = []
+    m = re.match(r"^PQ-?(\d)H", stem)
+    if m:
+        candidates.append(f"{m.group(1)}H-kb.txt")
+    m = re.match(r"^PQL-?(\d)H", stem)
+    if m:
+        candidates.append(f"PQL{m.group(1)}-KB.txt")
+    if stem.startswith("WC"):
+        candidates.append("WC2014.txt")
+    for name in candidates:
+        if (folder / name).is_file():
+            return folder / name
+    raise DatasetMissingError(
+        f"no KB found beside {qa_path} (looked for {', '.join(candidates) or 'a known KB name'}); pass kb=PATH."
+    )
+
+
+def read_pq_file(path: Path, prefix: str | None = None) -> list[KGQuestion]:
+    """Every question of a PathQuestion-format file, in file order (blank lines skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetMissingError(f"question file {path} not found")
+    prefix = prefix or path.stem.lower()
+    out: list[KGQuestion] = []
+    with open(path, encoding="utf-8") as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        try:
+            rec = parse_pq_line(line)
+        except ConfigError as exc:
+            raise ConfigError(f"{path.name} line {i + 1}: {exc}") from None
+        paths = rec["paths"]
+        meta = {"line": i, "file": path.name,
+                "paths": [{"topic": t, "relations": r, "entities": e} for t, r, e in paths]}
+        if len(paths) == 1:
+            topic, rels, _ = paths[0]
+            chain = [(r, True) for r in rels]
+            topics, hops, qtype = [topic], len(rels), "#".join(rels)
+        else:  # conjunctive: the answer meets several paths; no single chain
+            chain = None
+            topics = list(dict.fromkeys(t for t, _, _ in paths))
+            hops = max(len(r) for _, r, _ in paths)
+            qtype = "*".join("#".join(r) for _, r, _ in paths)
+        out.append(KGQuestion(qid=f"{prefix}-{i:05d}", question=rec["question"], topic_entities=topics,
+                              answers=rec["answers"], chain=chain, hops=hops, qtype=qtype, meta=meta))
+    return out
+
+
+def split_indices(n: int, split: str, seed: int = PQ_SPLIT_SEED,
+                  fractions: tuple[float, float, float] = PQ_SPLIT_FRACTIONS) -> np.ndarray:
+    """Sorted question indices of one split of a seeded shuffle cut into train/dev/test."""
+    if split not in SPLITS:
+        raise ConfigError(f"split must be one of {', '.join(SPLITS)} (got {split!r}).")
+    if split == "all":
+        return np.arange(n)
+    perm = np.random.default_rng(seed).permutation(n)
+    n_train = int(round(fractions[0] * n))
+    n_dev = int(round(fractions[1] * n))
+    cuts = {"train": perm[:n_train], "dev": perm[n_train:n_train + n_dev], "test": perm[n_train + n_dev:]}
+    return np.sort(cuts[split])

@@ -1,0 +1,387 @@
+"""Datasets by name: where each lives, how it is loaded, and a clear error when it is missing.
+
+`load_dataset(name, split, limit, seed, **options)` returns a `Dataset`; `list_datasets()` says
+which names exist, whether their files are present, and how to get them. Real benchmarks live
+under `settings.data_dir()` (one folder each, as `kgrag data fetch NAME` lays them out); sample
+datasets are generated on first use by `kgrag_utils.datasets.samples` in exactly the real file
+formats and read by the same loaders.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .. import settings
+from ..errors import ConfigError, DatasetMissingError, KgragError
+from . import clutrr, metaqa, passages, pathquestion
+from .answerable import cached_answerable
+from .records import Dataset, KGQuestion
+
+__all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items",
+           "load_kg_file", "load_pq_file"]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One registered name: what it is, where its files are, and the function that reads them."""
+
+    name: str
+    kind: str  # "kgqa" | "kinship" | "passages"
+    source: str  # "real" | "sample"
+    folder: str  # under data_dir() (real) or the sample root (sample)
+    required: tuple[tuple[str, ...], ...]  # each entry: alternatives (globs), one must exist
+    loader: Callable[..., Dataset]
+    splits: tuple[str, ...]
+    description: str
+    options: tuple[str, ...] = ()
+    sample_key: str | None = None
+    params: dict = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- KG loading
+
+_KG_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
+_KG_CACHE_SIZE = 6
+
+
+def load_kg_file(path: Path, sep: str | None = None, name: str | None = None):
+    """KG.load with an in-process cache keyed by the file's path, mtime and size."""
+    from ..kg import KG
+
+    path = Path(path).resolve()
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size, sep)
+    if key in _KG_CACHE:
+        _KG_CACHE.move_to_end(key)
+        return _KG_CACHE[key]
+    kg = KG.load(path, sep=sep, name=name)
+    _KG_CACHE[key] = kg
+    while len(_KG_CACHE) > _KG_CACHE_SIZE:
+        _KG_CACHE.popitem(last=False)
+    return kg
+
+
+def _attach_answerable(questions: list[KGQuestion], kg, files: list[Path], tag: str) -> None:
+    chain, khop = cached_answerable(questions, kg, files, tag=tag)
+    for q, a, k in zip(questions, chain.tolist(), khop.tolist()):
+        q.answerable = bool(a)
+        q.meta["answerable_khop"] = bool(k)
+
+
+def _kg_info(questions: list[KGQuestion], kg) -> dict:
+    info = {"kg_entities": kg.num_entities, "kg_facts": kg.num_edges, "kg_relations": kg.num_relations}
+    flags = [q.answerable for q in questions if q.answerable is not None]
+    if flags:
+        info["answerable_rate"] = float(np.mean(flags))
+        info["answerable_khop_rate"] = float(np.mean([q.meta.get("answerable_khop", False) for q in questions]))
+    return info
+
+
+# ----------------------------------------------------------------------------- loaders
+
+
+def _load_metaqa(spec: DatasetSpec, root: Path, split: str, variant: str = "vanilla",
+                 answerable: bool = True) -> Dataset:
+    hops = spec.params["hops"]
+    if variant not in ("vanilla", "ntm"):
+        raise ConfigError(f"MetaQA variant must be 'vanilla' or 'ntm' (got {variant!r}).")
+    kb_path = metaqa.find_kb(root)
+    try:
+        questions, files = metaqa.read_questions(root, hops, split, variant, prefix=spec.name)
+    except DatasetMissingError:
+        raise _missing(spec, root, f"{hops}-hop {variant} qa_{split}.txt") from None
+    kg = load_kg_file(kb_path, sep="|", name="metaqa")
+    if answerable:
+        _attach_answerable(questions, kg, files + [kb_path], tag=f"metaqa-{variant}")
+    info = {"kb_file": kb_path.name, "qa_file": str(files[0].relative_to(root)),
+            "has_chains": any(q.chain for q in questions), **_kg_info(questions, kg)}
+    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, kg=kg, source=spec.source,
+                   root=root, info=info)
+
+
+def load_pq_file(path: Path, kb: Path | None = None, split: str = "all", answerable: bool = True,
+                 name: str | None = None, source: str = "real") -> Dataset:
+    """Any question file in PathQuestion's line format (PQ, PQL, WC2014) with its KB."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetMissingError(f"question file {path} not found; pass an existing path=.")
+    kb_path = Path(kb) if kb is not None else pathquestion.guess_kb(path)
+    if not kb_path.is_file():
+        raise DatasetMissingError(f"KB file {kb_path} not found; pass an existing kb=.")
+    questions = pathquestion.read_pq_file(path)
+    kg = load_kg_file(kb_path, sep="\t", name=kb_path.stem)
+    if answerable:
+        _attach_answerable(questions, kg, [path, kb_path], tag="pq")
+    keep = pathquestion.split_indices(len(questions), split)
+    items = [questions[i] for i in keep]
+    info = {"qa_file": path.name, "kb_file": kb_path.name, "n_file": len(questions),
+            "split_rule": (f"seeded shuffle (seed {pathquestion.PQ_SPLIT_SEED}) cut "
+                           f"{'/'.join(str(int(f * 100)) for f in pathquestion.PQ_SPLIT_FRACTIONS)} "
+                           "into train/dev/test by question index"),
+            **_kg_info(items, kg)}
+    return Dataset(name=name or path.stem, kind="kgqa", split=split, items=items, kg=kg, source=source,
+                   root=path.parent, info=info)
+
+
+def _load_pq(spec: DatasetSpec, root: Path, split: str, answerable: bool = True) -> Dataset:
+    return load_pq_file(root / spec.params["file"], root / spec.params["kb"], split=split, answerable=answerable,
+                        name=spec.name, source=spec.source)
+
+
+def _load_pq_any(spec: DatasetSpec, root: Path, split: str, path: str | Path | None = None,
+                 kb: str | Path | None = None, answerable: bool = True) -> Dataset:
+    if path is None:
+        raise ConfigError("pq-file needs path=<question file> (and kb=<KB file> unless it sits beside it).")
+    return load_pq_file(Path(path), Path(kb) if kb else None, split=split, answerable=answerable)
+
+
+def _load_clutrr(spec: DatasetSpec, root: Path, split: str, chain_lengths=None) -> Dataset:
+    try:
+        stories, files = clutrr.read_stories(root, split)
+        rules = clutrr.load_rules(root)
+    except DatasetMissingError:
+        raise _missing(spec, root, f"data_*/*_{split}.csv and clutrr_store/") from None
+    if chain_lengths is not None:
+        wanted = {int(chain_lengths)} if isinstance(chain_lengths, (int, np.integer)) else {int(c) for c in chain_lengths}
+        stories = [s for s in stories if s.chain_length in wanted]
+    counts: dict[int, int] = {}
+    for s in stories:
+        counts[s.chain_length] = counts.get(s.chain_length, 0) + 1
+    info = {"files": [f.name for f in files], "by_chain_length": dict(sorted(counts.items())),
+            "compositions": len(rules.compositions)}
+    return Dataset(name=spec.name, kind="kinship", split=split, items=stories, rules=rules, source=spec.source,
+                   root=root, info=info)
+
+
+def _load_hotpotqa(spec: DatasetSpec, root: Path, split: str) -> Dataset:
+    questions = passages.read_hotpot_questions(root / spec.params["questions"], prefix=spec.name)
+    corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title")
+    return _passage_dataset(spec, root, split, questions, corpus, None, {})
+
+
+def _load_musique(spec: DatasetSpec, root: Path, split: str, openie: bool = True) -> Dataset:
+    questions = passages.read_musique_questions(root / spec.params["questions"])
+    corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title+text")
+    triples, counts = None, {}
+    if openie:
+        found = sorted(root.glob(spec.params["openie"]))
+        if found:
+            triples, counts = passages.read_openie_triples(found[0])
+            counts["openie_file"] = found[0].name
+            counts["openie_passages_not_in_corpus"] = len(set(triples) - {p.pid for p in corpus})
+    return _passage_dataset(spec, root, split, questions, corpus, triples, counts)
+
+
+def _load_2wiki(spec: DatasetSpec, root: Path, split: str) -> Dataset:
+    corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title")
+    small = root / spec.params["questions"]
+    if small.is_file():
+        questions = passages.read_title_questions(small, prefix="2wiki")
+        qfile = small.name
+    else:
+        full = root / spec.params["questions_full"]
+        questions = passages.read_hotpot_questions(full, prefix="2wiki")
+        qfile = full.name
+    return _passage_dataset(spec, root, split, questions, corpus, None, {"questions_file": qfile})
+
+
+def _passage_dataset(spec, root, split, questions, corpus, triples, extra) -> Dataset:
+    pids = {p.pid for p in corpus}
+    missing = sum(1 for q in questions for s in q.supporting if s not in pids)
+    info = {"corpus_passages": len(corpus), "questions": len(questions),
+            "supporting_not_in_corpus": missing, **extra}
+    return Dataset(name=spec.name, kind="passages", split=split, items=questions, corpus=corpus, triples=triples,
+                   source=spec.source, root=root, info=info)
+
+
+# ----------------------------------------------------------------------------- the registry
+
+_METAQA_KB = ("kb.txt", "kb_reconstructed.txt", "kb/kb.txt")
+
+
+def _metaqa_required(k: int) -> tuple[tuple[str, ...], ...]:
+    return (_METAQA_KB, (f"qa/{k}-hop/vanilla/qa_test.txt", f"{k}-hop/vanilla/qa_test.txt"))
+
+
+_PASSAGE_SPLITS = ("test", "all")
+
+_SPECS: dict[str, DatasetSpec] = {}
+
+
+def _register(spec: DatasetSpec) -> None:
+    _SPECS[spec.name] = spec
+
+
+for _k in (1, 2, 3):
+    _register(DatasetSpec(
+        name=f"metaqa-{_k}hop", kind="kgqa", source="real", folder="MetaQA", required=_metaqa_required(_k),
+        loader=_load_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
+        description=f"MetaQA {_k}-hop movie questions over the MetaQA KB (variant='ntm' for paraphrases)"))
+    _register(DatasetSpec(
+        name=f"sample-movies-{_k}hop", kind="kgqa", source="sample", folder="MetaQA", required=_metaqa_required(_k),
+        loader=_load_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
+        sample_key="movies", description=f"generated movie KG with {_k}-hop questions in MetaQA's format"))
+for _k in (2, 3):
+    _register(DatasetSpec(
+        name=f"pq-{_k}hop", kind="kgqa", source="real", folder="PathQuestion",
+        required=((f"PQ-{_k}H.txt",), (f"{_k}H-kb.txt",)), loader=_load_pq, splits=pathquestion.SPLITS,
+        options=("answerable",), params={"file": f"PQ-{_k}H.txt", "kb": f"{_k}H-kb.txt"},
+        description=f"PathQuestion {_k}-hop (Freebase subset); seeded 80/10/10 split"))
+for _suffix, _file in (("1hop", "WC-P1.txt"), ("2hop", "WC-P2.txt"), ("conj", "WC-C.txt")):
+    _register(DatasetSpec(
+        name=f"wc2014-{_suffix}", kind="kgqa", source="real", folder="WC2014", required=((_file,), ("WC2014.txt",)),
+        loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
+        params={"file": _file, "kb": "WC2014.txt"},
+        description=f"WorldCup2014 ({_suffix}) questions from the IRN repository; seeded 80/10/10 split"))
+_register(DatasetSpec(
+    name="pq-file", kind="kgqa", source="real", folder="", required=(), loader=_load_pq_any,
+    splits=pathquestion.SPLITS, options=("path", "kb", "answerable"),
+    description="any file in PathQuestion's line format: load_dataset('pq-file', split='all', path=..., kb=...)"))
+_register(DatasetSpec(
+    name="clutrr", kind="kinship", source="real", folder="CLUTRR",
+    required=(("data_*/*_test.csv",), ("clutrr_store/rules_store.yaml",)), loader=_load_clutrr,
+    splits=("train", "test"), options=("chain_lengths",),
+    description="CLUTRR kinship stories (train: chains of 2-3, test: 2-7) with the rule store"))
+_register(DatasetSpec(
+    name="sample-kinship", kind="kinship", source="sample", folder="CLUTRR",
+    required=(("data_*/*_test.csv",), ("clutrr_store/rules_store.yaml",)), loader=_load_clutrr,
+    splits=("train", "test"), options=("chain_lengths",), sample_key="kinship",
+    description="generated kinship stories in CLUTRR's format"))
+_register(DatasetSpec(
+    name="hotpotqa", kind="passages", source="real", folder="HotpotQA",
+    required=(("hipporag_hotpotqa_train_100q.json",), ("hipporag_hotpotqa_train_corpus.json",)),
+    loader=_load_hotpotqa, splits=_PASSAGE_SPLITS,
+    params={"questions": "hipporag_hotpotqa_train_100q.json", "corpus": "hipporag_hotpotqa_train_corpus.json"},
+    description="HotpotQA: HippoRAG's 100-question sample (distractor format) and its 994-title corpus"))
+_register(DatasetSpec(
+    name="musique", kind="passages", source="real", folder="MuSiQue",
+    required=(("hipporag_musique_train_100q.json",), ("hipporag_musique_train_corpus.json",)),
+    loader=_load_musique, splits=_PASSAGE_SPLITS, options=("openie",),
+    params={"questions": "hipporag_musique_train_100q.json", "corpus": "hipporag_musique_train_corpus.json",
+            "openie": "hipporag_openie_musique_*.json"},
+    description="MuSiQue: HippoRAG's 100-question sample, 1,890-passage corpus and its OpenIE triples"))
+_register(DatasetSpec(
+    name="2wiki", kind="passages", source="real", folder="2WikiMultiHopQA",
+    required=(("hipporag_2wikimultihopqa_corpus.json",),
+              ("2wiki_50q_supporting_titles.json", "2wikimultihopqa.json")),
+    loader=_load_2wiki, splits=_PASSAGE_SPLITS,
+    params={"corpus": "hipporag_2wikimultihopqa_corpus.json", "questions": "2wiki_50q_supporting_titles.json",
+            "questions_full": "2wikimultihopqa.json"},
+    description="2WikiMultiHopQA: HippoRAG's 6,119-passage corpus with 50 questions (gold titles, no answers)"))
+_register(DatasetSpec(
+    name="sample-passages", kind="passages", source="sample", folder="SamplePassages",
+    required=(("sample_questions.json",), ("sample_corpus.json",)), loader=_load_musique,
+    splits=_PASSAGE_SPLITS, options=("openie",), sample_key="passages",
+    params={"questions": "sample_questions.json", "corpus": "sample_corpus.json", "openie": "sample_openie.json"},
+    description="generated passage questions in MuSiQue/HippoRAG's format, with OpenIE triples"))
+
+
+def dataset_names(source: str | None = None) -> list[str]:
+    return [n for n, s in _SPECS.items() if source is None or s.source == source]
+
+
+def get_spec(name: str) -> DatasetSpec:
+    if name in _SPECS:
+        return _SPECS[name]
+    hint = difflib.get_close_matches(str(name), list(_SPECS), n=3, cutoff=0.5)
+    tip = f"did you mean {', '.join(repr(h) for h in hint)}?" if hint else f"known: {', '.join(_SPECS)}"
+    raise ConfigError(f"unknown dataset {name!r}: {tip}")
+
+
+def _present(spec: DatasetSpec, root: Path) -> bool:
+    if not root.is_dir():
+        return False
+    return all(any(next(iter(root.glob(g)), None) is not None for g in alternatives) for alternatives in spec.required)
+
+
+def _real_root(spec: DatasetSpec) -> Path:
+    return settings.data_dir() / spec.folder
+
+
+def _missing(spec: DatasetSpec, root: Path, what: str | None = None) -> DatasetMissingError:
+    if what is None:
+        lacking = [alts for alts in spec.required if not any(next(iter(root.glob(g)), None) for g in alts)]
+        what = " / ".join(lacking[0]) if lacking else "its files"
+    return DatasetMissingError(
+        f"dataset {spec.name!r} is missing: no {what} in {root}; run `kgrag data fetch {spec.name}` "
+        "(or set KGRAG_DATA_DIR to the folder that holds it)."
+    )
+
+
+def _sample_root(spec: DatasetSpec) -> Path:
+    try:
+        from .samples import ensure_sample
+    except ImportError as exc:  # pragma: no cover - the generator ships with the package
+        raise KgragError(f"the sample generator is not available ({exc}); reinstall the project.") from exc
+    return Path(ensure_sample(spec.sample_key)) / spec.folder
+
+
+def sample_items(items: list, limit: int | None, seed: int = 0) -> tuple[list, np.ndarray]:
+    """A seeded random subset of `limit` items, kept in their original order (all when limit is None)."""
+    n = len(items)
+    if limit is None or limit >= n:
+        return list(items), np.arange(n)
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
+        raise ConfigError(f"limit must be a non-negative int or None (got {limit!r}).")
+    keep = np.sort(np.random.default_rng(seed).choice(n, size=int(limit), replace=False))
+    return [items[i] for i in keep], keep
+
+
+def load_dataset(name: str, split: str = "test", limit: int | None = None, seed: int = 0, **options) -> Dataset:
+    """Load a registered dataset split; `limit` keeps a seeded random sample in file order.
+
+    Options by dataset: MetaQA `variant` ("vanilla" | "ntm"), `answerable` (compute the flag,
+    default True); CLUTRR `chain_lengths` (int or list); MuSiQue `openie` (default True);
+    pq-file `path` and `kb`. Missing files raise DatasetMissingError naming the fetch command.
+    """
+    spec = get_spec(name)
+    if split not in spec.splits:
+        raise ConfigError(f"dataset {name!r} has splits {', '.join(spec.splits)} (got {split!r}).")
+    unknown = sorted(set(options) - set(spec.options))
+    if unknown:
+        accepted = ", ".join(spec.options) or "none"
+        raise ConfigError(f"dataset {name!r} does not take option(s) {', '.join(unknown)} (accepted: {accepted}).")
+    if spec.source == "sample":
+        root = _sample_root(spec)
+        if not _present(spec, root):
+            raise _missing(spec, root)
+    elif spec.folder:
+        root = _real_root(spec)
+        if not _present(spec, root):
+            raise _missing(spec, root)
+    else:
+        root = settings.data_dir()
+    ds = spec.loader(spec, root, split, **options)
+    n_total = len(ds.items)
+    ds.items, kept = sample_items(ds.items, limit, seed)
+    ds.info.update({"n_total": n_total, "n_items": len(ds.items), "limit": limit, "seed": seed,
+                    "options": dict(options)})
+    if ds.kind == "kgqa" and limit is not None and ds.items and ds.items[0].answerable is not None:
+        ds.info["answerable_rate"] = float(np.mean([q.answerable for q in ds.items]))
+        ds.info["answerable_khop_rate"] = float(np.mean([q.meta.get("answerable_khop", False) for q in ds.items]))
+    return ds
+
+
+def list_datasets() -> list[dict]:
+    """One row per registered name: name, kind, source, present, path, how to get it, description."""
+    rows = []
+    for spec in _SPECS.values():
+        if spec.source == "sample":
+            root = settings.sample_dir(create=False) / spec.folder
+            how = "generated on first use (kgrag_utils.datasets.samples)"
+        elif spec.folder:
+            root = _real_root(spec)
+            how = f"kgrag data fetch {spec.name}"
+        else:
+            root, how = None, "load_dataset('pq-file', path=..., kb=...)"
+        rows.append({"name": spec.name, "kind": spec.kind, "source": spec.source,
+                     "present": bool(root is not None and _present(spec, root)),
+                     "path": str(root) if root is not None else "", "how": how, "splits": list(spec.splits),
+                     "description": spec.description})
+    return rows

@@ -1,0 +1,610 @@
+"""Dataset loaders, registry, answerable flag and download step, on small files in each real format."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from kgrag_utils.datasets import (KGQuestion, answerable_flags, compute_answerable, list_datasets, load_dataset,
+                                  normalize_name, sample_items)
+from kgrag_utils.datasets import clutrr, download, metaqa, passages, pathquestion
+from kgrag_utils.errors import (BackendUnavailableError, ConfigError, DatasetMissingError, IntegrityError)
+from kgrag_utils.kg import KG
+
+# ----------------------------------------------------------------------------- fixtures
+
+KB_LINES = [
+    "Big|directed_by|Penny Marshall",
+    "Big|starred_actors|Tom Hanks",
+    "Big|release_year|1988",
+    "Splash|starred_actors|Tom Hanks",
+    "Splash|directed_by|Ron Howard",
+    "Apollo 13|starred_actors|Tom Hanks",
+    "Apollo 13|directed_by|Ron Howard",
+    "Apollo 13|release_year|1995",
+    "Cocoon|directed_by|Ron Howard",
+    "Cocoon|has_genre|Drama",
+    "Awakenings|directed_by|Penny Marshall",
+    "Awakenings|has_genre|Drama",
+]
+
+QA_2HOP = [
+    # 0: answerable along the chain; the second answer differs from the KB name in case and spacing
+    "which person directed the movies starred by [Tom Hanks]\tPenny Marshall|ron  HOWARD",
+    # 1: one gold answer is not in the KB at all
+    "which person directed the movies starred by [Tom Hanks]\tPenny Marshall|Steven Spielberg",
+    # 2: topic not in the KB
+    "which person directed the movies starred by [Meg Ryan]\tNora Ephron",
+    # 3: answerable along the chain
+    "the films acted by [Tom Hanks] were released in which years\t1988|1995",
+    # 4: Ron Howard is 2 undirected hops from Tom Hanks, but not along actor->movie->genre:
+    #    chain False, k-hop True
+    "what genres are the movies starred by [Tom Hanks]\tRon Howard",
+]
+QTYPE_2HOP = ["actor_to_movie_to_director", "actor_to_movie_to_director", "actor_to_movie_to_director",
+              "actor_to_movie_to_year", "actor_to_movie_to_genre"]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "data"
+    root.mkdir()
+    monkeypatch.setenv("KGRAG_DATA_DIR", str(root))
+    monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+@pytest.fixture
+def metaqa_root(data_root) -> Path:
+    root = data_root / "MetaQA"
+    _write(root / "kb_reconstructed.txt", KB_LINES)
+    _write(root / "qa" / "2-hop" / "vanilla" / "qa_test.txt", QA_2HOP)
+    _write(root / "qa" / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP)
+    _write(root / "qa" / "2-hop" / "vanilla" / "qa_dev.txt", QA_2HOP[:2])
+    _write(root / "qa" / "2-hop" / "qa_dev_qtype.txt", QTYPE_2HOP[:2])
+    _write(root / "qa" / "1-hop" / "vanilla" / "qa_test.txt",
+           [f"what movies did [Tom Hanks] act in\tBig|Splash|Apollo 13"] * 3 + ["who directed [Big]\tPenny Marshall"])
+    _write(root / "qa" / "1-hop" / "qa_test_qtype.txt", ["actor_to_movie"] * 3 + ["movie_to_director"])
+    return root
+
+
+# ----------------------------------------------------------------------------- MetaQA
+
+
+@pytest.mark.parametrize("qtype, chain", [
+    ("actor_to_movie", [("starred_actors", False)]),
+    ("movie_to_director", [("directed_by", True)]),
+    ("tag_to_movie", [("has_tags", False)]),
+    ("movie_to_tags", [("has_tags", True)]),
+    ("movie_to_imdbrating", [("has_imdb_rating", True)]),
+    ("movie_to_imdbvotes", [("has_imdb_votes", True)]),
+    ("actor_to_movie_to_director", [("starred_actors", False), ("directed_by", True)]),
+    ("writer_to_movie_to_language", [("written_by", False), ("in_language", True)]),
+    ("movie_to_director_to_movie_to_year", [("directed_by", True), ("directed_by", False), ("release_year", True)]),
+])
+def test_qtype_to_chain(qtype, chain):
+    assert metaqa.qtype_to_chain(qtype) == chain
+
+
+@pytest.mark.parametrize("bad", ["actor", "actor_to_director", "movie_to_budget"])
+def test_qtype_to_chain_rejects_unknown_types(bad):
+    with pytest.raises(ConfigError):
+        metaqa.qtype_to_chain(bad)
+
+
+def test_parse_question_line():
+    q, topics, answers = metaqa.parse_question_line("what movies did [Tom Hanks] act in\tBig|Splash\n")
+    assert (q, topics, answers) == ("what movies did [Tom Hanks] act in", ["Tom Hanks"], ["Big", "Splash"])
+
+
+def test_metaqa_loader_fields_and_answerable(metaqa_root):
+    ds = load_dataset("metaqa-2hop", split="test")
+    assert ds.kind == "kgqa" and ds.source == "real" and len(ds) == 5
+    q0 = ds[0]
+    assert q0.topic_entities == ["Tom Hanks"]
+    assert q0.answers == ["Penny Marshall", "ron  HOWARD"]
+    assert q0.chain == [("starred_actors", False), ("directed_by", True)]
+    assert q0.hops == 2 and q0.qtype == "actor_to_movie_to_director"
+    assert q0.qid == "metaqa-2hop-vanilla-test-00000"
+    assert q0.meta["question_plain"] == "which person directed the movies starred by Tom Hanks"
+    assert [q.answerable for q in ds] == [True, False, False, True, False]
+    assert [q.meta["answerable_khop"] for q in ds] == [True, False, False, True, True]
+    assert ds.info["answerable_rate"] == pytest.approx(2 / 5)
+    assert ds.kg.num_edges == len(KB_LINES)
+    assert ds.info["kb_file"] == "kb_reconstructed.txt"
+
+
+def test_metaqa_prefers_original_kb(metaqa_root):
+    _write(metaqa_root / "kb.txt", KB_LINES[:3])
+    ds = load_dataset("metaqa-1hop", answerable=False)
+    assert ds.info["kb_file"] == "kb.txt" and ds.kg.num_edges == 3
+    assert all(q.answerable is None for q in ds)
+
+
+def test_metaqa_misaligned_qtype_file_is_an_error(metaqa_root):
+    _write(metaqa_root / "qa" / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP[:3])
+    with pytest.raises(IntegrityError, match="not aligned"):
+        load_dataset("metaqa-2hop")
+
+
+def test_metaqa_ntm_variant_borrows_missing_topics_from_vanilla(metaqa_root):
+    _write(metaqa_root / "qa" / "1-hop" / "ntm" / "qa_test.txt",
+           ["what films did tom hanks appear in\tBig|Splash|Apollo 13"] * 3 + ["who made [Big]\tPenny Marshall"])
+    ds = load_dataset("metaqa-1hop", variant="ntm")
+    assert [q.topic_entities for q in ds] == [["Tom Hanks"]] * 3 + [["Big"]]
+    assert all(q.answerable for q in ds)
+    assert ds[0].qid.startswith("metaqa-1hop-ntm-test-")
+
+
+def test_answerable_is_cached_on_disk_and_invalidated_by_file_changes(metaqa_root, monkeypatch):
+    from kgrag_utils.datasets import answerable as answerable_mod
+
+    first = [q.answerable for q in load_dataset("metaqa-2hop")]
+    calls = []
+    real = answerable_mod.compute_answerable
+    monkeypatch.setattr(answerable_mod, "compute_answerable", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert [q.answerable for q in load_dataset("metaqa-2hop")] == first
+    assert calls == []  # served from the cache
+    _write(metaqa_root / "kb_reconstructed.txt", KB_LINES + ["Splash|directed_by|Steven Spielberg"])
+    again = load_dataset("metaqa-2hop")
+    assert calls, "a changed KB file must invalidate the cached flags"
+    assert again[1].answerable is True  # Spielberg now reachable from Tom Hanks via Splash
+
+
+def test_compute_answerable_without_chain_uses_hops():
+    kg = KG.from_triples([("a", "r", "b"), ("b", "s", "c"), ("d", "r", "c")], name="t")
+    qs = [KGQuestion("q0", "", ["a"], ["c"], None, 2, None),
+          KGQuestion("q1", "", ["a"], ["c"], None, 1, None),
+          KGQuestion("q2", "", ["a"], ["d"], None, 3, None),
+          KGQuestion("q3", "", ["a"], [], None, 3, None)]
+    assert compute_answerable(qs, kg).tolist() == [True, False, True, False]
+    chain, khop = answerable_flags(qs, kg)
+    assert chain.tolist() == khop.tolist() == [True, False, True, False]
+
+
+def test_compute_answerable_unknown_relation_and_multiple_topics():
+    kg = KG.from_triples([("a", "r", "b"), ("c", "r", "d")], name="t")
+    qs = [KGQuestion("q0", "", ["a"], ["b"], [("nope", True)], 1, None),
+          KGQuestion("q1", "", ["a", "c"], ["b", "d"], [("r", True)], 1, None),
+          KGQuestion("q2", "", ["b"], ["a"], [("r", False)], 1, None)]
+    assert compute_answerable(qs, kg).tolist() == [False, True, True]
+    with pytest.raises(ConfigError):
+        compute_answerable(qs, kg, mode="bogus")
+
+
+def test_normalize_name():
+    assert normalize_name("  The  Matrix ") == normalize_name("the matrix")
+    assert normalize_name("Ｔｏｍ") == normalize_name("tom")  # NFKC folds full-width letters
+
+
+# ----------------------------------------------------------------------------- PathQuestion
+
+PQ_LINES = [
+    "what is the nation of x_a 's couple ?\tuk(uk/)\tx_a#spouse#x_b#nationality#uk#<end>#uk",
+    "is x_c 's offspring a man or a woman ?\tfemale(male/female/)\tx_c#children#x_d#gender#female#<end>#female",
+    "who is x_a 's couple 's child ?\tx_e(x_e/)\tx_a#spouse#x_b#children#x_e#<end>#x_e",
+]
+PQ_KB = ["x_a\tspouse\tx_b", "x_b\tnationality\tuk", "x_c\tchildren\tx_d", "x_c\tchildren\tx_f",
+         "x_d\tgender\tfemale", "x_f\tgender\tmale", "x_b\tchildren\tx_g"]
+
+
+def test_parse_pq_line_pathquestion_format():
+    rec = pathquestion.parse_pq_line(PQ_LINES[1])
+    assert rec["answers"] == ["female", "male"]
+    assert rec["paths"] == [("x_c", ["children", "gender"], ["x_d", "female"])]
+
+
+def test_parse_pq_line_wc2014_format_with_extra_columns():
+    line = ("which country does A_B play in ?\tItaly\tA_B#plays_in_club#C_D#is_in_country#Italy"
+            "\tItaly/\tA_B#plays_in_club#C_D///C_D#is_in_country#Italy")
+    rec = pathquestion.parse_pq_line(line)
+    assert rec["answers"] == ["Italy"]
+    assert rec["paths"] == [("A_B", ["plays_in_club", "is_in_country"], ["C_D", "Italy"])]
+    conj = ("name a player at Forward in club C_D ?\tA_B\tForward#pos_inverse#A_B#<end>#A_B*C_D#club_inverse#A_B"
+            "#<end>#A_B\tA_B/E_F/\tfacts\tForward/C_D")
+    rec = pathquestion.parse_pq_line(conj)
+    assert rec["answers"] == ["A_B", "E_F"] and len(rec["paths"]) == 2
+
+
+@pytest.mark.parametrize("bad", ["only a question", "q\ta\tx#r", "q\ta\t"])
+def test_parse_pq_line_rejects_malformed(bad):
+    with pytest.raises(ConfigError):
+        pathquestion.parse_pq_line(bad)
+
+
+def test_pq_loader_and_answerable(data_root):
+    root = data_root / "PathQuestion"
+    _write(root / "PQ-2H.txt", PQ_LINES)
+    _write(root / "2H-kb.txt", PQ_KB)
+    _write(root / "3H-kb.txt", PQ_KB)
+    _write(root / "PQ-3H.txt", PQ_LINES[:1])
+    ds = load_dataset("pq-2hop", split="all")
+    assert [q.qid for q in ds] == ["pq-2h-00000", "pq-2h-00001", "pq-2h-00002"]
+    assert ds[0].chain == [("spouse", True), ("nationality", True)] and ds[0].hops == 2
+    assert ds[0].topic_entities == ["x_a"] and ds[0].qtype == "spouse#nationality"
+    assert [q.answerable for q in ds] == [True, True, False]  # x_e is not in the KB
+    assert ds.kg.num_edges == len(PQ_KB)
+
+
+def test_pq_split_is_seeded_disjoint_and_independent_of_sampling_seed():
+    n = 1908
+    parts = {s: pathquestion.split_indices(n, s) for s in ("train", "dev", "test")}
+    assert [len(parts[s]) for s in ("train", "dev", "test")] == [1526, 191, 191]
+    allidx = np.concatenate(list(parts.values()))
+    assert np.array_equal(np.sort(allidx), np.arange(n))
+    assert all(np.all(np.diff(p) > 0) for p in parts.values())  # original order kept
+    assert np.array_equal(pathquestion.split_indices(n, "test"), parts["test"])
+    assert not np.array_equal(pathquestion.split_indices(n, "test", seed=1), parts["test"])
+    with pytest.raises(ConfigError):
+        pathquestion.split_indices(n, "validation")
+
+
+def test_pq_file_loader_guesses_the_kb(tmp_path):
+    _write(tmp_path / "WC-P2.txt", ["where is the club of A_B ?\tItaly\tA_B#plays_in_club#C_D#is_in_country#Italy"
+                                     "\tItaly/\tA_B#plays_in_club#C_D"])
+    _write(tmp_path / "WC2014.txt", ["A_B\tplays_in_club\tC_D", "C_D\tis_in_country\tItaly"])
+    ds = load_dataset("pq-file", split="all", path=str(tmp_path / "WC-P2.txt"))
+    assert len(ds) == 1 and ds[0].answerable is True and ds.info["kb_file"] == "WC2014.txt"
+    with pytest.raises(ConfigError, match="path="):
+        load_dataset("pq-file", split="all")
+
+
+# ----------------------------------------------------------------------------- CLUTRR
+
+RULES_YAML = {
+    "symmetric": {"family": {"sibling": "sibling", "SO": "SO"}},
+    "inverse-equivalence": {"family": {"child": "inv-child", "un": "inv-un"}},
+    "compositional": {"family": {"inv-child": {"sibling": "inv-un", "child": "sibling"},
+                                 "child": {"child": "grand"}}},
+}
+RELATIONS_YAML = {
+    "child": {"male": {"rel": "son"}, "female": {"rel": "daughter"}},
+    "inv-child": {"male": {"rel": "father"}, "female": {"rel": "mother"}},
+    "sibling": {"male": {"rel": "brother"}, "female": {"rel": "sister"}},
+    "un": {"male": {"rel": "nephew"}, "female": {"rel": "neice"}},
+    "inv-un": {"male": {"rel": "uncle"}, "female": {"rel": "aunt"}},
+    "grand": {"male": {"rel": "grandson"}, "female": {"rel": "granddaughter"}},
+    "no-relation": {"male": {"rel": "no-relation"}, "female": {"rel": "no-relation"}},
+}
+CLUTRR_COLUMNS = ["", "id", "story", "query", "text_query", "target", "text_target", "clean_story", "proof_state",
+                  "f_comb", "task_name", "story_edges", "edge_types", "query_edge", "genders", "syn_story",
+                  "node_mapping", "task_split"]
+
+
+def _clutrr_row(i, story, query, target, edges, types, genders):
+    return {"": str(i), "id": f"id-{i}", "story": story, "query": repr(query), "text_query": "", "target": target,
+            "text_target": "", "clean_story": story, "proof_state": "[]", "f_comb": "-".join(types),
+            "task_name": f"task_1.{len(edges)}", "story_edges": repr(edges), "edge_types": repr(types),
+            "query_edge": repr((0, len(edges))), "genders": genders, "syn_story": "", "node_mapping": "{}",
+            "task_split": "test"}
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CLUTRR_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+@pytest.fixture
+def clutrr_root(data_root) -> Path:
+    root = data_root / "CLUTRR"
+    store = root / "clutrr_store"
+    store.mkdir(parents=True)
+    (store / "rules_store.yaml").write_text(yaml.safe_dump(RULES_YAML), encoding="utf-8")
+    (store / "relations_store.yaml").write_text(yaml.safe_dump(RELATIONS_YAML), encoding="utf-8")
+    two = _clutrr_row(0, "[Donald]'s father [Michael] has a sister [Dorothy].", ("Donald", "Dorothy"), "aunt",
+                      [(0, 1), (1, 2)], ["father", "sister"], "Donald:male,Michael:male,Dorothy:female")
+    three = _clutrr_row(1, "story three", ("Ann", "Cy"), "nephew", [(0, 1), (1, 2), (2, 3)],
+                        ["father", "sister", "son"], "Ann:female,Bo:male,Di:female,Cy:male")
+    _write_csv(root / "data_test1" / "1.2_test.csv", [two])
+    _write_csv(root / "data_test1" / "1.3_test.csv", [three, {**three, "": "2", "id": "id-2"}])
+    _write_csv(root / "data_test1" / "1.2,1.3_train.csv", [two, three])
+    return root
+
+
+def test_clutrr_rules_from_store(clutrr_root):
+    rules = clutrr.load_rules(clutrr_root)
+    assert rules.compose("inv-child", "sibling") == "inv-un"
+    assert rules.compose("sibling", "child") is None
+    assert rules.inverse["child"] == "inv-child" and rules.inverse["inv-un"] == "un"
+    assert rules.symmetric == {"sibling", "SO"}
+    assert rules.relation_of("Niece") == "un"  # the store's "neice" spelling is fixed
+    assert rules.surface("inv-un", "female") == "aunt"
+    assert "no-relation" not in rules.relations
+    # orientation: Donald's father's sister is Donald's aunt
+    assert rules.compose(rules.relation_of("father"), rules.relation_of("sister")) == rules.relation_of("aunt")
+
+
+def test_clutrr_loader_fields_filter_and_limit(clutrr_root):
+    ds = load_dataset("clutrr", split="test")
+    assert ds.kind == "kinship" and len(ds) == 3 and ds.rules is not None
+    s = ds[0]
+    assert s.query == ("Donald", "Dorothy") and s.target == "aunt"
+    assert s.people == ["Donald", "Michael", "Dorothy"] and s.genders["Dorothy"] == "female"
+    assert s.edges == [(0, 1), (1, 2)] and s.edge_types == ["father", "sister"] and s.chain_length == 2
+    assert s.meta["query_edge"] == (0, 2) and s.meta["file_chain_lengths"] == [2]
+    assert ds.info["by_chain_length"] == {2: 1, 3: 2}
+    three = load_dataset("clutrr", split="test", chain_lengths=3)
+    assert [x.chain_length for x in three] == [3, 3]
+    train = load_dataset("clutrr", split="train")
+    assert [x.chain_length for x in train] == [2, 3] and train[0].meta["file_chain_lengths"] == [2, 3]
+    with pytest.raises(ConfigError):
+        load_dataset("clutrr", split="dev")
+
+
+def test_clutrr_literal_columns_are_never_evaluated(clutrr_root, tmp_path):
+    marker = tmp_path / "pwned"
+    row = _clutrr_row(0, "s", ("A", "B"), "aunt", [(0, 1)], ["father"], "A:male,B:female")
+    row["query"] = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    _write_csv(clutrr_root / "data_test1" / "1.2_test.csv", [row])
+    with pytest.raises(ConfigError, match="query"):
+        load_dataset("clutrr", split="test")
+    assert not marker.exists()
+
+
+def test_clutrr_chain_length_of_file():
+    assert clutrr.chain_length_of_file(Path("1.2,1.3_train.csv")) == [2, 3]
+    assert clutrr.chain_length_of_file(Path("1.10_test.csv")) == [10]
+    assert clutrr.chain_length_of_file(Path("5_test.csv")) == [5]
+    assert clutrr.chain_length_of_file(Path("2,3_train.csv")) == [2, 3]
+
+
+# ----------------------------------------------------------------------------- passages
+
+
+def test_hotpotqa_loader(data_root):
+    root = data_root / "HotpotQA"
+    root.mkdir()
+    questions = [{"_id": "h1", "question": "If Gallu is a demon Lilu is what?", "answer": "a spirit",
+                  "type": "bridge", "level": "easy", "supporting_facts": [["Lilu", 0], ["Gallu", 1], ["Lilu", 1]],
+                  "context": [["Gallu", ["Gallu is a demon.", " It lives below."]], ["Lilu", ["Lilu is a spirit."]]]}]
+    corpus = {"Gallu": ["Gallu is a demon.", " It lives below."], "Lilu": ["Lilu is a spirit."],
+              "Other": ["Unrelated."]}
+    (root / "hipporag_hotpotqa_train_100q.json").write_text(json.dumps(questions), encoding="utf-8")
+    (root / "hipporag_hotpotqa_train_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    ds = load_dataset("hotpotqa")
+    q = ds[0]
+    assert ds.kind == "passages" and len(ds.corpus) == 3 and ds.triples is None
+    assert q.answers == ["a spirit"] and q.qtype == "bridge" and q.qid == "h1"
+    assert q.supporting == ["Lilu", "Gallu"] and q.supporting_titles == ["Lilu", "Gallu"]
+    assert q.paragraphs[0].text == "Gallu is a demon. It lives below."  # one space between sentences
+    assert q.paragraphs[0].sentences == ["Gallu is a demon.", " It lives below."]
+    assert {p.pid for p in ds.corpus} == {"Gallu", "Lilu", "Other"}
+    assert ds.info["supporting_not_in_corpus"] == 0
+
+
+def test_musique_loader_maps_paragraphs_to_corpus_and_reads_openie(data_root):
+    root = data_root / "MuSiQue"
+    root.mkdir()
+    corpus = [{"title": "Paris", "text": "Paris is the capital of France."},
+              {"title": "Paris", "text": "Paris is a town in Texas."},
+              {"title": "France", "text": "France is in Europe."}]
+    questions = [{"id": "2hop__1_2", "question": "Which continent holds the country whose capital is Paris?",
+                  "answer": "Europe", "answer_aliases": ["EU"], "answerable": True,
+                  "question_decomposition": [{"id": 1}, {"id": 2}],
+                  "paragraphs": [{"idx": 0, "title": "Paris", "paragraph_text": "Paris is a town in Texas.",
+                                  "is_supporting": False},
+                                 {"idx": 1, "title": "Paris", "paragraph_text": "Paris is the capital of France.",
+                                  "is_supporting": True},
+                                 {"idx": 2, "title": "France", "paragraph_text": "France is in Europe.",
+                                  "is_supporting": True}]}]
+    docs = [{"title": c["title"], "text": c["text"], "passage": c["title"] + "\n" + c["text"],
+             "extracted_entities": [], "extracted_triples": t}
+            for c, t in zip(corpus, [[["Paris", "capital of", "France"]], [["Paris", "in"]],
+                                     [["France", "in", "Europe"], ["France", "is", "a", "country"]]])]
+    (root / "hipporag_musique_train_100q.json").write_text(json.dumps(questions), encoding="utf-8")
+    (root / "hipporag_musique_train_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    (root / "hipporag_openie_musique_train_results_ner_x_3.json").write_text(json.dumps({"docs": docs}),
+                                                                           encoding="utf-8")
+    ds = load_dataset("musique")
+    pids = [p.pid for p in ds.corpus]
+    assert len(set(pids)) == 3 and pids[0] != pids[1] and pids[0].startswith("Paris#")
+    q = ds[0]
+    assert q.answers == ["Europe", "EU"] and q.qtype == "2hop"
+    assert q.supporting == [pids[0], pids[2]] and q.supporting_titles == ["Paris", "France"]
+    assert [p.pid for p in q.paragraphs] == [pids[1], pids[0], pids[2]]
+    assert ds.triples[pids[0]] == [("Paris", "capital of", "France")]
+    assert ds.triples[pids[1]] == []
+    assert ds.info["openie_triples_raw"] == 4 and ds.info["openie_triples"] == 2
+    assert ds.info["openie_malformed"] == 2 and ds.info["openie_passages_not_in_corpus"] == 0
+    assert load_dataset("musique", openie=False).triples is None
+
+
+def test_2wiki_loader_with_title_questions(data_root):
+    root = data_root / "2WikiMultiHopQA"
+    root.mkdir()
+    corpus = [{"title": "Teutberga", "text": "Teutberga was a queen."}, {"title": "Lothair II", "text": "A king."}]
+    questions = [{"question": "Who was Lothair II's wife?", "supporting_titles": ["Lothair II", "Teutberga"]}]
+    (root / "hipporag_2wikimultihopqa_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    (root / "2wiki_50q_supporting_titles.json").write_text(json.dumps(questions), encoding="utf-8")
+    ds = load_dataset("2wiki")
+    assert ds[0].answers == [] and ds[0].paragraphs == []
+    assert ds[0].supporting == ["Lothair II", "Teutberga"] and [p.pid for p in ds.corpus] == ["Teutberga", "Lothair II"]
+
+
+def test_corpus_with_repeated_titles_needs_title_text_ids(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps([{"title": "A", "text": "x"}, {"title": "A", "text": "y"}]), encoding="utf-8")
+    with pytest.raises(IntegrityError, match="title\\+text"):
+        passages.read_corpus(path, id_by="title")
+    assert len(passages.read_corpus(path, id_by="title+text")) == 2
+
+
+def test_openie_triples_given_as_strings_are_parsed_as_literals(tmp_path):
+    path = tmp_path / "o.json"
+    path.write_text(json.dumps({"docs": [{"passage": "T\nbody", "extracted_triples": "[['a', 'b', 'c']]"}]}),
+                    encoding="utf-8")
+    triples, counts = passages.read_openie_triples(path)
+    assert triples == {passages.passage_id("T", "body"): [("a", "b", "c")]} and counts["openie_triples"] == 1
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+def test_missing_dataset_error_names_dataset_folder_and_fetch_command(data_root):
+    with pytest.raises(DatasetMissingError) as info:
+        load_dataset("metaqa-1hop")
+    msg = str(info.value)
+    assert "'metaqa-1hop'" in msg and str(data_root / "MetaQA") in msg
+    assert "kgrag data fetch metaqa-1hop" in msg and "\n" not in msg
+
+
+def test_missing_split_file_names_the_file(metaqa_root):
+    with pytest.raises(DatasetMissingError, match="qa_dev.txt") as info:
+        load_dataset("metaqa-1hop", split="dev")
+    assert "kgrag data fetch metaqa-1hop" in str(info.value)
+
+
+def test_unknown_name_split_and_option_are_config_errors(data_root):
+    with pytest.raises(ConfigError, match="metaqa-2hop"):
+        load_dataset("metaqa-2hops")
+    with pytest.raises(ConfigError, match="splits"):
+        load_dataset("metaqa-2hop", split="train")
+    with pytest.raises(ConfigError, match="variantt"):
+        load_dataset("metaqa-2hop", variantt="ntm")
+
+
+def test_limit_is_seeded_deterministic_and_keeps_file_order(metaqa_root):
+    a = load_dataset("metaqa-2hop", limit=3, seed=7)
+    b = load_dataset("metaqa-2hop", limit=3, seed=7)
+    assert [q.qid for q in a] == [q.qid for q in b]
+    assert [q.meta["line"] for q in a] == sorted(q.meta["line"] for q in a)
+    seen = {tuple(q.qid for q in load_dataset("metaqa-2hop", limit=3, seed=s)) for s in range(10)}
+    assert len(seen) > 1  # the seed matters
+    assert len(load_dataset("metaqa-2hop", limit=100)) == 5
+    assert a.info["n_total"] == 5 and a.info["n_items"] == 3
+    assert a.info["answerable_rate"] == pytest.approx(np.mean([q.answerable for q in a]))
+    with pytest.raises(ConfigError):
+        load_dataset("metaqa-2hop", limit=-1)
+
+
+def test_sample_items():
+    items = list(range(50))
+    kept, idx = sample_items(items, 10, seed=3)
+    assert kept == sorted(kept) and len(set(kept)) == 10 and kept == [items[i] for i in idx]
+    assert sample_items(items, None)[0] == items
+
+
+def test_list_datasets_reports_presence(metaqa_root):
+    rows = {r["name"]: r for r in list_datasets()}
+    assert rows["metaqa-2hop"]["present"] is True
+    assert rows["metaqa-3hop"]["present"] is False  # no 3-hop file in the fixture
+    assert rows["clutrr"]["present"] is False and rows["clutrr"]["how"] == "kgrag data fetch clutrr"
+    assert rows["sample-movies-1hop"]["source"] == "sample"
+    assert {"name", "kind", "source", "present", "path", "how"} <= set(rows["musique"])
+
+
+def test_sample_datasets_load_with_the_same_loaders():
+    movies = load_dataset("sample-movies-2hop", limit=20)
+    assert movies.source == "sample" and movies.kind == "kgqa" and len(movies) == 20
+    assert all(q.chain and q.topic_entities and q.answers for q in movies)
+    assert movies[0].qid.startswith("sample-movies-2hop-")
+    kin = load_dataset("sample-kinship", split="test")
+    assert kin.rules is not None and all(s.chain_length == len(s.edges) for s in kin)
+    pas = load_dataset("sample-passages")
+    assert pas.triples and all(set(q.supporting) <= {p.pid for p in pas.corpus} for q in pas)
+
+
+# ----------------------------------------------------------------------------- download
+
+
+def _file_group(tmp_path: Path, files: dict[str, bytes], pin: bool = True, lines: bool = False):
+    src = tmp_path / "remote"
+    src.mkdir(exist_ok=True)
+    remote = []
+    for name, data in files.items():
+        (src / name).write_bytes(data)
+        remote.append(download.RemoteFile(
+            (src / name).as_uri(), name, hashlib.sha256(data).hexdigest() if pin else None,
+            len(data) if pin else None, len(data.splitlines()) if lines else None))
+    return download.Group("PathQuestion", tuple(remote), "https://example.org/by-hand", "test")
+
+
+def test_fetch_downloads_verifies_and_is_idempotent(tmp_path, monkeypatch):
+    group = _file_group(tmp_path, {"PQ-2H.txt": "\n".join(PQ_LINES).encode() + b"\n",
+                                   "2H-kb.txt": "\n".join(PQ_KB).encode() + b"\n"}, lines=True)
+    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
+    dest = tmp_path / "data"
+    log: list[str] = []
+    folder = download.fetch("pq-2hop", dest=dest, log=log.append)
+    assert folder == dest / "PathQuestion" and (folder / "PQ-2H.txt").is_file()
+    assert sum("bytes" in line for line in log) == 2
+    log.clear()
+    download.fetch("pathquestion", dest=dest, log=log.append)
+    assert not any("bytes" in line for line in log)  # verified copies are not downloaded again
+    monkeypatch.setenv("KGRAG_DATA_DIR", str(dest))
+    assert len(load_dataset("pq-2hop", split="all")) == 3
+
+
+def test_fetch_rejects_a_file_that_does_not_match_its_pin(tmp_path, monkeypatch):
+    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
+    bad = download.RemoteFile(group.files[0].url, "PQ-2H.txt", "0" * 64, None)
+    monkeypatch.setitem(download.GROUPS, "pathquestion", download.Group("PathQuestion", (bad,), "p", "l"))
+    with pytest.raises(IntegrityError, match="sha256"):
+        download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
+
+
+def test_fetch_offline_fails_fast_with_one_line(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(download.socket, "create_connection", refuse)
+    with pytest.raises(BackendUnavailableError) as info:
+        download.fetch("musique", dest=tmp_path / "data", log=lambda s: None)
+    msg = str(info.value)
+    assert "\n" not in msg and "HippoRAG" in msg and str(tmp_path / "data" / "MuSiQue") in msg
+
+
+def test_group_of():
+    assert download.group_of("metaqa-3hop") == "metaqa"
+    assert download.group_of("pq-2hop") == "pathquestion"
+    assert download.group_of("wc2014-conj") == "wc2014"
+    assert download.group_of("2wiki") == "2wiki"
+    with pytest.raises(ConfigError):
+        download.group_of("sample-kinship")
+
+
+def test_status_lists_real_datasets_with_their_source(data_root):
+    rows = download.status()
+    names = {r["name"] for r in rows}
+    assert {"metaqa-1hop", "pq-3hop", "clutrr", "musique", "2wiki"} <= names
+    assert not any(r["source"] == "sample" for r in rows)
+    assert all(r["present"] is False for r in rows)  # the fixture data dir is empty
+    assert all(r["source_page"].startswith("https://") for r in rows)
+
+
+def test_layout_metaqa_from_an_unpacked_release(tmp_path):
+    stage = tmp_path / "stage" / "MetaQA"
+    _write(stage / "kb.txt", KB_LINES)
+    _write(stage / "2-hop" / "vanilla" / "qa_test.txt", QA_2HOP)
+    _write(stage / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP)
+    _write(stage / "2-hop" / "ntm" / "qa_test.txt", QA_2HOP)
+    out = tmp_path / "MetaQA"
+    download._layout_metaqa(tmp_path / "stage", out)
+    assert (out / "kb.txt").is_file() and (out / "qa" / "2-hop" / "ntm" / "qa_test.txt").is_file()
+    questions, _ = metaqa.read_questions(out, 2, "test")
+    assert len(questions) == 5 and questions[0].chain == [("starred_actors", False), ("directed_by", True)]
+
+
+def test_safe_extract_refuses_path_traversal(tmp_path):
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../escape.txt", "x")
+    with pytest.raises(IntegrityError, match="outside"):
+        download._safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists()
