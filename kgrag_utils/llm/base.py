@@ -1,0 +1,343 @@
+"""The one interface every LLM backend implements, and the bookkeeping they share.
+
+A backend only knows how to turn a batch of chats into texts (`_generate_batch`) and how to count
+tokens. Everything that must behave the same on every backend lives here: prompt normalisation,
+the persistent response cache (look up all prompts first, generate only the misses, in batches),
+stop-string truncation, token accounting and the `stats` counters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import ConfigError
+from .cache import ResponseCache, make_cache_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .presets import Preset
+
+Message = dict[str, str]
+Chat = list[Message]
+
+_ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Decoding parameters; greedy by default so that reruns and cache hits agree."""
+
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if isinstance(self.stop, str):
+            object.__setattr__(self, "stop", (self.stop,))
+        else:
+            object.__setattr__(self, "stop", tuple(self.stop))
+        if int(self.max_new_tokens) < 1:
+            raise ConfigError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}.")
+        if float(self.temperature) < 0:
+            raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}.")
+        if not 0 < float(self.top_p) <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}.")
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ConfigError(f"stop must be non-empty strings, got {self.stop!r}.")
+
+    @property
+    def greedy(self) -> bool:
+        return float(self.temperature) == 0.0
+
+    def updated(self, **changes: Any) -> "GenerationConfig":
+        """A copy with some fields changed; unknown names raise ConfigError listing the valid ones."""
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ConfigError(f"unknown generation parameter(s) {unknown}: use one of {sorted(names)}.")
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def key(self) -> dict[str, Any]:
+        """The parameters that change the output, in a stable JSON-able form (part of the cache key)."""
+        return {
+            "max_new_tokens": int(self.max_new_tokens),
+            "temperature": float(self.temperature),
+            "top_p": float(self.top_p),
+            # the seed cannot change a greedy output; leaving it out lets greedy reruns share entries
+            "seed": None if self.greedy else int(self.seed),
+            "stop": list(self.stop),
+        }
+
+
+@dataclass
+class LLMResult:
+    """One generation: the text, its token counts, whether it came from the cache, and how long it took.
+
+    seconds: backend time of the batch it was generated in, divided by the batch's size (0 when
+    cached). finish_reason: "stop" (end of turn or a stop string) or "length" (max_new_tokens).
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+    seconds: float
+    finish_reason: str | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class RawGeneration:
+    """What a backend returns for one chat (before caching and stop-string truncation)."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+
+
+def normalize_prompt(prompt: "str | Sequence[dict]") -> Chat:
+    """A str becomes one user message; a chat is checked (roles, string contents) and copied."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if isinstance(prompt, dict) or not isinstance(prompt, Sequence):
+        raise ConfigError(
+            f"a prompt must be a str or a list of {{'role', 'content'}} dicts, got {type(prompt).__name__}."
+        )
+    chat: Chat = []
+    for i, msg in enumerate(prompt):
+        if not isinstance(msg, dict) or "role" not in msg or "content" not in msg:
+            raise ConfigError(f"message {i} must be a dict with 'role' and 'content', got {msg!r:.80}.")
+        if msg["role"] not in _ROLES:
+            raise ConfigError(f"message {i} has role {msg['role']!r}: use one of {list(_ROLES)}.")
+        if not isinstance(msg["content"], str):
+            raise ConfigError(f"message {i} content must be a str, got {type(msg['content']).__name__}.")
+        chat.append({"role": msg["role"], "content": msg["content"]})
+    if not chat:
+        raise ConfigError("a chat prompt must hold at least one message.")
+    return chat
+
+
+def chat_text(chat: Chat) -> str:
+    """The contents of a chat joined by blank lines (a single user message gives back its string)."""
+    return "\n\n".join(m["content"] for m in chat)
+
+
+def plain_chat_rendering(chat: Chat) -> str:
+    """A readable rendering for models whose tokenizer has no chat template."""
+    lines = [f"{m['role'].capitalize()}: {m['content']}" for m in chat]
+    return "\n".join(lines) + "\nAssistant:"
+
+
+def apply_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """Cut the text before the earliest stop string; True when one was found."""
+    cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def _empty_stats() -> dict[str, float]:
+    return {
+        "calls": 0,
+        "cache_hits": 0,
+        "cache_misses": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_prompt_tokens": 0,
+        "cached_completion_tokens": 0,
+        "generate_seconds": 0.0,
+    }
+
+
+class LLM(ABC):
+    """A loaded model: `generate` a batch of prompts, `chat` one, `count_tokens`, and `stats`.
+
+    `stats` counts prompts (`calls`), cache hits/misses, and tokens: `prompt_tokens` and
+    `completion_tokens` are those actually processed by the backend in this session, while tokens of
+    answers served from the cache go to `cached_prompt_tokens` / `cached_completion_tokens`, so a
+    fully cached rerun reports 0 new tokens. `generate_seconds` is backend time only.
+    """
+
+    backend_name: str = "base"
+    #: how many prompts one `_generate_batch` call receives
+    batch_size: int = 1
+
+    def __init__(self, preset: "Preset", cache: ResponseCache | None, model_id: str | None = None):
+        self.preset = preset
+        self.cache = cache
+        self.model_id = model_id or preset.hub_id or preset.name
+        self._stats = _empty_stats()
+
+    # ----------------------------------------------------------------- backend hooks
+    @abstractmethod
+    def _generate_batch(self, chats: list[Chat], config: GenerationConfig) -> list[RawGeneration]:
+        """Generate one answer per chat (same order). Called with at most `batch_size` chats."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens of `text` under this model's tokenizer (no special tokens added)."""
+
+    def _key_parts(self) -> dict[str, Any]:
+        """Everything about the model that changes its output (the cache key adds prompt + config)."""
+        return {
+            "model": self.model_id,
+            "revision": self.preset.revision,
+            "quantization": self.preset.quantization,
+            "dtype": self.preset.dtype,
+            "backend": self.backend_name,
+            # a packaged model is identified by its file's checksum, not only by the hub name
+            "weights": self.preset.gguf.sha256 if self.preset.gguf is not None else None,
+        }
+
+    # ----------------------------------------------------------------- public API
+    @property
+    def stats(self) -> dict[str, float]:
+        return dict(self._stats)
+
+    def reset_stats(self) -> None:
+        self._stats = _empty_stats()
+
+    def cache_key(self, prompt: "str | Sequence[dict]", config: GenerationConfig | None = None) -> str:
+        """The response-cache key of one prompt under a config (exposed for tests and debugging).
+
+        The messages stand for the rendered prompt: the chat template is fixed by the model id,
+        revision and (for packaged files) the weights' sha256, which are all in the key.
+        """
+        config = config or GenerationConfig()
+        return make_cache_key({**self._key_parts(), "messages": normalize_prompt(prompt), "gen": config.key()})
+
+    def generate(
+        self,
+        prompts: "Sequence[str | list[dict]]",
+        config: GenerationConfig | None = None,
+        progress: bool = False,
+        **gen_kwargs: Any,
+    ) -> list[LLMResult]:
+        """Answer each prompt; cached answers are returned without touching the model.
+
+        All prompts are looked up in the cache first; only the misses (each distinct one once) are
+        generated, shortest first, in batches of `batch_size`.
+        """
+        if isinstance(prompts, (str, dict)) or (
+            isinstance(prompts, Sequence) and prompts and isinstance(prompts[0], dict)
+        ):
+            raise ConfigError("generate() takes a list of prompts: wrap a single prompt as [prompt], or use chat().")
+        config = (config or GenerationConfig()).updated(**gen_kwargs)
+        chats = [normalize_prompt(p) for p in prompts]
+        keys = [
+            make_cache_key({**self._key_parts(), "messages": c, "gen": config.key()}) for c in chats
+        ]
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        results: list[LLMResult | None] = [None] * len(chats)
+        for i, key in enumerate(keys):
+            entry = found.get(key)
+            if entry is not None:
+                results[i] = LLMResult(
+                    text=entry["text"],
+                    prompt_tokens=int(entry["prompt_tokens"]),
+                    completion_tokens=int(entry["completion_tokens"]),
+                    cached=True,
+                    seconds=0.0,
+                    finish_reason=entry.get("finish_reason"),
+                )
+                self._stats["cached_prompt_tokens"] += int(entry["prompt_tokens"])
+                self._stats["cached_completion_tokens"] += int(entry["completion_tokens"])
+
+        todo: dict[str, int] = {}  # distinct missing key -> first index
+        for i, key in enumerate(keys):
+            if results[i] is None and key not in todo:
+                todo[key] = i
+        self._stats["calls"] += len(chats)
+        # repeats of a prompt inside this call count as hits: they are answered without the model
+        self._stats["cache_hits"] += len(chats) - len(todo)
+        self._stats["cache_misses"] += len(todo)
+
+        order = sorted(todo.values(), key=lambda i: len(chat_text(chats[i])))
+        bar = None
+        if progress and order:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(order), desc=f"{self.backend_name}:{self.preset.name}", unit="prompt")
+        fresh: dict[str, LLMResult] = {}
+        size = max(1, int(self.batch_size))
+        for start in range(0, len(order), size):
+            idx = order[start : start + size]
+            t0 = time.perf_counter()
+            raws = self._generate_batch([chats[i] for i in idx], config)
+            elapsed = time.perf_counter() - t0
+            if len(raws) != len(idx):  # pragma: no cover - a backend bug
+                raise RuntimeError(f"{self.backend_name} returned {len(raws)} answers for {len(idx)} prompts")
+            self._stats["generate_seconds"] += elapsed
+            entries = {}
+            for i, raw in zip(idx, raws):
+                text, stopped = apply_stop(raw.text, config.stop)
+                finish = "stop" if stopped else raw.finish_reason
+                res = LLMResult(
+                    text=text,
+                    prompt_tokens=int(raw.prompt_tokens),
+                    completion_tokens=int(raw.completion_tokens),
+                    cached=False,
+                    seconds=elapsed / len(idx),
+                    finish_reason=finish,
+                )
+                fresh[keys[i]] = res
+                self._stats["prompt_tokens"] += res.prompt_tokens
+                self._stats["completion_tokens"] += res.completion_tokens
+                entries[keys[i]] = {
+                    "text": res.text,
+                    "prompt_tokens": res.prompt_tokens,
+                    "completion_tokens": res.completion_tokens,
+                    "finish_reason": res.finish_reason,
+                    "model": self.model_id,
+                    "backend": self.backend_name,
+                }
+            if self.cache is not None:
+                self.cache.put_many(entries)
+            if bar is not None:
+                bar.update(len(idx))
+        if bar is not None:
+            bar.close()
+
+        out: list[LLMResult] = []
+        for i, key in enumerate(keys):
+            if results[i] is not None:
+                out.append(results[i])
+            elif todo[key] == i:
+                out.append(fresh[key])
+            else:  # a repeat of a prompt generated in this call: same answer, no new tokens
+                out.append(dataclasses.replace(fresh[key], cached=True, seconds=0.0))
+                self._stats["cached_prompt_tokens"] += fresh[key].prompt_tokens
+                self._stats["cached_completion_tokens"] += fresh[key].completion_tokens
+        return out
+
+    def chat(self, prompt_or_messages: "str | list[dict]", config: GenerationConfig | None = None, **gen_kwargs: Any) -> LLMResult:
+        """Answer one prompt (a str, or a chat as a list of role/content dicts)."""
+        return self.generate([prompt_or_messages], config=config, **gen_kwargs)[0]
+
+    def close(self) -> None:
+        """Release the model (and the cache connection)."""
+        if self.cache is not None:
+            self.cache.close()
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able summary for run records."""
+        return {
+            "preset": self.preset.name,
+            "backend": self.backend_name,
+            "model_id": self.model_id,
+            "revision": self.preset.revision,
+            "quantization": self.preset.quantization,
+            "dtype": self.preset.dtype,
+            "cache": None if self.cache is None else str(self.cache.path),
+        }
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(preset={self.preset.name!r}, backend={self.backend_name!r}, model={self.model_id!r})"
+

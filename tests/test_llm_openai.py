@@ -1,0 +1,166 @@
+"""The OpenAI-compatible backend.
+
+Most tests talk to a protocol-level fake server started here on 127.0.0.1 (http.server in a thread,
+canned OpenAI-format JSON), so they check our requests and parsing, not a model. One slow test runs
+the real llama-cpp-python server (`python -m llama_cpp.server`) on loopback with the packaged
+SmolLM2 model, when llama-cpp-python and its server extras are installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kgrag_utils.errors import BackendUnavailableError, ConfigError
+from kgrag_utils.llm import ResponseCache, load_llm
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def _send(self, code: int, payload: dict):
+        body = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": "served-model", "object": "model"}]})
+        else:
+            self._send(404, {"error": "not found"})
+
+    def do_POST(self):
+        server = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        if server.fail_next:
+            server.fail_next -= 1
+            return self._send(503, {"error": "busy"})
+        if body.get("model") != "served-model":
+            return self._send(400, {"error": {"message": f"model {body.get('model')} not found"}})
+        last = body["messages"][-1]["content"]
+        text = f"reply to: {last}"
+        self._send(
+            200,
+            {
+                "id": "cmpl-1",
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10 + len(last), "completion_tokens": len(text.split()), "total_tokens": 0},
+            },
+        )
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.requests, httpd.fail_next = [], 0
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    httpd.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_generate_sends_openai_requests_and_reads_usage(server, tmp_path):
+    llm = load_llm("llama-3.1-8b", backend="openai", base_url=server.base_url, model="served-model",
+                   api_key="sk-test", cache=ResponseCache(tmp_path / "c.sqlite"))
+    assert llm.backend_name == "openai" and llm.model_id == "served-model"
+    out = llm.generate(["first", [{"role": "system", "content": "s"}, {"role": "user", "content": "second"}]],
+                       max_new_tokens=7, stop=["\n\n"])
+    assert [r.text for r in out] == ["reply to: first", "reply to: second"]
+    assert out[0].prompt_tokens == 15 and out[0].completion_tokens == 3 and out[0].finish_reason == "stop"
+    bodies = sorted((r["body"] for r in server.requests), key=lambda b: len(b["messages"]))
+    assert bodies[0]["max_tokens"] == 7 and bodies[0]["temperature"] == 0.0 and bodies[0]["stop"] == ["\n\n"]
+    assert bodies[1]["messages"][0] == {"role": "system", "content": "s"}
+    assert {r["path"] for r in server.requests} == {"/v1/chat/completions"}
+    assert server.requests[0]["auth"] == "Bearer sk-test"
+
+    n = len(server.requests)
+    again = llm.generate(["first"], max_new_tokens=7, stop=["\n\n"])
+    assert again[0].cached and again[0].text == "reply to: first" and len(server.requests) == n
+
+
+def test_unknown_served_model_lists_what_the_server_has(server):
+    with pytest.raises(ConfigError, match="served-model"):
+        load_llm("qwen2.5-7b", backend="openai", base_url=server.base_url, cache=False)
+
+
+def test_unreachable_url_fails_fast_with_one_line(tmp_path):
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    with pytest.raises(BackendUnavailableError) as e:
+        load_llm("llama-3.1-8b", backend="openai", base_url=url, cache=False)
+    msg = str(e.value)
+    assert url in msg and "\n" not in msg and "port" in msg
+
+
+def test_server_errors_are_retried_then_reported(server):
+    llm = load_llm("llama-3.1-8b", backend="openai", base_url=server.base_url, model="served-model",
+                   cache=False, max_retries=2)
+    server.fail_next = 2
+    assert llm.chat("hello").text == "reply to: hello"
+    server.fail_next = 5
+    with pytest.raises(BackendUnavailableError, match="HTTP 503"):
+        llm.chat("again")
+
+
+def _llama_server_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _llama_server_available(), reason="llama-cpp-python[server] not installed")
+def test_real_llama_cpp_server_with_smollm2(tmp_path):
+    from kgrag_utils.llm.gguf_assets import assemble
+    from kgrag_utils.llm.presets import get_preset
+
+    model_path = assemble(get_preset("smollm2-135m").gguf)
+    port = _free_port()
+    log = open(tmp_path / "server.log", "wb")  # a file, not a pipe: the server logs a lot and would block
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", "smollm2",
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(240):
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {(tmp_path / 'server.log').read_text()[-500:]}")
+            try:
+                urllib.request.urlopen(base + "/models", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("llama_cpp.server did not answer within 2 minutes")
+        llm = load_llm("smollm2-135m", backend="openai", base_url=base, model="smollm2",
+                       cache=ResponseCache(tmp_path / "c.sqlite"))
+        r = llm.chat("Name one colour.", max_new_tokens=12)
+        assert r.text.strip() and r.prompt_tokens > 0 and r.completion_tokens > 0 and not r.cached
+        r2 = llm.chat("Name one colour.", max_new_tokens=12)
+        assert r2.cached and r2.text == r.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
