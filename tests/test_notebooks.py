@@ -1,0 +1,36 @@
+"""Every committed notebook is clean and parameterised; the quickstart runs through the batch runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgrag_utils import records, runner, settings
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_clean_and_parameterised(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert not any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), "strip outputs"
+    params = runner.notebook_parameters(path)  # raises unless the cell holds only literals
+    assert "run_name" in params and params["run_name"] == ""
+
+
+def test_demo_grid_validates():
+    outcomes = runner.run_grid("demo", validate_only=True, progress=False)
+    assert outcomes and all(o.status == "validated" for o in outcomes)
+
+
+@pytest.mark.slow
+def test_quickstart_runs_through_the_batch_runner():
+    out = runner.run_notebook("00_quickstart", {"limit": 2, "max_new_tokens": 12}, grid="test")
+    assert out.status == "ok", f"{out.error} (log: {out.log})"
+    rec = records.read_run(settings.results_dir() / out.run_name)
+    assert rec["summary"]["n"] == 2 and rec["tokens"]["calls"] >= 2
+    assert len(records.load_examples(out.run_name)) == 2
+    assert (settings.figures_dir() / "quickstart_chain.png").exists()
