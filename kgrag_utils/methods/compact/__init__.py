@@ -1,0 +1,41 @@
+"""Compact relation selection: relation knowledge picks about a dozen facts; two checks and a gate.
+
+Relation knowledge proposes a relation chain (kinship rules, a lift lexicon for templated
+questions, or a kNN vote for free wording); the compact context is the facts on complete chain
+paths from the topic entity; a derivability check and a consistency check decide, through a gate
+chosen on validation, when the derived answer replaces the LLM's. The baseline context is the
+top-100 facts of the topic's neighbourhood by embedding similarity, read by the same LLM.
+
+    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.methods.compact import CompactConfig, CompactMethod
+    ds = load_dataset("sample-movies-2hop", split="test")
+    method = CompactMethod.prepare(ds, CompactConfig())
+    records = method.run(ds.items, llm=None, contexts=("compact",))
+"""
+
+from .checks import (ChainSelection, ConsistencyReport, context_derivation, functional_relations, kg_consistency,
+                     kinship_consistency, select_derivable)
+from .config import CONTEXTS, KNOWLEDGE_SOURCES, CompactConfig
+from .context import CompactContext, RankedFacts, compact_context, path_support, topk_context
+from .gate import GATES, GateChoice, choose_gate, gate_passes, gate_table
+from .knn import KNNVote
+from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain, format_chain
+from .lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
+from .pipeline import PAPER, CompactMethod, split_validation, summarize_records, training_split, tune_lift_threshold
+from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
+from .rules import KinshipDerivation, KinshipRuleKnowledge, check_rules, compose_cky, story_graph
+from .tokens import TokenCounter, load_token_counter
+
+__all__ = [
+    "CompactConfig", "CompactMethod", "KNOWLEDGE_SOURCES", "CONTEXTS", "PAPER",
+    "RelationKnowledge", "ChainProposal", "Chain", "as_chain", "format_chain",
+    "LiftLexicon", "align_counts", "mask_topic", "question_tokens", "KNNVote",
+    "KinshipRuleKnowledge", "KinshipDerivation", "check_rules", "compose_cky", "story_graph",
+    "CompactContext", "RankedFacts", "compact_context", "path_support", "topk_context",
+    "ChainSelection", "ConsistencyReport", "select_derivable", "context_derivation", "functional_relations",
+    "kg_consistency", "kinship_consistency",
+    "GATES", "GateChoice", "choose_gate", "gate_passes", "gate_table",
+    "kgqa_prompt", "kinship_prompt", "parse_answers", "parse_kinship_answer",
+    "split_validation", "summarize_records", "training_split", "tune_lift_threshold",
+    "TokenCounter", "load_token_counter",
+]

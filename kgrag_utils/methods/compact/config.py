@@ -1,0 +1,88 @@
+"""Every knob of compact relation selection with its default, in one place.
+
+The notebook's parameters cell must hold the same defaults (a test checks it). Choices this
+project made where the paper is silent are stated here: the lift threshold is tuned on a
+validation portion of the training split over `threshold_grid`; the gate is the widest named rule
+whose validation precision reaches `gate_precision`; the compact cap keeps whole paths up to
+`max_facts` facts; the baseline ranks the `top_k` facts of a pool of at most `baseline_pool` facts
+within max(question hops, `baseline_hops`) hops of the topic (RoG's question subgraphs, which
+SubgraphRAG ranks, are 2-hop neighbourhoods).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ...errors import ConfigError
+from ...llm import DEFAULT_CPU_PRESET
+from .gate import GATES
+
+__all__ = ["CompactConfig", "KNOWLEDGE_SOURCES", "CONTEXTS"]
+
+KNOWLEDGE_SOURCES = ("auto", "rules", "lexicon", "knn")
+CONTEXTS = ("compact", "top100", "both")
+
+
+@dataclass(frozen=True)
+class CompactConfig:
+    """Parameters of the method. `replace(**changes)` returns a validated copy."""
+
+    # relation knowledge
+    knowledge: str = "auto"          # auto: rules for kinship stories, lexicon for KG questions
+    lift_threshold: float = 0.0      # 0 = choose on validation from threshold_grid
+    threshold_grid: tuple[float, ...] = field(default=(1.5, 2.0, 3.0, 5.0))
+    min_pair_count: float = 2.0      # minimum expected (aligned) count of a kept word-relation pair
+    align_iterations: int = 10       # EM iterations of the word-relation alignment
+    knn_k: int = 10
+    embedder: str = "minilm"
+    validation_fraction: float = 0.2  # share of the training split held out to tune threshold and gate
+    max_validation: int = 2000
+    # chains, contexts and checks
+    max_candidates: int = 5          # proposals the derivability check may try
+    max_facts: int = 20              # compact cap (whole paths); 0 = no cap
+    rival_min_score: float = 0.2     # a rival chain needs this share of the support to count
+    gate: str = "auto"               # auto = chosen on validation, or a name from gate.GATES
+    gate_precision: float = 0.9
+    top_k: int = 100                 # baseline facts
+    baseline_pool: int = 3000        # neighbourhood facts ranked for the baseline
+    baseline_hops: int = 2           # neighbourhood radius: max(question hops, this); RoG's subgraphs are 2-hop
+    # the reader
+    context: str = "both"            # compact | top100 | both
+    llm_preset: str = DEFAULT_CPU_PRESET
+    max_new_tokens: int = 32
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.knowledge not in KNOWLEDGE_SOURCES:
+            raise ConfigError(f"knowledge must be one of {KNOWLEDGE_SOURCES} (got {self.knowledge!r}).")
+        if self.context not in CONTEXTS:
+            raise ConfigError(f"context must be one of {CONTEXTS} (got {self.context!r}).")
+        if self.gate != "auto" and self.gate not in GATES:
+            raise ConfigError(f"gate must be 'auto' or one of {list(GATES)} (got {self.gate!r}).")
+        if self.lift_threshold and self.lift_threshold < 1.0:
+            raise ConfigError(f"lift_threshold must be 0 (tune) or >= 1 (got {self.lift_threshold}).")
+        if not self.threshold_grid or min(self.threshold_grid) < 1.0:
+            raise ConfigError("threshold_grid needs values >= 1.")
+        if not 0.0 < self.validation_fraction < 1.0:
+            raise ConfigError(f"validation_fraction must be in (0, 1) (got {self.validation_fraction}).")
+        for name in ("knn_k", "max_candidates", "top_k", "max_new_tokens", "align_iterations"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)}).")
+        if self.max_facts < 0 or self.baseline_pool < 1 or self.baseline_hops < 1:
+            raise ConfigError("max_facts must be >= 0 and baseline_pool >= 1.")
+
+    def replace(self, **changes) -> "CompactConfig":
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ConfigError(f"unknown CompactConfig field(s) {unknown}: use one of {sorted(names)}.")
+        if "threshold_grid" in changes:
+            changes["threshold_grid"] = tuple(float(x) for x in changes["threshold_grid"])
+        return dataclasses.replace(self, **changes)
+
+    def contexts(self) -> tuple[str, ...]:
+        return ("compact", "top100") if self.context == "both" else (self.context,)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

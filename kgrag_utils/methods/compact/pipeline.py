@@ -1,0 +1,508 @@
+"""The method end to end, as named stages that return one record per example.
+
+    prepare  -> relation knowledge fitted on the training split; lift threshold and gate chosen on
+                a held-out validation portion of it (never on the evaluated items)
+    derive   -> proposals -> derivability check -> compact facts -> derived answers -> consistency
+                -> gate decision                                     (no LLM; the benchmark stops here)
+    baseline -> the top-k facts by embedding similarity (KG questions) or the whole story (kinship)
+    answer   -> the same LLM reads each context under the same prompt; the gate decides whether
+                the derived answer replaces the LLM's
+
+Every record keeps the intermediate artifacts (proposals with their sources, the chosen chain,
+facts, derived answers, checks, gate, prompts, raw LLM output, parsed answers, tokens, scores).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError
+from ...metrics import containment, hits_at_1
+from .checks import context_derivation, kg_consistency, kinship_consistency, select_derivable
+from .config import CompactConfig
+from .context import choose_topic_policy, compact_context, kinship_facts, kinship_sentence, topk_contexts
+from .gate import GateChoice, choose_gate, gate_passes
+from .knowledge import RelationKnowledge, as_chain, format_chain
+from .knn import KNNVote
+from .lexicon import LiftLexicon
+from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
+from .rules import KinshipRuleKnowledge, story_graph
+
+__all__ = ["CompactMethod", "training_split", "split_validation", "tune_lift_threshold", "summarize_records",
+           "PAPER"]
+
+#: the paper's published figures (WebQSP / CWQ; seven 4-bit open LLMs), printed beside ours
+PAPER = {
+    "facts_per_context": {"WebQSP": 14.7, "CWQ": 18.6},
+    "em_gain_over_100_facts": {"WebQSP": 10.2, "per_llm_range": (4.6, 13.0)},
+    "derived_precision_when_derivable": {"WebQSP": 81.5, "CWQ": 62.1},
+    "derived_precision_one_answer": {"WebQSP": 89.8, "CWQ": 95.9},
+    "coverage_one_answer": {"WebQSP": 17.6, "CWQ": 4.9},
+    "note": "published figures: EM of 4-bit open instruction LLMs reading RoG question subgraphs; not our runs",
+}
+
+
+# ----------------------------------------------------------------------------- splits
+def training_split(dataset_name: str) -> str:
+    """The split relation knowledge learns from: 'train' where it exists, else 'dev' (MetaQA)."""
+    from ...datasets.registry import get_spec
+
+    splits = get_spec(dataset_name).splits
+    for name in ("train", "dev"):
+        if name in splits:
+            return name
+    raise ConfigError(f"dataset {dataset_name!r} has no train or dev split to learn relation knowledge from.")
+
+
+def split_validation(items: Sequence, fraction: float, seed: int = 0, max_validation: int | None = None):
+    """(fit items, validation items): a seeded random held-out portion, both kept in input order."""
+    n = len(items)
+    n_val = int(round(n * fraction))
+    if max_validation is not None:
+        n_val = min(n_val, int(max_validation))
+    if n < 2 or n_val < 1:
+        return list(items), []
+    perm = np.random.default_rng(seed).permutation(n)
+    val = np.sort(perm[:n_val])
+    fit = np.sort(perm[n_val:])
+    return [items[i] for i in fit], [items[i] for i in val]
+
+
+def tune_lift_threshold(lexicon: LiftLexicon, val_items: Sequence, kg, grid: Sequence[float],
+                        max_candidates: int = 5, policy: str = "exclude_end") -> tuple[float, list[dict]]:
+    """The threshold with the best validation chain accuracy after the derivability check.
+
+    Ties go to the higher threshold (the smaller lexicon). Returns (threshold, table of all).
+    """
+    table = []
+    for th in sorted(set(float(x) for x in grid)):
+        lexicon.set_threshold(th)
+        right = 0
+        for q in val_items:
+            topics = _topic_ids(kg, q.topic_entities)[0]
+            sel = select_derivable(kg, topics, lexicon.propose(q), max_candidates, policy)
+            chosen = sel.proposal.chain if sel.derivable else None
+            right += int(chosen == as_chain(q.chain))
+        table.append({"threshold": th, "n_validation": len(val_items), "n_pairs": len(lexicon.pairs()),
+                      "chain_accuracy": right / len(val_items) if val_items else float("nan")})
+    best = max(table, key=lambda r: (r["chain_accuracy"], r["threshold"]))
+    lexicon.set_threshold(best["threshold"])
+    return best["threshold"], table
+
+
+def _topic_ids(kg, names: Iterable[str]) -> tuple[list[int], list[str]]:
+    ids, missing = [], []
+    for name in names:
+        try:
+            ids.append(int(kg.entity_id(name)))
+        except Exception:  # ConfigError for unknown names (the reconstructed MetaQA KB lacks some)
+            missing.append(name)
+    return ids, missing
+
+
+def _training_items(dataset, train) -> list:
+    """The training split's items (loaded by name unless given); refuses to train on the evaluated split."""
+    from ...datasets import load_dataset
+
+    if train is None:
+        split = training_split(dataset.name)
+        if split == dataset.split:
+            raise ConfigError(f"{dataset.name!r} split {split!r} is the training split of the relation knowledge: "
+                              "evaluate on 'test'.")
+        kwargs = {"answerable": False} if dataset.kind == "kgqa" else {}
+        train = load_dataset(dataset.name, split=split, **kwargs)
+    return list(train.items if hasattr(train, "items") else train)
+
+
+def _fit_kgqa_knowledge(name: str, config: CompactConfig, items: Sequence, embedder=None) -> RelationKnowledge:
+    if name == "lexicon":
+        return LiftLexicon(threshold=config.lift_threshold or max(config.threshold_grid), min_count=config.min_pair_count,
+                           iterations=config.align_iterations).fit(items)
+    return KNNVote(embedder, k=config.knn_k).fit(items)
+
+
+def _gate_from_validation(val_records: Sequence[dict], config: CompactConfig) -> GateChoice:
+    """The gate chosen on validation ('auto'), or the named gate with its validation precision/coverage."""
+    if config.gate == "auto":
+        return choose_gate(val_records, config.gate_precision)
+    table = choose_gate(val_records, config.gate_precision).table if val_records else ()
+    row = next((r for r in table if r["gate"] == config.gate), {})
+    return GateChoice(config.gate, row.get("precision", float("nan")), row.get("coverage", float("nan")),
+                      config.gate_precision, len(val_records), table)
+
+
+# ----------------------------------------------------------------------------- the method
+class CompactMethod:
+    """Compact relation selection for one dataset (KG questions or kinship stories)."""
+
+    def __init__(self, kind: str, config: CompactConfig, knowledge: RelationKnowledge, kg=None, rules=None,
+                 gate: GateChoice | None = None, topic_policy: str = "exclude_end", tuning: dict | None = None,
+                 embedder=None, token_counter=None):
+        if kind not in ("kgqa", "kinship"):
+            raise ConfigError(f"compact relation selection reads KG questions or kinship stories, not {kind!r} datasets.")
+        self.kind = kind
+        self.config = config
+        self.knowledge = knowledge
+        self.kg = kg
+        self.rules = rules
+        self.gate = gate
+        self.topic_policy = topic_policy
+        self.tuning = tuning or {}
+        self._embedder = embedder
+        self.token_counter = token_counter
+        if kind == "kinship":
+            self.vocabulary = sorted(set(rules.relation_to_surface.values())) if rules is not None else []
+
+    # ------------------------------------------------------------------ preparation
+    @classmethod
+    def prepare(cls, dataset, config: CompactConfig | None = None, train=None, embedder=None,
+                token_counter=None) -> "CompactMethod":
+        """Fit the knowledge on the training split; tune threshold and gate on its validation part;
+        refit the knowledge on the whole training split with the chosen settings."""
+        config = config or CompactConfig()
+        if dataset.kind not in ("kgqa", "kinship"):
+            raise ConfigError(f"{dataset.name!r} is a {dataset.kind} dataset: use a KG-question or kinship dataset.")
+        items = _training_items(dataset, train)
+        fit_items, val_items = split_validation(items, config.validation_fraction, config.seed, config.max_validation)
+        tuning: dict = {"n_train": len(items), "n_fit": len(fit_items), "n_validation": len(val_items)}
+        if dataset.kind == "kinship":
+            if config.knowledge not in ("auto", "rules"):
+                raise ConfigError(f"kinship stories are derived with the rules: set knowledge='rules' (got {config.knowledge!r}).")
+            method = cls("kinship", config, KinshipRuleKnowledge(dataset.rules).fit(fit_items), rules=dataset.rules,
+                         tuning=tuning, token_counter=token_counter)
+        else:
+            name = "lexicon" if config.knowledge == "auto" else config.knowledge
+            if name == "rules":
+                raise ConfigError("the kinship rules apply to kinship stories: use knowledge='lexicon' or 'knn' here.")
+            policy, policy_table = choose_topic_policy(dataset.kg, fit_items, seed=config.seed)
+            tuning.update({"topic_policy": policy, "topic_policy_table": policy_table})
+            if name == "knn" and embedder is None:
+                from ...embeddings import load_embedder
+
+                embedder = load_embedder(config.embedder)
+            knowledge = _fit_kgqa_knowledge(name, config, fit_items, embedder)
+            if name == "lexicon":
+                if config.lift_threshold:
+                    tuning.update({"threshold": config.lift_threshold, "threshold_source": "given"})
+                else:
+                    th, table = tune_lift_threshold(knowledge, val_items, dataset.kg, config.threshold_grid,
+                                                    config.max_candidates, policy)
+                    tuning.update({"threshold": th, "threshold_source": "validation", "threshold_table": table})
+            method = cls("kgqa", config, knowledge, kg=dataset.kg, topic_policy=policy, tuning=tuning,
+                         embedder=embedder, token_counter=token_counter)
+        # the gate is chosen on validation records derived with the fit-part knowledge
+        val_records = method.derive_many(val_items) if val_items else []
+        method.gate = _gate_from_validation(val_records, config)
+        for rec in val_records:  # derived before the gate existed
+            rec["gate"] = gate_passes(method.gate.name, rec)
+        tuning["validation_derived"] = summarize_records(val_records, method.kind, llm=False) if val_records else {}
+        if method.kind == "kinship":
+            method.knowledge = KinshipRuleKnowledge(dataset.rules).fit(items)
+        else:
+            threshold = getattr(method.knowledge, "threshold", None)
+            method.knowledge = _fit_kgqa_knowledge(method.knowledge.name, config.replace(lift_threshold=threshold or 0.0),
+                                                   items, embedder)
+        return method
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from ...embeddings import load_embedder
+
+            self._embedder = load_embedder(self.config.embedder)
+        return self._embedder
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "knowledge": self.knowledge.describe(),
+                "topic_policy": self.topic_policy if self.kind == "kgqa" else None,
+                "gate": self.gate.to_record() if self.gate else None, "tuning": self.tuning,
+                "config": self.config.to_dict(),
+                "token_counter": getattr(self.token_counter, "name", None)}
+
+    # ------------------------------------------------------------------ derive (no LLM)
+    def derive_many(self, items: Sequence) -> list[dict]:
+        proposals = self.knowledge.propose_many(items) if self.kind == "kgqa" else [None] * len(items)
+        return [self.derive(item, props) for item, props in zip(items, proposals)]
+
+    def derive(self, item, proposals=None) -> dict:
+        return self._derive_kgqa(item, proposals) if self.kind == "kgqa" else self._derive_kinship(item)
+
+    def _derive_kgqa(self, q, proposals=None) -> dict:
+        cfg, kg = self.config, self.kg
+        t0 = time.perf_counter()
+        topic_ids, missing = _topic_ids(kg, q.topic_entities)
+        proposals = self.knowledge.propose(q) if proposals is None else proposals
+        sel = select_derivable(kg, topic_ids, proposals, cfg.max_candidates, self.topic_policy)
+        top = sel.proposal if sel.derivable else (proposals[0] if proposals else None)
+        chain = top.chain if top is not None else None
+        if sel.derivable:
+            ctx = compact_context(kg, topic_ids, chain, cfg.max_facts or None, self.topic_policy)
+        else:
+            ctx = compact_context(kg, [], (), None)
+        derived = [str(x) for x in kg.entity_names[ctx.answers]]
+        cons = kg_consistency(kg, sel, ctx.edge_ids, cfg.rival_min_score)
+        gold = as_chain(q.chain) if q.chain else None
+        facts = kg.triples(ctx.edge_ids)
+        gold_norm = set(q.answers)
+        rec = {
+            "id": q.qid, "question": q.question, "topic_entities": list(q.topic_entities), "topic_missing": missing,
+            "answers": list(q.answers), "answerable": q.answerable, "hops": q.hops, "qtype": q.qtype,
+            "knowledge": self.knowledge.name, "gold_chain": format_chain(gold),
+            "proposals": sel.tried,
+            "chain": format_chain(chain), "chain_steps": [[r, f] for r, f in chain] if chain else [],
+            "chain_source": top.source if top is not None else None,
+            "chain_score": float(top.score) if top is not None else None,
+            "chain_correct": (chain == gold) if gold is not None else None,
+            "derivable": sel.derivable,
+            "derived_answers": derived[:50], "derived_support": [float(s) for s in ctx.support[:50]],
+            "n_derived": len(derived),
+            "derived_hits1": hits_at_1(derived, q.answers),
+            "compact_facts": [list(f) for f in facts], "n_facts": ctx.n_facts, "n_facts_full": ctx.n_facts_full,
+            "capped": ctx.capped, "answers_in_context": int(ctx.answers_in_context.size),
+            "compact_has_gold": bool(gold_norm & {t for f in facts for t in (f[0], f[2])}),
+            "consistency": cons.to_record(), "consistent": cons.consistent,
+            "seconds_derive": time.perf_counter() - t0,
+        }
+        rec["derived_correct"] = bool(rec["derived_hits1"] == 1.0)
+        rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
+        return rec
+
+    def _derive_kinship(self, story) -> dict:
+        t0 = time.perf_counter()
+        d = self.knowledge.derive(story)
+        x, y = story.query
+        graph = story_graph(story, self.rules)
+        relation = d.ranked[0] if d.ranked else None
+        gender = story.genders.get(y, "")
+        answer = self.rules.surface(relation, gender) if relation else None
+        target_rel = self.rules.relation_of(story.target)
+        path = d.paths[0] if d.paths else []
+        facts = kinship_facts(graph, path)
+        cons = kinship_consistency(d)
+        rec = {
+            "id": story.sid, "query": [x, y], "target": story.target, "target_relation": target_rel,
+            "chain_length": story.chain_length, "knowledge": self.knowledge.name,
+            "path_relations": [step[1] for step in path], "n_paths": len(d.paths),
+            "candidates": {r: int(n) for r, n in d.candidates.items()}, "prior": d.prior,
+            "derived_relation": relation, "derived_answers": [answer] if answer else [],
+            "n_derived": len(d.candidates), "derivable": d.derivable,
+            "derived_correct": bool(answer is not None and answer == story.target),
+            "relation_correct": bool(relation is not None and relation == target_rel),
+            "ambiguous_spans": d.ambiguous_spans,
+            "compact_facts": [list(f) for f in facts], "n_facts": len(facts), "n_story_facts": len(graph.surface),
+            "consistency": cons.to_record(), "consistent": cons.consistent,
+            "unknown_words": graph.unknown, "seconds_derive": time.perf_counter() - t0,
+        }
+        rec["derived_hits1"] = float(rec["derived_correct"])
+        rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
+        return rec
+
+    # ------------------------------------------------------------------ baseline context
+    def add_baselines(self, records: list[dict], items: Sequence, progress: bool | None = None) -> list[dict]:
+        """Attach the baseline context: top-k facts by similarity (KG; one embedding pass for all
+        items) or the whole story (kinship). Also records whether the baseline context still
+        holds a derivation of the predicted chain, and whether it mentions a gold answer."""
+        if self.kind == "kinship":
+            for rec, item in zip(records, items):
+                rec.update({"baseline_kind": "story", "top100_n_facts": len(item.edges)})
+            return records
+        topics = [_topic_ids(self.kg, it.topic_entities)[0] for it in items]
+        questions = [it.meta.get("question_plain") or it.question for it in items]
+        radius = [max(int(it.hops), self.config.baseline_hops) for it in items]
+        ranked = topk_contexts(self.kg, questions, topics, radius, self.embedder,
+                               k=self.config.top_k, pool=self.config.baseline_pool, progress=progress)
+        for rec, item, rf in zip(records, items, ranked):
+            facts = self.kg.triples(rf.edge_ids)
+            chain = [(r, bool(f)) for r, f in rec.get("chain_steps", [])]
+            derived = (context_derivation(self.kg, item.topic_entities, chain, rf.edge_ids, self.topic_policy)
+                       if rec.get("derivable") else [])
+            rec.update({"baseline_kind": f"top{self.config.top_k}", "top100_facts": [list(f) for f in facts],
+                        "top100_scores": [round(float(x), 4) for x in rf.scores],
+                        "top100_n_facts": rf.n_facts, "top100_pool": rf.pool_size,
+                        "top100_has_gold": bool(set(item.answers) & {t for f in facts for t in (f[0], f[2])}),
+                        "top100_derivable": bool(derived)})
+        return records
+
+    # ------------------------------------------------------------------ prompts and the reader
+    def prompt(self, record: dict, item, context: str) -> str:
+        if self.kind == "kgqa":
+            facts = record["compact_facts"] if context == "compact" else record.get("top100_facts", [])
+            return kgqa_prompt(item.question, [tuple(f) for f in facts])
+        x, y = item.query
+        if context == "compact":
+            body = [kinship_sentence(*f) for f in record["compact_facts"]]
+        else:
+            body = item.story.replace("[", "").replace("]", "")
+        return kinship_prompt(x, y, body, self.vocabulary)
+
+    def count_prompt_tokens(self, records: list[dict], items: Sequence, contexts: Sequence[str]) -> None:
+        """Prompt tokens of each context by the token counter (no model needed)."""
+        if self.token_counter is None:
+            return
+        for rec, item in zip(records, items):
+            for ctx in contexts:
+                rec[f"prompt_tokens_{ctx}"] = self.token_counter(self.prompt(rec, item, ctx))
+
+    def answer(self, records: list[dict], items: Sequence, llm, contexts: Sequence[str]) -> None:
+        """The LLM reads each context; parse, score, and apply the gate."""
+        for ctx in contexts:
+            prompts = [self.prompt(rec, item, ctx) for rec, item in zip(records, items)]
+            results = llm.generate(prompts, max_new_tokens=self.config.max_new_tokens)
+            for rec, item, prompt, res in zip(records, items, prompts, results):
+                rec[f"prompt_{ctx}"] = prompt
+                rec[f"llm_{ctx}"] = res.text
+                rec[f"prompt_tokens_{ctx}"] = res.prompt_tokens
+                rec[f"completion_tokens_{ctx}"] = res.completion_tokens
+                rec[f"cached_{ctx}"] = res.cached
+                if self.kind == "kgqa":
+                    facts = rec["compact_facts"] if ctx == "compact" else rec.get("top100_facts", [])
+                    known = {t for f in facts for t in (f[0], f[2])}
+                    parsed = parse_answers(res.text, known)
+                    gold = rec["answers"]
+                    rec[f"answer_{ctx}"] = parsed
+                    rec[f"hits1_{ctx}"] = hits_at_1(parsed, gold)
+                    rec[f"containment_{ctx}"] = containment(res.text, gold)
+                    final = rec["derived_answers"][:1] if rec["gate"] else parsed
+                    rec[f"hits1_{ctx}_gated"] = hits_at_1(final, gold)
+                else:
+                    word = parse_kinship_answer(res.text, self.vocabulary)
+                    rec[f"answer_{ctx}"] = word
+                    rec[f"hits1_{ctx}"] = float(word == item.target)
+                    rec[f"containment_{ctx}"] = containment(res.text, [item.target])
+                    final = rec["derived_answers"][0] if rec["gate"] and rec["derived_answers"] else word
+                    rec[f"hits1_{ctx}_gated"] = float(final == item.target)
+                rec[f"failed_{ctx}"] = not rec[f"answer_{ctx}"]
+
+    def run(self, items: Sequence, llm=None, recorder=None, contexts: Sequence[str] | None = None,
+            batch_size: int = 8, progress: bool = True) -> list[dict]:
+        """Derive, build the baseline, let the LLM read both contexts; records go to the recorder
+        as each batch finishes (items already in `recorder.done_ids` are skipped: resume)."""
+        contexts = tuple(contexts or self.config.contexts())
+        done = set(recorder.done_ids) if recorder is not None else set()
+        key = (lambda it: it.qid) if self.kind == "kgqa" else (lambda it: it.sid)
+        todo = [it for it in items if key(it) not in done]
+        out: list[dict] = []
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(items), initial=len(items) - len(todo), desc="compact", unit="q")
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            records = self.derive_many(batch)
+            if "top100" in contexts:
+                self.add_baselines(records, batch, progress=False)
+            if llm is not None:
+                self.answer(records, batch, llm, contexts)
+            else:
+                self.count_prompt_tokens(records, batch, contexts)
+            for rec in records:
+                if recorder is not None:
+                    recorder.add(rec)
+                out.append(rec)
+            if bar is not None:
+                bar.update(len(batch))
+        if bar is not None:
+            bar.close()
+        if recorder is not None:
+            wanted = {key(it) for it in items}
+            return [r for r in recorder.examples if r.get("id") in wanted]
+        return out
+
+
+# ----------------------------------------------------------------------------- summaries
+def _mean(values) -> float:
+    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def _dist(values) -> dict:
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    if arr.size == 0:
+        return {"mean": float("nan"), "median": float("nan"), "p95": float("nan"), "n": 0}
+    return {"mean": float(arr.mean()), "median": float(np.median(arr)), "p95": float(np.percentile(arr, 95)),
+            "max": float(arr.max()), "n": int(arr.size)}
+
+
+def _hits(rec: dict, key: str) -> float:
+    """A per-record score: a missing value is a failure (0); nan (no gold) stays nan and is left out."""
+    v = rec.get(key)
+    return 0.0 if v is None else float(v)
+
+
+def summarize_records(records: Sequence[dict], kind: str, llm: bool = True) -> dict:
+    """Aggregate records: chain/derivation accuracy, checks, gate, facts, tokens, LLM accuracy."""
+    records = list(records)
+    n = len(records)
+    if n == 0:
+        return {"n": 0}
+    out: dict = {"n": n}
+    derivable = [r for r in records if r.get("derivable")]
+    gated = [r for r in records if r.get("gate")]
+    unique = [r for r in derivable if r.get("n_derived") == 1]
+    out["derivable_rate"] = len(derivable) / n
+    out["derived_hits1"] = _mean(_hits(r, "derived_hits1") for r in records)
+    out["derived_precision_when_derivable"] = _mean(_hits(r, "derived_hits1") for r in derivable)
+    out["one_answer_coverage"] = len(unique) / n
+    out["derived_precision_one_answer"] = _mean(_hits(r, "derived_hits1") for r in unique)
+    out["gate_coverage"] = len(gated) / n
+    out["gate_precision"] = _mean(_hits(r, "derived_hits1") for r in gated)
+    out["consistent_rate"] = _mean(float(bool(r.get("consistent"))) for r in records)
+    signals = sorted({k for r in records for k in (r.get("consistency") or {}).get("applicable", {})})
+    out["consistency"] = {
+        s: {"applicable_rate": _mean(float(r["consistency"]["applicable"].get(s, False)) for r in records),
+            "conflict_rate": _mean(float(bool(r["consistency"]["conflicts"].get(s))) for r in records)}
+        for s in signals}
+    out["facts_per_context"] = _dist(r.get("n_facts") for r in derivable)
+    if kind == "kgqa":
+        with_gold = [r for r in records if r.get("chain_correct") is not None]
+        answerable = [r for r in records if r.get("answerable")]
+        out["n_answerable"] = len(answerable)
+        out["chain_accuracy"] = _mean(float(bool(r["chain_correct"])) for r in with_gold)
+        out["chain_accuracy_answerable"] = _mean(float(bool(r["chain_correct"])) for r in answerable if r.get("chain_correct") is not None)
+        out["derived_hits1_answerable"] = _mean(_hits(r, "derived_hits1") for r in answerable)
+        out["chain_source"] = {s: sum(1 for r in records if r.get("chain_source") == s) for s in
+                               sorted({str(r.get("chain_source")) for r in records})}
+        out["facts_full_per_context"] = _dist(r.get("n_facts_full") for r in derivable)
+        out["capped_rate"] = _mean(float(bool(r.get("capped"))) for r in derivable)
+        out["compact_has_gold"] = _mean(float(bool(r.get("compact_has_gold"))) for r in records)
+        out["topic_missing"] = sum(1 for r in records if r.get("topic_missing"))
+        based = [r for r in records if "top100_n_facts" in r]
+        if based:
+            out["n_top100"] = len(based)
+            out["top100_facts_per_context"] = _dist(r.get("top100_n_facts") for r in based)
+            out["top100_has_gold"] = _mean(float(bool(r.get("top100_has_gold"))) for r in based)
+            out["compact_has_gold_same_items"] = _mean(float(bool(r.get("compact_has_gold"))) for r in based)
+            out["top100_derivable"] = _mean(float(bool(r.get("top100_derivable"))) for r in based if r.get("derivable"))
+    else:
+        out["relation_accuracy"] = _mean(float(bool(r.get("relation_correct"))) for r in records)
+        by_len: dict = {}
+        for r in records:
+            by_len.setdefault(int(r["chain_length"]), []).append(r)
+        out["by_chain_length"] = {k: {"n": len(v), "derived_accuracy": _mean(_hits(r, "derived_hits1") for r in v),
+                                      "ambiguous_rate": _mean(float(r.get("n_derived", 0) > 1) for r in v)}
+                                  for k, v in sorted(by_len.items())}
+    for ctx in ("compact", "top100"):
+        tok = [r.get(f"prompt_tokens_{ctx}") for r in records if r.get(f"prompt_tokens_{ctx}") is not None]
+        if tok:
+            out[f"prompt_tokens_{ctx}"] = _dist(tok)
+    both = [r for r in records if r.get("prompt_tokens_compact") is not None and r.get("prompt_tokens_top100") is not None]
+    if both:  # the ratio of means over the items that have both contexts
+        out["prompt_token_ratio_top100_over_compact"] = (float(np.mean([r["prompt_tokens_top100"] for r in both])) /
+                                                         max(float(np.mean([r["prompt_tokens_compact"] for r in both])), 1e-9))
+    if llm:
+        for ctx in ("compact", "top100"):
+            if any(f"llm_{ctx}" in r for r in records):
+                out[f"llm_{ctx}"] = {
+                    "hits1": _mean(_hits(r, f"hits1_{ctx}") for r in records),
+                    "containment": _mean(_hits(r, f"containment_{ctx}") for r in records),
+                    "hits1_gated": _mean(_hits(r, f"hits1_{ctx}_gated") for r in records),
+                    "n_failed": sum(1 for r in records if r.get(f"failed_{ctx}")),
+                }
+                if kind == "kgqa":
+                    ans = [r for r in records if r.get("answerable")]
+                    out[f"llm_{ctx}"]["hits1_answerable"] = _mean(_hits(r, f"hits1_{ctx}") for r in ans)
+    return out

@@ -1,0 +1,46 @@
+"""Compact relation selection - the notebook: its defaults are the package's, and it runs end to end
+(through the batch runner, on the sample data, with the fake LLM) and writes an ok run record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgrag_utils import records, runner, settings
+from kgrag_utils.datasets import dataset_names
+from kgrag_utils.methods.compact import CompactConfig
+
+NOTEBOOK = "02_compact_relations.ipynb"
+
+
+def test_notebook_defaults_equal_the_config_defaults():
+    params = runner.notebook_parameters(NOTEBOOK)
+    cfg = CompactConfig()
+    for name in ("knowledge", "lift_threshold", "knn_k", "gate", "context", "max_facts", "top_k", "llm_preset", "seed"):
+        assert params[name] == getattr(cfg, name), name
+    assert params["run_name"] == ""
+    assert params["dataset"] in dataset_names("sample") and params["kinship_dataset"] in dataset_names("sample")
+    assert params["split"] == "test" and 0 < params["limit"] <= 20
+
+
+def test_notebook_is_committed_without_outputs():
+    nb = json.loads((settings.repo_root() / "notebooks" / NOTEBOOK).read_text(encoding="utf-8"))
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell.get("outputs") == [] and cell.get("execution_count") is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset", ["sample-movies-3hop", "sample-kinship"])
+def test_notebook_runs_on_the_sample_with_the_fake_llm(dataset):
+    out = runner.run_notebook(NOTEBOOK, {"dataset": dataset, "limit": 4, "llm_preset": "fake"}, grid="compact-test")
+    assert out.status == "ok", out.error
+    rec = records.read_run(settings.results_dir() / out.run_name)
+    assert rec["status"] == "ok" and rec["summary"]["n"] == 4
+    assert {"derived_hits1", "gate_coverage", "llm_compact", "llm_top100"} <= set(rec["summary"])
+    ex = records.load_examples(out.run_name)
+    assert len(ex) == 4 and {"prompt_compact", "prompt_top100", "gate", "derived_answers"} <= set(ex.columns)
+    for fig in ("compact_worked_example", "compact_kinship_example", "compact_results"):
+        assert (settings.figures_dir() / f"{fig}.png").exists()

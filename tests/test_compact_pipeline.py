@@ -1,0 +1,155 @@
+"""Compact relation selection - the pipeline end to end on the sample data with the fake LLM:
+preparation on the training split, records, the reader on both contexts, the gate, resume."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from kgrag_utils.datasets import load_dataset
+from kgrag_utils.embeddings import Embedder
+from kgrag_utils.errors import ConfigError
+from kgrag_utils.llm import load_llm
+from kgrag_utils.methods.compact import CompactConfig, CompactMethod, split_validation, summarize_records, training_split
+from kgrag_utils.records import RunRecorder
+
+
+class HashBOW:
+    dim = 256
+
+    def encode(self, texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
+            out[i, 0] += 0.01
+        return out
+
+
+def hash_embedder():
+    return Embedder(model=HashBOW(), model_id="hash-bow-compact-pipeline", cache=False)
+
+
+def first_object(prompt: str) -> str:
+    """A fake reader: the object of the first fact in the prompt."""
+    m = re.search(r"^\((.+?), ([^,]+?), (.+)\)$", prompt, re.M)
+    return m.group(3) if m else "nothing"
+
+
+@pytest.fixture(scope="module")
+def movies():
+    return load_dataset("sample-movies-2hop", split="test")
+
+
+@pytest.fixture(scope="module")
+def method(movies):
+    return CompactMethod.prepare(movies, CompactConfig(), embedder=hash_embedder())
+
+
+def test_prepare_learns_on_the_training_split_and_tunes_on_its_validation_part(movies, method):
+    assert training_split("sample-movies-2hop") == "dev" and training_split("pq-2hop") == "train"
+    t = method.tuning
+    assert t["n_fit"] + t["n_validation"] == t["n_train"] and t["n_validation"] > 0
+    assert t["threshold_source"] == "validation" and t["threshold"] in CompactConfig().threshold_grid
+    assert {row["threshold"] for row in t["threshold_table"]} == set(CompactConfig().threshold_grid)
+    assert method.topic_policy in ("walk", "exclude_end", "avoid")
+    assert method.gate is not None and method.gate.n_validation == t["n_validation"]
+    assert method.knowledge.n_train == t["n_train"]  # refit on the whole training split
+    assert t["validation_derived"]["gate_coverage"] == pytest.approx(method.gate.coverage)
+    with pytest.raises(ConfigError):
+        CompactMethod.prepare(load_dataset("sample-movies-2hop", split="dev"), CompactConfig())
+    with pytest.raises(ConfigError):
+        CompactMethod.prepare(movies, CompactConfig(knowledge="rules"))
+
+
+def test_a_named_gate_and_a_given_threshold_are_kept(movies):
+    m = CompactMethod.prepare(movies, CompactConfig(gate="consistent+unique", lift_threshold=2.0), embedder=hash_embedder())
+    assert m.gate.name == "consistent+unique" and m.tuning["threshold_source"] == "given"
+    assert m.knowledge.threshold == 2.0 and "threshold_table" not in m.tuning
+    row = next(r for r in m.gate.table if r["gate"] == "consistent+unique")
+    assert m.gate.coverage == row["coverage"]
+    recs = m.derive_many(movies.items[:30])
+    assert all(r["gate"] == (r["derivable"] and r["consistent"] and r["n_derived"] == 1) for r in recs)
+
+
+def test_split_validation_is_seeded_disjoint_and_ordered():
+    items = list(range(100))
+    fit, val = split_validation(items, 0.2, seed=3)
+    assert len(val) == 20 and sorted(fit + val) == items and fit == sorted(fit) and val == sorted(val)
+    assert split_validation(items, 0.2, seed=3) == (fit, val)
+    assert len(split_validation(items, 0.5, max_validation=7)[1]) == 7
+
+
+def test_derive_records_hold_every_stage(movies, method):
+    recs = method.derive_many(movies.items[:20])
+    for r, q in zip(recs, movies.items[:20]):
+        assert r["id"] == q.qid and r["answers"] == q.answers
+        for key in ("proposals", "chain", "chain_source", "chain_correct", "derivable", "derived_answers",
+                    "compact_facts", "n_facts", "consistency", "consistent", "gate"):
+            assert key in r
+        assert r["n_facts"] <= CompactConfig().max_facts
+        if r["derivable"]:
+            assert r["derived_answers"] and r["n_facts"] >= q.hops
+    s = summarize_records(recs, "kgqa", llm=False)
+    assert s["n"] == 20 and 0.8 <= s["chain_accuracy"] <= 1.0 and s["derived_hits1"] > 0.8
+
+
+def test_run_reads_both_contexts_applies_the_gate_and_resumes(movies, method):
+    llm = load_llm("fake", responses=first_object, cache=False)
+    items = movies.items[:6]
+    rec = RunRecorder("compact", {"dataset": "sample-movies-2hop", "limit": 6}, run_name="compact-pipeline-test")
+    out = method.run(items, llm=llm, recorder=rec, progress=False)
+    assert len(out) == 6 and len(llm.prompts_seen) == 12  # one prompt per item and context
+    for r in out:
+        assert len(r["top100_facts"]) <= 100 and r["prompt_compact"] != r["prompt_top100"]
+        assert r["prompt_tokens_compact"] <= r["prompt_tokens_top100"]
+        expected = first_object(r["prompt_compact"])
+        assert r["llm_compact"] == expected and r["answer_compact"] == [expected]
+        final = r["derived_answers"][:1] if r["gate"] else r["answer_compact"]
+        assert r["hits1_compact_gated"] == float(bool(final) and final[0] in r["answers"])
+    # resume: a second run with the same recorder parameters generates nothing new
+    llm2 = load_llm("fake", responses=first_object, cache=False)
+    rec2 = RunRecorder("compact", {"dataset": "sample-movies-2hop", "limit": 6}, run_name="compact-pipeline-test")
+    again = method.run(items, llm=llm2, recorder=rec2, progress=False)
+    assert len(again) == 6 and llm2.prompts_seen == []
+    s = summarize_records(again, "kgqa")
+    assert set(s["llm_compact"]) >= {"hits1", "containment", "hits1_gated", "n_failed"}
+    assert s["prompt_token_ratio_top100_over_compact"] >= 1.0
+
+
+def test_kinship_pipeline_with_rules():
+    ds = load_dataset("sample-kinship", split="test", limit=12)
+    m = CompactMethod.prepare(ds, CompactConfig())
+    assert m.knowledge.name == "rules"
+    llm = load_llm("fake", responses=lambda p: "mother", cache=False)
+    recs = m.run(ds.items, llm=llm, progress=False)
+    assert len(recs) == 12
+    for r, s in zip(recs, ds.items):
+        assert r["n_facts"] == len(r["path_relations"]) >= 2
+        assert r["answer_compact"] == "mother" and r["hits1_compact"] == float(s.target == "mother")
+        assert "Facts:" in r["prompt_top100"] and "[" not in r["prompt_top100"].split("Facts:")[1]
+    s = summarize_records(recs, "kinship")
+    assert s["derived_hits1"] >= 0.9 and set(s["by_chain_length"]) <= {2, 3, 4, 5, 6}
+    with pytest.raises(ConfigError):
+        CompactMethod.prepare(ds, CompactConfig(knowledge="lexicon"))
+
+
+def test_baseline_radius_is_at_least_two_hops():
+    ds = load_dataset("sample-movies-1hop", split="test", limit=5)
+    m = CompactMethod.prepare(ds, CompactConfig(), embedder=hash_embedder())
+    recs = m.add_baselines(m.derive_many(ds.items), ds.items)
+    for r, q in zip(recs, ds.items):
+        topic = [ds.kg.entity_id(t) for t in q.topic_entities]
+        assert r["top100_pool"] == ds.kg.khop_edges(topic, 2, max_edges=CompactConfig().baseline_pool).size
+        assert r["top100_pool"] > ds.kg.khop_edges(topic, 1).size  # a 1-hop question still gets a 2-hop pool
+        assert r["top100_n_facts"] == min(100, r["top100_pool"])
+
+
+def test_knn_knowledge_through_the_pipeline():
+    ds = load_dataset("sample-movies-1hop", split="test", limit=20)
+    m = CompactMethod.prepare(ds, CompactConfig(knowledge="knn", knn_k=5), embedder=hash_embedder())
+    recs = m.derive_many(ds.items)
+    assert all(r["chain_source"] == "knn" for r in recs if r["chain"])
+    assert summarize_records(recs, "kgqa", llm=False)["chain_accuracy"] >= 0.7

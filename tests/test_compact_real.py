@@ -1,0 +1,63 @@
+"""Compact relation selection on the real benchmark copies (skipped where they are absent), and the
+no-LLM benchmark script on the sample data."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+
+from kgrag_utils import settings
+from kgrag_utils.datasets import load_dataset
+from kgrag_utils.methods.compact import CompactConfig, CompactMethod, KinshipRuleKnowledge, summarize_records
+
+
+def test_clutrr_rules_match_the_data_and_derive_short_test_chains(real_data):
+    train = load_dataset("clutrr", split="train")
+    test = load_dataset("clutrr", split="test", chain_lengths=[2, 3, 4])
+    knowledge = KinshipRuleKnowledge(test.rules).fit(train.items)
+    check = knowledge.rule_check
+    assert check["two_edge_stories"] > 1000 and check["disagree"] == 0 and check["no_rule"] == 0
+    m = CompactMethod.prepare(test, CompactConfig(), train=train)
+    s = summarize_records(m.derive_many(test.items), "kinship", llm=False)
+    assert s["derivable_rate"] == 1.0
+    assert s["derived_hits1"] >= 0.97
+    assert s["by_chain_length"][2]["derived_accuracy"] == 1.0
+
+
+def test_pathquestion_lexicon_predicts_chains(real_data):
+    ds = load_dataset("pq-2hop", split="test")
+    m = CompactMethod.prepare(ds, CompactConfig())
+    s = summarize_records(m.derive_many(ds.items), "kgqa", llm=False)
+    assert s["chain_accuracy"] >= 0.97 and s["derived_hits1"] >= 0.97
+    assert m.topic_policy == "walk"  # PathQuestion's paths may come back to the topic
+
+
+def test_metaqa_1hop_derived_answers(real_data):
+    ds = load_dataset("metaqa-1hop", split="test", limit=300)
+    m = CompactMethod.prepare(ds, CompactConfig(max_validation=500))
+    s = summarize_records(m.derive_many(ds.items), "kgqa", llm=False)
+    assert s["derived_hits1_answerable"] >= 0.97
+    assert s["facts_per_context"]["mean"] <= 15
+
+
+def _benchmark_module():
+    path = settings.repo_root() / "benchmarks" / "compact_derived.py"
+    spec = importlib.util.spec_from_file_location("compact_derived", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_script_on_the_sample(tmp_path):
+    out = tmp_path / "bench.json"
+    _benchmark_module().main(["--dataset", "sample-movies-2hop", "--baseline-limit", "0", "--out", str(out),
+                              "--no-progress"])
+    res = json.loads(out.read_text())
+    assert res["n"] == len(load_dataset("sample-movies-2hop", split="test"))
+    s = res["summary"]
+    assert {"chain_accuracy", "derived_hits1", "derived_hits1_answerable", "derivable_rate", "gate_coverage",
+            "gate_precision", "facts_per_context", "prompt_tokens_compact"} <= set(s)
+    assert {"mean", "median", "p95"} <= set(s["facts_per_context"])
+    assert res["token_comparison"] is None and res["goals"] == {}  # the goals are stated for the real copies
+    assert all("question" not in row for row in res["error_patterns"])  # no benchmark text is written
