@@ -20,11 +20,11 @@ import math
 import os
 import platform
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import settings
+from .fileio import atomic_write_text
 from .errors import ConfigError
 
 RUN_FILE = "run.json"
@@ -61,22 +61,6 @@ def to_jsonable(obj: Any) -> Any:
 
 def dumps(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), ensure_ascii=False, sort_keys=False)
-
-
-def atomic_write_text(path: Path | str, text: str) -> None:
-    """Write a file so readers see the old or the new content, never half of it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def atomic_write_json(path: Path | str, obj: Any) -> None:

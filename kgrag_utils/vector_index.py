@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .errors import BackendUnavailableError, ConfigError, IntegrityError, MissingDependencyError
+from .fileio import atomic_write_bytes
 from .settings import cache_dir
 
 __all__ = ["VectorIndex", "FaissIndex", "MilvusIndex", "make_index", "faiss_gpu_available"]
@@ -44,12 +45,6 @@ def _check_choice(value: str, allowed: Sequence[str], what: str) -> str:
     if not isinstance(value, str) or value.lower() not in allowed:
         raise ConfigError(f"{what} must be one of {', '.join(allowed)}, got {value!r}.")
     return value.lower()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 class VectorIndex(ABC):
@@ -146,7 +141,7 @@ class VectorIndex(ABC):
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         if self._names is not None:
-            _write_atomic(folder / _NAMES, json.dumps(self._names, ensure_ascii=False).encode("utf-8"))
+            atomic_write_bytes(folder / _NAMES, json.dumps(self._names, ensure_ascii=False).encode("utf-8"))
         elif (folder / _NAMES).exists():
             (folder / _NAMES).unlink()
         manifest = {
@@ -159,7 +154,7 @@ class VectorIndex(ABC):
             "has_names": self._names is not None,
             **self._save_backend(folder),
         }
-        _write_atomic(folder / _MANIFEST, json.dumps(manifest, indent=2).encode("utf-8"))  # last: marks a whole save
+        atomic_write_bytes(folder / _MANIFEST, json.dumps(manifest, indent=2).encode("utf-8"))  # last: marks a whole save
         return folder
 
     @staticmethod

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from kgrag_utils.methods.compact import (ChainProposal, CompactConfig, choose_ga
                                          kinship_prompt, parse_answers, parse_kinship_answer, path_support,
                                          select_derivable, topk_context)
 from kgrag_utils.methods.compact.context import choose_topic_policy, follow_chain
+from stand_ins import HashBOW
 
 TRIPLES = [
     ("Heat", "directed_by", "Mann"), ("Collateral", "directed_by", "Mann"), ("Thief", "directed_by", "Mann"),
@@ -136,16 +136,6 @@ def test_consistency_signals(kg):
     assert not kg_consistency(big, weak, []).applicable["rival_derivations"]
 
 
-class HashBOW:
-    dim = 256
-
-    def encode(self, texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
-            out[i, 0] += 0.01
-        return out
 
 
 def test_topk_baseline_ranks_neighbourhood_facts_by_similarity(kg):

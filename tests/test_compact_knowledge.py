@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
 from kgrag_utils.datasets.records import KGQuestion
@@ -13,6 +12,7 @@ from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.methods.compact import (KNNVote, LiftLexicon, align_counts, as_chain, format_chain, mask_topic,
                                          question_tokens)
+from stand_ins import HashBOW
 
 NAMES = ["Ann Lee", "Bo Park", "Cy Tan", "Di Roe", "Ed Fox", "Fay Ng", "Gil Ma", "Hu Wu", "Ivo Ek", "Jo Ky"]
 
@@ -132,22 +132,10 @@ def test_threshold_changes_the_lexicon_and_is_validated():
     assert (table["lift"] >= 1.5).all()
 
 
-class HashBOW:
-    """A deterministic stand-in for a sentence encoder: hashed bag of words."""
-
-    dim = 128
-
-    def encode(self, texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
-            out[i, 0] += 0.01
-        return out
 
 
 def test_knn_vote_returns_the_chain_of_the_nearest_training_questions():
-    emb = Embedder(model=HashBOW(), model_id="hash-bow-compact-test", cache=False)
+    emb = Embedder(model=HashBOW(dim=128), model_id="hash-bow-compact-test", cache=False)
     knn = KNNVote(emb, k=3).fit(movie_questions())
     props = knn.propose(q("what languages are the films directed by [Zed Oak] in", DIR_LANG))
     assert props[0].chain == as_chain(DIR_LANG) and props[0].source == "knn"

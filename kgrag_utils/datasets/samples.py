@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 from .. import settings
 from ..errors import ConfigError
+from ..fileio import atomic_write_bytes
 from .sample_kinship import generate_kinship
 from .sample_movies import generate_movies
 from .sample_passages import generate_passages
@@ -87,21 +86,6 @@ def sample_is_current(kind: str, root: Path | None = None) -> bool:
     return True
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside `path`, then move it into place (atomic on one filesystem)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def ensure_sample(kind: str, force: bool = False) -> Path:
     """Write the sample `kind` ("movies", "kinship" or "passages") if needed; return the sample root.
 
@@ -113,7 +97,7 @@ def ensure_sample(kind: str, force: bool = False) -> Path:
         return root
     files = generate_sample(kind)
     for rel, data in files.items():
-        _atomic_write(root / rel, data)
+        atomic_write_bytes(root / rel, data)
     marker = {
         "kind": kind,
         "version": SAMPLE_VERSION,
@@ -121,5 +105,5 @@ def ensure_sample(kind: str, force: bool = False) -> Path:
         "files": {rel: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                   for rel, data in sorted(files.items())},
     }
-    _atomic_write(marker_path(kind, root), (json.dumps(marker, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    atomic_write_bytes(marker_path(kind, root), (json.dumps(marker, indent=1, sort_keys=True) + "\n").encode("utf-8"))
     return root

@@ -1,0 +1,22 @@
+"""Deterministic stand-ins shared by tests (no model downloads, no randomness)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+
+class HashBOW:
+    """A stand-in for a sentence encoder: a hashed bag of words (same text -> same vector)."""
+
+    def __init__(self, dim: int = 256):
+        self.dim = dim
+
+    def encode(self, texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
+            out[i, 0] += 0.01
+        return out
