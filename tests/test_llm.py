@@ -103,7 +103,9 @@ def test_cache_false_bypasses_the_store(tmp_path):
     assert llm.stats["cache_misses"] == 2
 
 
-def test_default_cache_lives_under_settings_cache_dir():
+def test_default_cache_lives_under_settings_cache_dir(tmp_path, monkeypatch):
+    # a cache folder of its own: other tests share the session's default cache
+    monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
     llm = load_llm("fake", responses=["a"])
     assert llm.cache.path.parent == settings.cache_dir("llm")
     llm.chat("q")

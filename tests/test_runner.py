@@ -72,7 +72,9 @@ def test_unknown_notebook_lists_available():
 
 
 @pytest.mark.slow
-def test_run_resume_and_failure(tmp_path):
+def test_run_resume_and_failure(tmp_path, monkeypatch):
+    # a results folder of its own: load_runs() below must see only this test's runs
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "results"))
     nb = make_notebook(tmp_path / "nbs")
     out = runner.run_notebook(nb, {"limit": 4, "word": "b"}, grid="t")
     assert out.status == "ok", out.error
