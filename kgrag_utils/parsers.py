@@ -1,4 +1,4 @@
-"""Tolerant parsers for LLM output: JSON inside prose or code fences, triples, and id lists.
+"""Tolerant parsers for LLM output: JSON inside prose or code fences, triples, id lists and answer lists.
 
 Small models wrap JSON in prose and ``` fences, leave trailing commas, use single quotes or Python
 literals, and stop mid-list when they hit the token limit. These parsers recover what is there and
@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any, Collection, Iterator
+from typing import Any, Collection, Iterable, Iterator
 
 _MAX_SCAN = 200_000  # characters of a model output considered
 _MAX_STARTS = 64  # bracket positions tried per text
@@ -456,3 +456,52 @@ def parse_ids(text: str, valid: Collection[int] | None = None, key: str | None =
         if (allowed is None or i in allowed) and i not in seen:
             seen[i] = None
     return list(seen)
+
+
+# --- answer lists -----------------------------------------------------------------------------
+
+_ANSWER_LABEL = re.compile(r"^\s*(?:\*\*)?\s*(?:final\s+)?answers?\s*(?:\*\*)?\s*[:\-]\s*(?:\*\*)?\s*", re.IGNORECASE)
+_INITIAL_END = re.compile(r"(?:^|[\s.])(?:[A-Za-z]|Jr|Sr|St)\.$")
+_LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+
+def _answer_piece(piece: str) -> str:
+    piece = _LIST_MARK.sub("", piece.strip()).strip().strip("`*\"'").strip()
+    if piece.endswith(".") and not _INITIAL_END.search(piece):  # keep the period of "D.C." / "Jr."
+        piece = piece.rstrip(".").strip().strip("`*\"'").strip()
+    return piece
+
+
+def parse_answer_list(text: str | None, known: Iterable[str] = (), first_line: bool = False) -> list[str]:
+    """Answer names, in order, from a model's reply.
+
+    Small models separate answers with '|', new lines, bullets or commas. Pieces are split on '|'
+    and new lines ("Answer:" labels, list marks, quotes and a final period dropped); a piece that is
+    not itself a ``known`` name (normalised) is split further on commas and semicolons, so
+    "Crouching Tiger, Hidden Dragon" stays whole when it is a KG name. Without ``known`` commas are
+    never split. ``first_line`` keeps only the first non-empty line (for replies that explain after
+    the answer). Duplicates are dropped.
+    """
+    if not text:
+        return []
+    from .metrics import normalize_answer  # metrics imports nothing from here; keeps the import light
+
+    body = strip_code_fences(str(text)) if "```" in str(text) else str(text)
+    lines = [ln for ln in (_ANSWER_LABEL.sub("", ln).strip() for ln in body.strip().splitlines()) if ln]
+    if first_line:
+        lines = lines[:1]
+    known_norm = {normalize_answer(k) for k in known}
+    out: list[str] = []
+    for line in lines:
+        for raw in line.split("|"):
+            piece = _answer_piece(_ANSWER_LABEL.sub("", raw))
+            if not piece:
+                continue
+            if known_norm and normalize_answer(piece) not in known_norm and re.search(r"[,;]", piece):
+                parts = [_answer_piece(p) for p in re.split(r"[,;]", piece)]
+            else:
+                parts = [piece]
+            for part in parts:
+                if part and part not in out:
+                    out.append(part)
+    return out

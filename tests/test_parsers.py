@@ -186,3 +186,33 @@ def test_ids_round_trip(ids, style):
     }[style]
     assert parse_ids(text) == ids
     assert parse_ids(text, valid=set(ids[:1])) == ids[:1]
+
+
+# --- answer lists ---
+
+from kgrag_utils.parsers import parse_answer_list  # noqa: E402
+
+
+@pytest.mark.parametrize("text, known, expected", [
+    ("Answer: Mann | Frankenheimer", (), ["Mann", "Frankenheimer"]),
+    ("1. Mann\n2. Frankenheimer.", (), ["Mann", "Frankenheimer"]),
+    ("- Mann\n- Mann", (), ["Mann"]),
+    ("```\nMann | Frankenheimer\n```", (), ["Mann", "Frankenheimer"]),
+    # commas: split only off pieces that are not a known name
+    ("Tom Hanks, Meg Ryan", ("Tom Hanks", "Meg Ryan"), ["Tom Hanks", "Meg Ryan"]),
+    ("Crouching Tiger, Hidden Dragon", ("Crouching Tiger, Hidden Dragon",), ["Crouching Tiger, Hidden Dragon"]),
+    ("Tom Hanks, Meg Ryan", (), ["Tom Hanks, Meg Ryan"]),
+    ("**Final answer:** \"Paris\".", (), ["Paris"]),
+    ("Washington, D.C.", (), ["Washington, D.C."]),
+    ("Martin Luther King Jr.", (), ["Martin Luther King Jr."]),
+    ("", (), []),
+    (None, (), []),
+])
+def test_parse_answer_list(text, known, expected):
+    assert parse_answer_list(text, known) == expected
+
+
+def test_parse_answer_list_first_line_drops_explanations():
+    text = "Paris\nBecause the facts say (France, capital, Paris)."
+    assert parse_answer_list(text, first_line=True) == ["Paris"]
+    assert len(parse_answer_list(text)) == 2

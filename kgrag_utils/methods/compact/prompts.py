@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from ...metrics import normalize_answer
+from ...parsers import parse_answer_list
 
 __all__ = ["KGQA_INSTRUCTION", "KINSHIP_INSTRUCTION", "kgqa_prompt", "kinship_prompt", "facts_block",
            "parse_answers", "parse_kinship_answer", "plain_question"]
@@ -26,7 +26,6 @@ KINSHIP_INSTRUCTION = (
 )
 
 _BRACKETS = re.compile(r"[\[\]]")
-_LABEL = re.compile(r"^\s*(?:\*\*)?\s*(?:final\s+)?answers?\s*(?:\*\*)?\s*[:\-]\s*", re.IGNORECASE)
 
 
 def plain_question(question: str) -> str:
@@ -52,33 +51,10 @@ def kinship_prompt(first: str, second: str, sentences: Sequence[str] | str, voca
             f"Question: How is {second} related to {first}? ({second} is {first}'s ...)\nAnswer:")
 
 
-def _strip(piece: str) -> str:
-    piece = piece.strip().strip("`*\"'").strip()
-    piece = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", "", piece)
-    return piece.rstrip(".").strip()
-
-
 def parse_answers(text: str | None, known: Iterable[str] = ()) -> list[str]:
-    """Answer entities from a reply: pieces split on '|' or new lines; a piece that is not a
-    known entity name (normalised) is split further on commas and semicolons."""
-    if not text:
-        return []
-    text = _LABEL.sub("", str(text).strip())
-    known_norm = {normalize_answer(k) for k in known}
-    out: list[str] = []
-    for line in re.split(r"[|\n]", text):
-        line = _LABEL.sub("", line)
-        piece = _strip(line)
-        if not piece:
-            continue
-        if known_norm and normalize_answer(piece) not in known_norm and re.search(r"[,;]", piece):
-            parts = [_strip(p) for p in re.split(r"[,;]", piece)]
-        else:
-            parts = [piece]
-        for p in parts:
-            if p and p not in out:
-                out.append(p)
-    return out
+    """Answer entities from a reply (the shared parser: '|' / new lines, commas split only off
+    pieces that are not known entity names)."""
+    return parse_answer_list(text, known)
 
 
 def parse_kinship_answer(text: str | None, vocabulary: Iterable[str]) -> str | None:
