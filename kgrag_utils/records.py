@@ -207,6 +207,10 @@ class RunRecorder:
             "environment": environment_info(),
         }
         if extra:
+            clash = sorted(set(extra) & set(record))
+            if clash:
+                raise ConfigError(f"extra keys {clash} would overwrite the run record's own fields; rename them "
+                                  f"(e.g. 'method_details').")
             record.update(extra)
         atomic_write_json(self.run_path, record)
 

@@ -159,3 +159,14 @@ def test_to_jsonable_handles_numpy_and_dataclasses():
 def test_params_hash_is_order_independent():
     assert records.params_hash({"a": 1, "b": 2}) == records.params_hash({"b": 2, "a": 1})
     assert records.params_hash({"a": 1}) != records.params_hash({"a": 2})
+
+
+def test_extra_fields_cannot_overwrite_the_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "results"))
+    rec = records.RunRecorder("toy", {"limit": 1}, run_name="clash")
+    rec.add({"id": "0"})
+    with pytest.raises(ConfigError, match="method_details"):
+        rec.finish(summary={"n": 1}, extra={"method": {"kind": "x"}})
+    rec.finish(summary={"n": 1}, extra={"method_details": {"kind": "x"}})
+    run = records.read_run(settings.results_dir() / "clash")
+    assert run["method"] == "toy" and run["method_details"] == {"kind": "x"} and run["status"] == "ok"
