@@ -1,0 +1,117 @@
+"""The report's tables come from run records only: adapters, shard merging, failures, stage errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgrag_utils import report
+
+
+def write_run(root: Path, name: str, record: dict, examples: list[dict]) -> None:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"run_name": name, **record}))
+    (d / "examples.jsonl").write_text("".join(json.dumps(e) + "\n" for e in examples))
+
+
+@pytest.fixture
+def results(tmp_path):
+    root = tmp_path / "results"
+    llm = {"llm_preset": "tiny", "llm_backend": "llamacpp"}
+    # SimGRAG: 4 questions, one lost at the pattern stage
+    write_run(root, "sg", {"method": "simgrag", "status": "ok",
+                           "params": {"dataset": "metaqa-1hop", "split": "test", "pattern_source": "llm", **llm},
+                           "summary": {"all": {"hits@1": 0.5, "containment": 0.75, "n": 4},
+                                       "answerable": {"hits@1": 2 / 3, "containment": 1.0, "n": 3},
+                                       "failed_stage": {"pattern": 1, "retrieval": 0, "generation": 1}}},
+              [{"id": str(i), "tokens": {"pattern_prompt": 100, "answer_prompt": 50, "pattern_cached": i == 0,
+                                         "answer_cached": False},
+                "timings": {"pattern_s": 1.0, "answer_s": 2.0}} for i in range(4)])
+    # KGP in two shards of unequal size: recall 1.0 on 1 question, 0.5 on 3 questions
+    for shard, (n, rec5) in enumerate(((1, 1.0), (3, 0.5))):
+        write_run(root, f"kgp-job-shard{shard}of2", {
+            "method": "kgp", "status": "ok",
+            "params": {"dataset": "hotpotqa", "traversal": "llm", "graph": "entity", "reader": True, **llm},
+            "summary": {"n": n, "recall@5": rec5, "recall@30": 1.0, "em": 0.0, "f1": 0.0}},
+            [{"id": f"{shard}-{i}", "recall@30": 1.0, "f1": 0.0,
+              "tokens": {"agent_prompt": 10, "reader_prompt": 5}, "timings": {"traversal_seconds": 1.0}}
+             for i in range(n)])
+    # vector rerank: a no-LLM and an LLM variant
+    write_run(root, "vr", {"method": "vector_rerank", "status": "ok", "params": {"dataset": "musique", **llm},
+                           "summary": {"n": 2, "variants": {"naive": {"recall@2": 0.5, "recall@5": 0.75, "n": 2},
+                                                            "rerank": {"recall@2": 0.25, "recall@5": 0.5, "n": 2}}}},
+              [{"id": str(i), "tokens": {"prompt": 300}, "timings": {"embed": 0.1, "naive": 0.1, "rerank_llm": 5.0},
+                "variants": {"naive": {"failed": False}, "rerank": {"failed": i == 0}}} for i in range(2)])
+    # a crashed run and a killed one
+    write_run(root, "bad", {"method": "compact", "status": "failed", "error": "ValueError: boom", "params": {}}, [])
+    write_run(root, "killed", {"method": "kgp", "status": "running", "params": {}, "n_examples": 0}, [{"id": "0"}])
+    (root / "junk").mkdir()
+    (root / "junk" / "run.json").write_text("{not json")
+    return root
+
+
+def test_scores_are_long_form_with_definitions(results):
+    recs = report.read_records(results)
+    scores = report.score_rows(recs)
+    assert list(scores.columns) == report.COLUMNS
+    sg = scores[(scores.method == "simgrag") & (scores.variant == "pattern=llm")].set_index("metric")
+    assert sg.loc["hits@1", "value"] == 0.5 and sg.loc["containment", "value"] == 0.75
+    assert sg.loc["hits@1", "definition"].startswith("strict") and sg.loc["containment", "definition"].startswith("lenient")
+    assert sg.loc["hits@1", "prompt_tokens_per_q"] == 150 and sg.loc["hits@1", "seconds_per_q"] == 3.0
+    assert sg.loc["hits@1", "cached_share"] == pytest.approx(0.125)
+    assert sg.loc["hits@1", "llm"] == "tiny"
+    vr = scores[scores.method == "vector_rerank"].set_index(["variant", "metric"])
+    assert vr.loc[("naive", "recall@5"), "llm"] == "none" and vr.loc[("naive", "recall@5"), "prompt_tokens_per_q"] == 0
+    assert vr.loc[("rerank", "recall@5"), "prompt_tokens_per_q"] == 300
+    assert vr.loc[("naive", "recall@5"), "seconds_per_q"] == pytest.approx(0.2)
+    assert vr.loc[("rerank", "recall@5"), "seconds_per_q"] == pytest.approx(5.1)
+    # failed and running runs give no scores
+    assert set(scores.method) == {"simgrag", "kgp", "vector_rerank"}
+
+
+def test_shards_merge_weighted_by_questions(results):
+    scores = report.combine_shards(report.score_rows(report.read_records(results)))
+    kgp = scores[(scores.method == "kgp") & (scores.metric == "recall@5")]
+    assert len(kgp) == 1
+    row = kgp.iloc[0]
+    assert row["n"] == 4 and row["group"] == "kgp-job"
+    assert row["value"] == pytest.approx((1 * 1.0 + 3 * 0.5) / 4)  # not the mean of the two shard means (0.75)
+
+
+def test_failures_say_why(results):
+    fails = report.failures_table(report.read_records(results)).set_index("run_name")
+    assert fails.loc["bad", "why"] == "ValueError: boom"
+    assert "resumable" in fails.loc["killed", "why"]
+    assert fails.loc["junk", "status"] == "unreadable"
+    assert "sg" not in fails.index
+
+
+def test_stage_errors_add_up_over_shards(results):
+    st = report.stage_errors(report.read_records(results))
+    sg = st[st.method == "simgrag"].set_index("stage")
+    assert sg.loc["pattern", "share"] == 0.25 and sg.loc["generation", "count"] == 1
+    kgp = st[st.method == "kgp"].set_index("stage")
+    assert kgp.loc["reader (all gold retrieved, F1 = 0)", "n"] == 4
+    assert kgp.loc["reader (all gold retrieved, F1 = 0)", "share"] == 1.0
+    vr = st[st.method == "vector_rerank"].set_index("stage")
+    assert vr.loc["rerank reply unusable", "share"] == 0.5
+
+
+def test_published_numbers_cover_every_method_and_stay_labelled():
+    pub = report.published_rows()
+    assert set(pub.method) == {"simgrag", "compact", "vector_rerank", "kgp"}
+    assert pub["source"].str.len().min() > 0
+    sg = pub[(pub.method == "simgrag") & (pub.system == "SimGRAG")].set_index("dataset")
+    assert sg.loc["metaqa-2hop", "value"] == pytest.approx(0.984)
+
+
+def test_figures_draw_from_scores_and_from_nothing(results, tmp_path):
+    recs = report.read_records(results)
+    fig = report.cost_figure(report.combine_shards(report.score_rows(recs)))
+    assert len(fig.axes) == 2 and len(fig.axes[0].collections) > 0
+    fig2 = report.stage_error_figure(report.stage_errors([]))
+    assert fig2.axes
+    assert report.read_records(tmp_path / "nothing-here") == []
