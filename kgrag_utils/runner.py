@@ -155,9 +155,19 @@ def _finished_ok(run_name: str, phash: str) -> dict | None:
         rec = read_run(run_dir)
     except (ConfigError, json.JSONDecodeError):
         return None
-    if rec.get("status") == "ok" and rec.get("params_hash") == phash:
+    # the runner stamps the hash of the notebook's full parameters into the record (`runner`); a notebook's
+    # own RunRecorder may hash a subset of them, so that hash alone cannot tell two runs apart
+    runner_hash = (rec.get("runner") or {}).get("params_hash")
+    if rec.get("status") == "ok" and phash in (runner_hash, rec.get("params_hash")):
         return rec
     return None
+
+
+def _stamp_runner(run_dir: Path, notebook: str, phash: str, seconds: float) -> None:
+    """Mark a finished record as produced by this notebook with these exact parameters (for skip/resume)."""
+    rec = read_run(run_dir)
+    rec["runner"] = {"notebook": notebook, "params_hash": phash, "seconds": round(seconds, 2)}
+    atomic_write_json(run_dir / RUN_FILE, rec)
 
 
 def _prefer_project_kernel() -> None:
@@ -221,6 +231,8 @@ def run_notebook(
             summary = rec.get("summary") or {}
             if rec.get("status") != "ok":
                 error = f"the notebook finished but its run record says status={rec.get('status')!r}"
+            else:
+                _stamp_runner(run_dir, path.name, phash, seconds)
         except ConfigError:
             error = "the notebook finished without writing a run record (missing RunRecorder.finish)"
     if error is not None:
@@ -306,7 +318,8 @@ def run_grid(
     if final:
         notebook_parameters(resolve_notebook(final))
     if validate_only:
-        return [RunOutcome(p.name, run_name_for(p, prm), "validated", 0.0, prm) for p, prm in runs]
+        return [RunOutcome(p.name, run_name_for(p, validate_parameters(p, prm)), "validated", 0.0, prm)
+                for p, prm in runs]
     timeout = int(cfg.get("timeout", DEFAULT_TIMEOUT))
     grid = str(cfg["name"])
     outcomes: list[RunOutcome] = []
@@ -328,7 +341,7 @@ def run_grid(
                 outcome = fut.result()
                 outcomes.append(outcome)
                 _tick(bar, outcome)
-        order = {run_name_for(p, prm): i for i, (p, prm) in enumerate(runs)}
+        order = {run_name_for(p, validate_parameters(p, prm)): i for i, (p, prm) in enumerate(runs)}
         outcomes.sort(key=lambda o: order.get(o.run_name, 0))
     if final:
         outcome = run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout, always=True)

@@ -170,3 +170,17 @@ def test_extra_fields_cannot_overwrite_the_record(tmp_path, monkeypatch):
     rec.finish(summary={"n": 1}, extra={"method_details": {"kind": "x"}})
     run = records.read_run(settings.results_dir() / "clash")
     assert run["method"] == "toy" and run["method_details"] == {"kind": "x"} and run["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_rerun_is_skipped_when_the_notebook_records_only_some_parameters(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "results"))
+    # `shots` is a parameter the toy notebook does not put in its own record
+    nb = make_notebook(tmp_path / "nbs", "limit = 2\nword = 'a'\nfail = False\nshots = 4\nrun_name = ''\n")
+    first = runner.run_notebook(nb, {"shots": 8}, grid="t")
+    assert first.status == "ok", first.error
+    rec = records.read_run(settings.results_dir() / first.run_name)
+    assert rec["runner"]["params_hash"] != rec["params_hash"]
+    assert runner.run_notebook(nb, {"shots": 8}, grid="t").status == "skipped"
+    other = runner.run_notebook(nb, {"shots": 12}, grid="t")
+    assert other.status == "ok" and other.run_name != first.run_name
