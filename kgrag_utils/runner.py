@@ -300,8 +300,23 @@ def expand_grid(cfg: Mapping[str, Any]) -> list[tuple[Path, dict]]:
             params = dict(base)
             params.update(dict(zip(keys, combo)))
             validate_parameters(path, params)
+            check_known_names(path, params)
             runs.append((path, params))
     return runs
+
+
+def check_known_names(path: Path, params: Mapping[str, Any]) -> None:
+    """Dataset names and LLM presets must exist (a typo would otherwise surface hours into a GPU grid)."""
+    from .datasets.registry import dataset_names
+    from .llm.presets import PRESETS
+
+    ds = params.get("dataset")
+    if isinstance(ds, str) and ds not in dataset_names():
+        raise ConfigError(f"{path.name}: unknown dataset {ds!r}; known: {', '.join(dataset_names())} "
+                          f"(`kgrag data list`).")
+    preset = params.get("llm_preset")
+    if isinstance(preset, str) and preset not in PRESETS and preset != "fake":
+        raise ConfigError(f"{path.name}: unknown llm_preset {preset!r}; known: {', '.join(PRESETS)} (`kgrag presets`).")
 
 
 def run_grid(

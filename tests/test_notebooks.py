@@ -21,9 +21,16 @@ def test_notebook_is_clean_and_parameterised(path):
     assert "run_name" in params and params["run_name"] == ""
 
 
-def test_demo_grid_validates():
-    outcomes = runner.run_grid("demo", validate_only=True, progress=False)
+@pytest.mark.parametrize("grid", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.yaml")))
+def test_every_grid_validates(grid):
+    outcomes = runner.run_grid(grid, validate_only=True, progress=False)
     assert outcomes and all(o.status == "validated" for o in outcomes)
+
+
+def test_demo_grid_runs_every_notebook_and_ends_with_the_report():
+    cfg = runner.load_grid("demo")
+    listed = {Path(r["notebook"]).stem for r in cfg["runs"]} | {Path(cfg["final"]).stem}
+    assert listed == {p.stem for p in NOTEBOOKS}
 
 
 @pytest.mark.slow

@@ -184,3 +184,14 @@ def test_rerun_is_skipped_when_the_notebook_records_only_some_parameters(tmp_pat
     assert runner.run_notebook(nb, {"shots": 8}, grid="t").status == "skipped"
     other = runner.run_notebook(nb, {"shots": 12}, grid="t")
     assert other.status == "ok" and other.run_name != first.run_name
+
+
+@pytest.mark.parametrize("bad, message", [({"dataset": "metaqa-4hop"}, "unknown dataset"),
+                                          ({"llm_preset": "gpt-17"}, "unknown llm_preset")])
+def test_grid_validation_catches_unknown_datasets_and_presets(tmp_path, monkeypatch, bad, message):
+    nb = make_notebook(tmp_path / "nbs", "dataset = 'sample-movies-1hop'\nllm_preset = 'qwen2.5-coder-0.5b'\nrun_name = ''\n")
+    cfg = {"name": "t", "runs": [{"notebook": str(nb), "parameters": bad}]}
+    with pytest.raises(ConfigError, match=message):
+        runner.expand_grid(cfg)
+    ok = runner.expand_grid({"name": "t", "runs": [{"notebook": str(nb), "grid": {"dataset": ["metaqa-1hop", "pq-2hop"]}}]})
+    assert [p["dataset"] for _, p in ok] == ["metaqa-1hop", "pq-2hop"]
