@@ -68,6 +68,8 @@ def _cmd_data(args) -> int:
         for r in rows:
             mark = "present" if r.get("present") else "missing"
             print(f"{r['name']:<{width}}  {mark:<8} {r.get('path', '')}  {r.get('how', '')}")
+            if r.get("source_page"):
+                print(f"{'':<{width}}  {'':<8} source: {r['source_page']}  license: {r.get('license') or 'see data/README.md'}")
         return 0
     if args.action == "fetch":
         if not args.name:

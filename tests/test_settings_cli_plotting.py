@@ -78,3 +78,12 @@ def test_draw_graph_runs_on_triples(tmp_path):
     plt.close("all")
     with pytest.raises(ValueError):
         plotting.save_figure(plt.figure(), "../escape", folder=tmp_path)
+
+
+def test_cli_data_list_names_every_dataset_with_its_source(capsys):
+    assert cli.main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("metaqa-2hop", "factkg", "webqsp", "cwq", "iirc", "musique"):
+        assert name in out
+    factkg_line = out[out.index("factkg"):].splitlines()
+    assert "kgrag data fetch factkg" in factkg_line[0] and "source: http" in factkg_line[1]

@@ -11,6 +11,10 @@ Sources (documented in data/README.md):
 * CLUTRR: the rule store from github.com/facebookresearch/clutrr (sha256 pinned) and the
   pre-generated data (`data_089907f8`) from the Google Drive file linked in that repository's README.
 * MetaQA: the official Google Drive folder linked from github.com/yuyuz/MetaQA (needs `gdown`).
+* FactKG: the Google Drive folder linked from github.com/jiho283/FactKG (needs `gdown`) plus
+  relations_for_final.pickle from that repository. WebQSP / CWQ: RoG's parquet releases on the
+  Hugging Face hub (rmanluo/RoG-webqsp, rmanluo/RoG-cwq; needs `huggingface_hub`). IIRC: AI2's S3
+  bucket iirc-dataset.s3.us-west-2.amazonaws.com. Formats, sizes, licenses: data/FORMATS.md.
 Files are verified (sha256 and size where pinned, line or row counts where known) and written
 atomically; a file that is already present and verifies is not downloaded again. Without network
 the first connection fails within a few seconds with one line that says what to do by hand.
@@ -48,6 +52,14 @@ _CLUTRR = "https://raw.githubusercontent.com/facebookresearch/clutrr/main"
 CLUTRR_DRIVE_FILE = "1SEq_e1IVCDDzsBIBhoUQ5pOVH5kxRoZF"
 CLUTRR_DATA_FOLDER = "data_089907f8"
 METAQA_DRIVE_FOLDER = "https://drive.google.com/drive/folders/0B-36Uca2AvwhTWVFSUZqRXVtbUE?resourcekey=0-kdv6ho5KcpEXdI2aUdLn_g"
+FACTKG_DRIVE_FOLDER = "https://drive.google.com/drive/folders/1q0_MqBeGAp5_cBJCBf_1alYaYm14OeTk"
+FACTKG_FILES = ("factkg_train.pickle", "factkg_dev.pickle", "factkg_test.pickle",
+                "dbpedia_2015_undirected.pickle", "dbpedia_2015_undirected_light.pickle")
+_FACTKG_REPO = "https://raw.githubusercontent.com/jiho283/FactKG/43d724015f3d751925ba0495ab1e769f1469131f"
+_IIRC = "https://iirc-dataset.s3.us-west-2.amazonaws.com"
+#: Hugging Face dataset repositories and the revision fetched ("main" where no commit is pinned).
+HF_DATASETS = {"webqsp": ("rmanluo/RoG-webqsp", "main"),
+               "cwq": ("rmanluo/RoG-cwq", "b0f6275586286312c4e99ef4b0adc65463c91f8e")}
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,7 @@ class Group:
     files: tuple[RemoteFile, ...]
     page: str  # where a person can download by hand
     license: str
-    special: str | None = None  # "metaqa" | "clutrr": extra Google Drive step
+    special: str | None = None  # "metaqa" | "clutrr" | "factkg": Google Drive; "hf": hub; "iirc": archives
 
 
 GROUPS: dict[str, Group] = {
@@ -127,6 +139,17 @@ GROUPS: dict[str, Group] = {
         RemoteFile(f"{_CLUTRR}/LICENSE", "LICENSE.clutrr-CC-BY-NC-4.0.txt"),
     ), f"https://drive.google.com/file/d/{CLUTRR_DRIVE_FILE}/view", "CC BY-NC 4.0", special="clutrr"),
     "metaqa": Group("MetaQA", (), METAQA_DRIVE_FOLDER, "CC BY 3.0", special="metaqa"),
+    "factkg": Group("FactKG", (
+        RemoteFile(f"{_FACTKG_REPO}/with_evidence/retrieve/model/relation_predict/relations_for_final.pickle",
+                   "relations_for_final.pickle"),
+    ), FACTKG_DRIVE_FOLDER, "none stated by FactKG; DBpedia data CC BY-SA 3.0", special="factkg"),
+    "webqsp": Group("RoG-webqsp", (), "https://huggingface.co/datasets/rmanluo/RoG-webqsp",
+                    "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
+    "cwq": Group("RoG-cwq", (), "https://huggingface.co/datasets/rmanluo/RoG-cwq",
+                 "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
+    "iirc": Group("IIRC", (
+        RemoteFile(f"{_IIRC}/iirc_test.json", "iirc_test.json"),
+    ), "https://allenai.org/data/iirc", "see allenai.org/data/iirc (not verified here)", special="iirc"),
 }
 
 #: Rows (data lines) of the CLUTRR files we know, checked after extraction.
@@ -361,6 +384,63 @@ def _metaqa_complete(folder: Path) -> bool:
     return True
 
 
+def _fetch_factkg(folder: Path, log: Callable[[str], None], force: bool) -> None:
+    """The claim and DBpedia pickles from FactKG's Google Drive folder (several GB; needs gdown)."""
+    if not force and all((folder / f).is_file() for f in FACTKG_FILES[:3]) and any(
+            (folder / f).is_file() for f in FACTKG_FILES[3:]):
+        return
+    gdown = require("gdown", "data", "Downloading FactKG from its Google Drive folder")
+    _check_reachable("https://drive.google.com", "factkg", folder)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        log("  FactKG pickles (Google Drive folder; the full DBpedia pickle is large)")
+        got = gdown.download_folder(url=FACTKG_DRIVE_FOLDER, output=str(Path(tmp) / "raw"), quiet=True,
+                                    remaining_ok=True)
+        if not got:
+            raise BackendUnavailableError(f"Google Drive returned no FactKG files; download them by hand from "
+                                          f"{FACTKG_DRIVE_FOLDER} into {folder}.")
+        for path in Path(tmp).rglob("*"):
+            if path.is_file() and path.name in FACTKG_FILES:
+                os.replace(path, folder / path.name)
+    if not all((folder / f).is_file() for f in FACTKG_FILES[:3]):
+        raise IntegrityError(f"FactKG claim files are incomplete in {folder}; download them by hand from "
+                             f"{FACTKG_DRIVE_FOLDER}.")
+
+
+def _fetch_hf(group: str, folder: Path, log: Callable[[str], None], force: bool) -> None:
+    """RoG's parquet shards from the Hugging Face hub into <folder>/data/ (needs huggingface_hub)."""
+    if not force and all(any(folder.glob(f"data/{split}-*.parquet")) for split in ("train", "validation", "test")):
+        return
+    hub = require("huggingface_hub", "data", f"Downloading {group} from the Hugging Face hub")
+    _check_reachable("https://huggingface.co", group, folder)
+    repo_id, revision = HF_DATASETS[group]
+    log(f"  {repo_id} @ {revision} (parquet shards)")
+    try:
+        hub.snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision, local_dir=str(folder),
+                              allow_patterns=["data/*.parquet", "README.md"])
+    except Exception as exc:  # the hub client raises many types (offline mode, HTTP, auth)
+        raise BackendUnavailableError(f"download of {repo_id} failed ({exc.__class__.__name__}); unset HF_HUB_OFFLINE "
+                                      f"or download it by hand from {GROUPS[group].page} into {folder}.") from None
+
+
+def _fetch_iirc(folder: Path, log: Callable[[str], None], force: bool) -> None:
+    """train.json / dev.json and context_articles.json from AI2's archives."""
+    wanted = {"iirc_train_dev.tgz": ("train.json", "dev.json"), "context_articles.tar.gz": ("context_articles.json",)}
+    for archive_name, members in wanted.items():
+        if not force and all((folder / m).is_file() for m in members):
+            continue
+        _check_reachable(_IIRC, "iirc", folder)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            archive = Path(tmp) / archive_name
+            _download(f"{_IIRC}/{archive_name}", archive, log)
+            _safe_extract(archive, Path(tmp) / "x")
+            for m in members:
+                found = [p for p in (Path(tmp) / "x").rglob(m) if p.is_file()]
+                if not found:
+                    raise IntegrityError(f"{archive_name} has no {m}; download IIRC by hand from "
+                                         f"{GROUPS['iirc'].page}.")
+                os.replace(found[0], folder / m)
+
+
 # ----------------------------------------------------------------------------- public API
 
 
@@ -402,6 +482,12 @@ def fetch(name: str, dest: Path | str | None = None, force: bool = False,
         _fetch_clutrr_data(folder, log, force)
     elif g.special == "metaqa":
         _fetch_metaqa(folder, log, force)
+    elif g.special == "factkg":
+        _fetch_factkg(folder, log, force)
+    elif g.special == "hf":
+        _fetch_hf(group, folder, log, force)
+    elif g.special == "iirc":
+        _fetch_iirc(folder, log, force)
     log(f"{group}: ok ({folder})")
     return folder
 

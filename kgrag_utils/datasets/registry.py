@@ -200,6 +200,58 @@ def _passage_dataset(spec, root, split, questions, corpus, triples, extra) -> Da
                    source=spec.source, root=root, info=info)
 
 
+def _load_factkg(spec: DatasetSpec, root: Path, split: str, graph: str = "auto", relation_filter: bool = True,
+                 kg: bool = True) -> Dataset:
+    from . import factkg
+
+    path = root / factkg.CLAIM_FILES[split]
+    if not path.is_file():
+        raise _missing(spec, root, path.name)
+    questions = factkg.claims_to_questions(factkg.read_claims(path), split, path, prefix=spec.name)
+    info: dict = {"claims_file": path.name, "by_reasoning_type": {}}
+    for q in questions:
+        info["by_reasoning_type"][q.qtype] = info["by_reasoning_type"].get(q.qtype, 0) + 1
+    kg_obj = None
+    if kg:
+        try:
+            graph_path = factkg.find_graph(root, graph)
+        except DatasetMissingError:
+            raise _missing(spec, root, " or ".join(factkg.GRAPH_FILES.values())) from None
+        rel_path = root / factkg.RELATION_FILTER_FILE
+        use_filter = relation_filter and rel_path.is_file()
+        kg_obj, types, kg_info = factkg.load_dbpedia(graph_path, rel_path if use_filter else None)
+        info.update(kg_info)
+        info.update({"kg_entities": kg_obj.num_entities, "kg_facts": kg_obj.num_edges,
+                     "kg_relations": kg_obj.num_relations, "entity_types": types})
+    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, kg=kg_obj, source=spec.source,
+                   root=root, info=info)
+
+
+def _load_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> Dataset:
+    from . import rog
+
+    try:
+        questions, graphs, info = rog.read_questions(root, split, prefix=spec.name, paths=paths)
+    except DatasetMissingError:
+        raise _missing(spec, root, f"data/{split}-*.parquet") from None
+    if paths and questions:
+        info["answerable_rate"] = float(np.mean([bool(q.answerable) for q in questions]))
+        info["answerable_any_rate"] = float(np.mean([q.meta["answerable_any"] for q in questions]))
+    info["per_question_kg"] = "dataset.triples.kg(qid)"
+    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, triples=graphs, source=spec.source,
+                   root=root, info=info)
+
+
+def _load_iirc(spec: DatasetSpec, root: Path, split: str, unanswerable: bool = False) -> Dataset:
+    from . import iirc
+
+    try:
+        questions, corpus, info = iirc.read_questions(root, split, unanswerable=unanswerable, prefix=spec.name)
+    except DatasetMissingError:
+        raise _missing(spec, root, f"{' or '.join(iirc.SPLIT_FILES[split])} and {iirc.ARTICLES_FILE}") from None
+    return _passage_dataset(spec, root, split, questions, corpus, None, info)
+
+
 # ----------------------------------------------------------------------------- the registry
 
 _METAQA_KB = ("kb.txt", "kb_reconstructed.txt", "kb/kb.txt")
@@ -281,6 +333,28 @@ _register(DatasetSpec(
     params={"questions": "sample_questions.json", "corpus": "sample_corpus.json", "openie": "sample_openie.json"},
     description="generated passage questions in MuSiQue/HippoRAG's format, with OpenIE triples"))
 
+_FACTKG_REQUIRED = (("factkg_test.pickle",), ("dbpedia_2015_undirected_light.pickle", "dbpedia_2015_undirected.pickle"))
+_IIRC_REQUIRED = (("dev.json", "iirc_train_dev/dev.json"), ("context_articles.json",))
+for _source, _prefix in (("real", ""), ("sample", "fixture-")):
+    _fixture = "a small fixture in the released format of " if _source == "sample" else ""
+    _register(DatasetSpec(
+        name=f"{_prefix}factkg", kind="kgqa", source=_source, folder="FactKG", required=_FACTKG_REQUIRED,
+        loader=_load_factkg, splits=("train", "dev", "test"), options=("graph", "relation_filter", "kg"),
+        sample_key="fixture-factkg" if _source == "sample" else None,
+        description=f"{_fixture}FactKG claims (True/False) over DBpedia 2015 (entity -> relation -> neighbours)"))
+    for _name, _folder, _title in (("webqsp", "RoG-webqsp", "WebQSP"), ("cwq", "RoG-cwq", "CWQ")):
+        _register(DatasetSpec(
+            name=f"{_prefix}{_name}", kind="kgqa", source=_source, folder=_folder,
+            required=(("data/test-*.parquet", "test-*.parquet"),), loader=_load_rog,
+            splits=("train", "validation", "test"), options=("paths",),
+            sample_key=f"fixture-{_name}" if _source == "sample" else None,
+            description=f"{_fixture}{_title} as released by RoG: per-question Freebase subgraphs (parquet)"))
+    _register(DatasetSpec(
+        name=f"{_prefix}iirc", kind="passages", source=_source, folder="IIRC", required=_IIRC_REQUIRED,
+        loader=_load_iirc, splits=("train", "dev", "test"), options=("unanswerable",),
+        sample_key="fixture-iirc" if _source == "sample" else None,
+        description=f"{_fixture}IIRC questions with their main passage and linked documents"))
+
 
 def dataset_names(source: str | None = None) -> list[str]:
     return [n for n, s in _SPECS.items() if source is None or s.source == source]
@@ -315,6 +389,10 @@ def _missing(spec: DatasetSpec, root: Path, what: str | None = None) -> DatasetM
 
 
 def _sample_root(spec: DatasetSpec) -> Path:
+    if spec.sample_key and spec.sample_key.startswith("fixture-"):
+        from .fixtures import ensure_fixture
+
+        return Path(ensure_fixture(spec.sample_key[len("fixture-"):])) / spec.folder
     try:
         from .samples import ensure_sample
     except ImportError as exc:  # pragma: no cover - the generator ships with the package
@@ -338,7 +416,8 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
 
     Options by dataset: MetaQA `variant` ("vanilla" | "ntm"), `answerable` (compute the flag,
     default True); CLUTRR `chain_lengths` (int or list); MuSiQue `openie` (default True);
-    pq-file `path` and `kb`. Missing files raise DatasetMissingError naming the fetch command.
+    pq-file `path` and `kb`; FactKG `graph` ("auto" | "light" | "full"), `relation_filter`, `kg`;
+    WebQSP/CWQ `paths` (shortest topic-to-answer chains, default True); IIRC `unanswerable`. Missing files raise DatasetMissingError naming the fetch command.
     """
     spec = get_spec(name)
     if split not in spec.splits:
@@ -374,7 +453,8 @@ def list_datasets() -> list[dict]:
     for spec in _SPECS.values():
         if spec.source == "sample":
             root = settings.sample_dir(create=False) / spec.folder
-            how = "generated on first use (kgrag_utils.datasets.samples)"
+            module = "fixtures" if (spec.sample_key or "").startswith("fixture-") else "samples"
+            how = f"generated on first use (kgrag_utils.datasets.{module})"
         elif spec.folder:
             root = _real_root(spec)
             how = f"kgrag data fetch {spec.name}"

@@ -1,0 +1,525 @@
+"""Small files in exactly the released formats of FactKG, RoG-WebQSP, RoG-CWQ and IIRC.
+
+Why: those benchmarks are not on the development machines, yet their loaders and the notebooks'
+code paths must be exercised. `ensure_fixture(kind)` writes one fixture under
+`settings.sample_dir()` (beside the sample-* datasets, same folder names as the real copies under
+the data directory) and the registered names fixture-factkg, fixture-webqsp, fixture-cwq and
+fixture-iirc read it with the same loaders as factkg, webqsp, cwq and iirc.
+
+The content is hand-written (a few DBpedia-like facts and claims, Freebase-like subgraphs with CVT
+ids, two linked Wikipedia-like articles); it is small on purpose and says nothing about the real
+data. Generation is deterministic: the same bytes on every call with the same Python and pyarrow
+(pickles use protocol 4; parquet is written without timestamps). Writes are atomic and a marker
+with the files' sizes and digests is written last, as for the sample datasets.
+
+Layouts:
+* factkg -> FactKG/: factkg_{train,dev,test}.pickle, dbpedia_2015_undirected.pickle,
+  dbpedia_2015_undirected_light.pickle, relations_for_final.pickle
+* webqsp -> RoG-webqsp/data/{train,validation,test}-00000-of-00001.parquet (cwq -> RoG-cwq/...)
+* iirc -> IIRC/: train.json, dev.json, iirc_test.json, context_articles.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import pickle
+from pathlib import Path
+from typing import Callable
+
+from .. import settings
+from ..errors import ConfigError
+from ..fileio import atomic_write_bytes
+
+__all__ = ["FIXTURE_KINDS", "FIXTURE_VERSION", "FIXTURE_FOLDERS", "generate_fixture", "ensure_fixture",
+           "fixture_is_current", "factkg_world", "rog_questions", "iirc_world"]
+
+FIXTURE_VERSION = 1
+_MARKER_DIR = ".sample-markers"
+TYPE_RELATION = "22-rdf-syntax-ns#type"
+
+# ----------------------------------------------------------------------------- FactKG
+
+#: (head, relation, tail) facts of the fixture's DBpedia world, stored in both directions.
+_FACTS = (
+    ("Adam_McQuaid", "weight", '"94802.4"'),
+    ("Adam_McQuaid", "birthPlace", "Cape_Breton_Island"),
+    ("Adam_McQuaid", "team", "Boston_Bruins"),
+    ("Boston_Bruins", "city", "Boston"),
+    ("Boston", "country", "United_States"),
+    ("Alan_Shepard", "birthPlace", "New_Hampshire"),
+    ("Alan_Shepard", "mission", "Apollo_14"),
+    ("Alan_Shepard", "birthDate", '"1923-11-18"'),
+    ("Apollo_14", "operator", "NASA"),
+    ("Apollo_14", "crewMember", "Edgar_Mitchell"),
+    ("Edgar_Mitchell", "birthPlace", "Hereford,_Texas"),
+    ("Hereford,_Texas", "country", "United_States"),
+    ("Korea", "language", "Korean_language"),
+    ("Korea", "capital", "Seoul"),
+    ("Seoul", "country", "Korea"),
+    ("Elliot_See", "almaMater", "University_of_Texas_at_Austin"),
+    ("Elliot_See", "deathPlace", "St._Louis"),
+    ("University_of_Texas_at_Austin", "city", "Austin,_Texas"),
+    ("Austin,_Texas", "country", "United_States"),
+)
+#: A fact stored only forward and one stored only in its reverse ('~') form.
+_FORWARD_ONLY = (("NASA", "headquarter", "Washington,_D.C."),)
+_REVERSE_ONLY = (("Edgar_Mitchell", "nationality", "United_States"),)
+#: Facts of a relation FactKG does not use: in the full graph, not in the light one.
+_FULL_ONLY = (("Adam_McQuaid", "wikiPageUsesTemplate", "Template:Infobox_ice_hockey_player"),
+              ("Korea", "wikiPageUsesTemplate", "Template:Infobox_country"))
+_TYPES = {
+    "Adam_McQuaid": ["Person", "Athlete", "Q5"],
+    "Alan_Shepard": ["Person", "Astronaut", "Q5"],
+    "Edgar_Mitchell": ["Person", "Astronaut"],
+    "Elliot_See": ["Person", "Astronaut"],
+    "Boston_Bruins": ["SportsTeam"],
+    "Boston": ["City", "Place"],
+    "Seoul": ["City", "Place"],
+    "Korea": ["Country", "Place"],
+    "United_States": ["Country", "Place"],
+    "Apollo_14": ["SpaceMission"],
+    "NASA": ["Organisation"],
+    "University_of_Texas_at_Austin": ["University", "Organisation"],
+}
+
+
+def _claim(label: bool, entities: list[str], evidence: dict | None, types: list[str]) -> dict:
+    record = {"Label": [label], "Entity_set": entities}
+    if evidence is not None:
+        record["Evidence"] = evidence
+    record["types"] = types
+    return record
+
+
+def _claims() -> dict[str, dict[str, dict]]:
+    train = {
+        # the example of FactKG's README
+        "Adam McQuaid weighed 94.8024 kilograms and is from Pleasant Springs, Wisconsin.": _claim(
+            False, ["Adam_McQuaid", '"94802.4"', "Pleasant_Springs,_Wisconsin"],
+            {"Adam_McQuaid": [["weight"], ["placeOfBirth"]], '"94802.4"': [["~weight"]],
+             "Pleasant_Springs,_Wisconsin": [["~placeOfBirth"]]},
+            ["coll:model", "num2", "substitution", "multi claim"]),
+        "Alan Shepard was born in New Hampshire.": _claim(
+            True, ["Alan_Shepard", "New_Hampshire"],
+            {"Alan_Shepard": [["birthPlace"]], "New_Hampshire": [["~birthPlace"]]}, ["written", "num1"]),
+        "The capital of Korea is Seoul.": _claim(
+            True, ["Korea", "Seoul"], {"Korea": [["capital"]], "Seoul": [["~capital"]]}, ["written", "num1"]),
+        "A crew member of Apollo 14 was born in Hereford, Texas.": _claim(
+            True, ["Apollo_14", "Hereford,_Texas"],
+            {"Apollo_14": [["crewMember", "birthPlace"]], "Hereford,_Texas": [["~birthPlace", "~crewMember"]]},
+            ["written", "multi hop"]),
+        "Elliot See did not die in St. Louis.": _claim(
+            False, ["Elliot_See", "St._Louis"], {"Elliot_See": [["deathPlace"]], "St._Louis": [["~deathPlace"]]},
+            ["coll:presup", "negation", "num1"]),
+        "Yeah, the Boston Bruins have a home city.": _claim(
+            True, ["Boston_Bruins"], {"Boston_Bruins": [["city"]]}, ["coll:presup", "existence"]),
+    }
+    dev = {
+        "Adam McQuaid played for the Boston Bruins.": _claim(
+            True, ["Adam_McQuaid", "Boston_Bruins"], {"Adam_McQuaid": [["team"]], "Boston_Bruins": [["~team"]]},
+            ["written", "num1"]),
+        "Apollo 14 was operated by the European Space Agency.": _claim(
+            False, ["Apollo_14", "European_Space_Agency"],
+            {"Apollo_14": [["operator"]], "European_Space_Agency": [["~operator"]]},
+            ["written", "num1", "substitution"]),
+        "Korea's language is Korean and its capital is Seoul.": _claim(
+            True, ["Korea", "Korean_language", "Seoul"],
+            {"Korea": [["language"], ["capital"]], "Korean_language": [["~language"]], "Seoul": [["~capital"]]},
+            ["coll:model", "num2", "multi claim"]),
+    }
+    test = {  # the test file carries no Evidence
+        "Elliot See studied at the University of Texas at Austin.": _claim(
+            True, ["Elliot_See", "University_of_Texas_at_Austin"], None, ["written", "num1"]),
+        "Edgar Mitchell was born in Boston.": _claim(
+            False, ["Edgar_Mitchell", "Boston"], None, ["written", "num1", "substitution"]),
+        "The team Adam McQuaid played for is based in a city of the United States.": _claim(
+            True, ["Adam_McQuaid", "United_States"], None, ["written", "multi hop"]),
+        "Alan Shepard has a birth date.": _claim(True, ["Alan_Shepard"], None, ["coll:presup", "existence"]),
+    }
+    return {"train": train, "dev": dev, "test": test}
+
+
+def _undirected(facts, forward_only=(), reverse_only=(), types: dict | None = None) -> dict:
+    graph: dict[str, dict[str, list[str]]] = {}
+
+    def add(e: str, r: str, n: str) -> None:
+        nbrs = graph.setdefault(e, {}).setdefault(r, [])
+        if n not in nbrs:
+            nbrs.append(n)
+
+    for h, r, t in facts:
+        add(h, r, t)
+        add(t, "~" + r, h)
+    for h, r, t in forward_only:
+        add(h, r, t)
+    for h, r, t in reverse_only:
+        add(t, "~" + r, h)
+    for e, names in (types or {}).items():
+        for name in names:
+            add(e, TYPE_RELATION, name)
+            add(name, "~" + TYPE_RELATION, e)
+    return graph
+
+
+def factkg_world() -> dict:
+    """The fixture's facts, claims and graphs (the objects that are pickled)."""
+    light = _undirected(_FACTS, _FORWARD_ONLY, _REVERSE_ONLY, _TYPES)
+    full = _undirected(_FACTS + _FULL_ONLY, _FORWARD_ONLY, _REVERSE_ONLY, _TYPES)
+    used = sorted({r for _, r, _ in _FACTS + _FORWARD_ONLY + _REVERSE_ONLY})
+    return {"claims": _claims(), "light": light, "full": full, "relations": used,
+            "facts": _FACTS + _FORWARD_ONLY + _REVERSE_ONLY, "types": _TYPES}
+
+
+def _pickle(obj) -> bytes:
+    return pickle.dumps(obj, protocol=4)
+
+
+def generate_factkg(seed: int = 0) -> dict[str, bytes]:
+    world = factkg_world()
+    files = {f"FactKG/factkg_{split}.pickle": _pickle(data) for split, data in world["claims"].items()}
+    files["FactKG/dbpedia_2015_undirected_light.pickle"] = _pickle(world["light"])
+    files["FactKG/dbpedia_2015_undirected.pickle"] = _pickle(world["full"])
+    files["FactKG/relations_for_final.pickle"] = _pickle(world["relations"])
+    return files
+
+
+# ----------------------------------------------------------------------------- RoG WebQSP / CWQ
+
+
+def _q(qid, question, answer, q_entity, a_entity, graph) -> dict:
+    return {"id": qid, "question": question, "answer": answer, "q_entity": q_entity, "a_entity": a_entity,
+            "graph": [list(t) for t in graph], "choices": []}
+
+
+_BIEBER = (
+    ("Justin Bieber", "people.person.sibling_s", "m.0gxnnwc"),
+    ("m.0gxnnwc", "people.sibling_relationship.sibling", "Jaxon Bieber"),
+    ("m.0gxnnwc", "people.sibling_relationship.sibling", "Justin Bieber"),
+    ("Justin Bieber", "people.person.parents", "Jeremy Bieber"),
+    ("Jaxon Bieber", "people.person.parents", "Jeremy Bieber"),
+    ("Justin Bieber", "people.person.gender", "Male"),
+    ("Jaxon Bieber", "people.person.gender", "Male"),
+    ("Justin Bieber", "music.artist.genre", "Pop music"),
+)
+_BAHAMA = (
+    ("Grand Bahama", "location.location.containedby", "Bahamas"),
+    ("Bahamas", "location.location.contains", "Grand Bahama"),
+    ("Bahamas", "location.country.capital", "Nassau"),
+    ("Nassau", "location.location.containedby", "Bahamas"),
+    ("Bahamas", "location.country.official_language", "English Language"),
+)
+_POLK = (
+    ("James K. Polk", "people.person.profession", "Lawyer"),
+    ("James K. Polk", "government.politician.government_positions_held", "m.04j5sk8"),
+    ("m.04j5sk8", "government.government_position_held.office_position_or_title", "President of the United States"),
+    ("James K. Polk", "people.person.place_of_birth", "Pineville"),
+)
+_JAMAICA = (
+    ("Jamaica", "location.country.languages_spoken", "Jamaican English"),
+    ("Jamaica", "location.country.languages_spoken", "Jamaican Creole English Language"),
+    ("Jamaica", "location.country.official_language", "Jamaican English"),
+    ("Jamaica", "location.country.capital", "Kingston"),
+    ("Kingston", "location.location.containedby", "Jamaica"),
+)
+_OBAMA = (
+    ("Barack Obama", "people.person.education", "m.02nqgmw"),
+    ("m.02nqgmw", "education.education.institution", "Columbia University"),
+    ("Barack Obama", "people.person.education", "m.02nqgp6"),
+    ("m.02nqgp6", "education.education.institution", "Harvard Law School"),
+    ("Barack Obama", "people.person.education", "m.0nbyhqc"),
+    ("m.0nbyhqc", "education.education.institution", "Punahou School"),
+    ("Columbia University", "location.location.containedby", "New York City"),
+    ("Harvard Law School", "location.location.containedby", "Cambridge"),
+    ("Barack Obama", "people.person.spouse_s", "m.02h98gq"),
+    ("m.02h98gq", "people.marriage.spouse", "Michelle Obama"),
+    ("Michelle Obama", "people.person.education", "m.02wn0g2"),
+    ("m.02wn0g2", "education.education.institution", "Princeton University"),
+)
+_MIDWAY = (
+    ("Battle of Midway", "time.event.locations", "Midway Atoll"),
+    ("Midway Atoll", "location.location.containedby", "Pacific Ocean"),
+    ("Battle of Midway", "military.military_conflict.combatants", "m.049y2wr"),
+    ("m.049y2wr", "military.military_combatant_group.combatants", "Empire of Japan"),
+    ("Battle of Midway", "time.event.start_date", "1942-06-04"),
+)
+
+
+def rog_questions(kind: str) -> dict[str, list[dict]]:
+    """The fixture's rows per split for kind 'webqsp' or 'cwq' (RoG's columns)."""
+    if kind == "webqsp":
+        return {
+            "train": [
+                _q("WebQTrn-0", "what is the name of justin bieber brother", ["Jaxon Bieber"], ["Justin Bieber"],
+                   ["Jaxon Bieber"], _BIEBER),
+                _q("WebQTrn-1", "what country is the grand bahama island in", ["Bahamas"], ["Grand Bahama"],
+                   ["Bahamas"], _BAHAMA),
+                _q("WebQTrn-2", "what did james k polk do before he was president", ["Lawyer", "Farmer"],
+                   ["James K. Polk"], ["Lawyer", "Farmer"], _POLK),
+                _q("WebQTrn-3", "what language do jamaican people speak",
+                   ["Jamaican English", "Jamaican Creole English Language"], ["Jamaica"],
+                   ["Jamaican English", "Jamaican Creole English Language"], _JAMAICA),
+            ],
+            "validation": [
+                _q("WebQTrn-4", "what is the capital of the bahamas", ["Nassau"], ["Bahamas"], ["Nassau"], _BAHAMA),
+            ],
+            "test": [
+                _q("WebQTest-0", "where did barack obama go to college",
+                   ["Columbia University", "Harvard Law School"], ["Barack Obama"],
+                   ["Columbia University", "Harvard Law School"], _OBAMA),
+                _q("WebQTest-1", "what is the capital city of jamaica", ["Kingston"], ["Jamaica"], ["Kingston"],
+                   _JAMAICA),
+                _q("WebQTest-2", "who are justin bieber's parents", ["Jeremy Bieber", "Pattie Mallette"],
+                   ["Justin Bieber"], ["Jeremy Bieber", "Pattie Mallette"], _BIEBER),
+            ],
+        }
+    if kind == "cwq":
+        return {
+            "train": [
+                _q("WebQTrn-0_2b4ec1e7f1e8b1ad5c8f7f35ee1e4f4b",
+                   "What is the name of the brother of the artist whose genre is Pop music and who is Justin Bieber?",
+                   ["Jaxon Bieber"], ["Justin Bieber", "Pop music"], ["Jaxon Bieber"], _BIEBER),
+                _q("WebQTrn-5_6a0c1b2f84bd1f55f5bd7f3a7b5c2c1e",
+                   "Where did the spouse of Barack Obama go to school?", ["Princeton University"],
+                   ["Barack Obama"], ["Princeton University"], _OBAMA),
+                _q("WebQTrn-6_c5e0b6d1dd2c4c4f9b2a6f8e8f3d1a77",
+                   "In which ocean is the location of the Battle of Midway?", ["Pacific Ocean"],
+                   ["Battle of Midway"], ["Pacific Ocean"], _MIDWAY),
+            ],
+            "validation": [
+                _q("WebQTest-9_0e5c9c3a3f0c4e7f8b6a9d2c1b4e7f60",
+                   "Who fought in the battle that started on 1942-06-04 at Midway Atoll?", ["Empire of Japan"],
+                   ["Midway Atoll"], ["Empire of Japan"], _MIDWAY),
+            ],
+            "test": [
+                _q("WebQTest-0_9d3c5c1f0ab24a7f9d47a0f1c3d1e2b3",
+                   "What city is the college that Barack Obama attended located in?",
+                   ["New York City", "Cambridge"], ["Barack Obama"], ["New York City", "Cambridge"], _OBAMA),
+                _q("WebQTest-1_4b1f9a7e3c2d4e5f8a6b7c9d0e1f2a3b",
+                   "What is the official language of the country whose capital is Kingston?", ["Jamaican English"],
+                   ["Kingston"], ["Jamaican English"], _JAMAICA),
+            ],
+        }
+    raise ConfigError(f"RoG fixture kind must be 'webqsp' or 'cwq' (got {kind!r}).")
+
+
+def _parquet(rows: list[dict]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("id", pa.string()), ("question", pa.string()), ("answer", pa.list_(pa.string())),
+        ("q_entity", pa.list_(pa.string())), ("a_entity", pa.list_(pa.string())),
+        ("graph", pa.list_(pa.list_(pa.string()))), ("choices", pa.list_(pa.null())),
+    ])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="snappy")
+    return buf.getvalue()
+
+
+def _rog_files(kind: str, folder: str) -> dict[str, bytes]:
+    return {f"{folder}/data/{split}-00000-of-00001.parquet": _parquet(rows)
+            for split, rows in rog_questions(kind).items()}
+
+
+def generate_webqsp(seed: int = 0) -> dict[str, bytes]:
+    return _rog_files("webqsp", "RoG-webqsp")
+
+
+def generate_cwq(seed: int = 0) -> dict[str, bytes]:
+    return _rog_files("cwq", "RoG-cwq")
+
+
+# ----------------------------------------------------------------------------- IIRC
+
+
+def _link(text: str, anchor: str, target: str) -> dict:
+    start = text.index(anchor)
+    return {"indices": [start, start + len(anchor)], "target": target}
+
+
+def _ctx(passage: str, source_text: str, snippet: str) -> dict:
+    start = source_text.find(snippet)
+    return {"passage": passage, "text": snippet, "indices": [start, start + len(snippet)]}
+
+
+def _span(text: str, passage: str, source_text: str) -> dict:
+    start = source_text.find(text)
+    return {"text": text, "passage": passage, "type": "answer", "start": start, "end": start + len(text)}
+
+
+_ARTICLES = {
+    "bergen conservatory": (
+        "<p>The <b>Bergen Conservatory</b> is a music school in <a href=\"Bergen\">Bergen</a>, Norway.</p>\n"
+        "<p>It was founded in 1905 by the pianist <a href=\"Ingrid%20Lund\">Ingrid Lund</a>.</p>\n"
+        "<p>The school moved to a new building by the harbour in 1981.</p>"),
+    "oslo philharmonic": (
+        "<p>The <b>Oslo Philharmonic</b> is a Norwegian symphony orchestra.</p>\n"
+        "<p>The orchestra was founded in 1919 and gives its concerts in the Oslo Concert Hall.</p>\n"
+        "<p>Its chief conductor since 2020 is Klaus M&auml;kel&auml;.</p>"),
+    "Brenna River": (  # a key that is not lower-cased, as a few in the release are
+        "<p>The <b>Brenna River</b> is a river in western Norway.</p>\n"
+        "<p>The towns of Kettleby and Hallow Mill lie on its banks.</p>\n"
+        "<p>It flows into <a href=\"Lake%20Varnholm\">Lake Varnholm</a> after 64 kilometres.</p>"),
+    "halden fjord": (
+        "<p><b>Halden Fjord</b> is a fjord in south-eastern Norway.</p>\n"
+        "<p>It is 12 kilometres long and reaches a depth of 80 metres.</p>"),
+    "marta eide": (
+        "<p><b>Marta Eide</b> (1890 - 1972) was a Norwegian painter.</p>\n"
+        "<p>She was born in Trondheim and studied in Paris.</p>"),
+    "oslo": ("<p><b>Oslo</b> is the capital of Norway.</p>\n"
+             "<p>The city has about 700,000 inhabitants.</p>"),
+}
+
+
+def _passage(pid: str, title: str, text: str, anchors: list[tuple[str, str]], questions: list[dict]) -> dict:
+    return {"pid": pid, "title": title, "text": text, "links": [_link(text, a, t) for a, t in anchors],
+            "questions": questions}
+
+
+def iirc_world() -> dict[str, object]:
+    """The fixture's split files (lists of main passages) and its context articles."""
+    def art(title: str) -> str:
+        import html as _html
+        import re as _re
+
+        raw = _ARTICLES.get(title.lower(), _ARTICLES.get(title, ""))
+        return _html.unescape(_re.sub(r"<[^>]*>", "", raw))
+
+    t1 = ("Arvid Tollefsen (born 1961) is a Norwegian composer. He studied at the Bergen Conservatory and later "
+          "played viola with the Oslo Philharmonic for ten years.")
+    t2 = ("Lake Varnholm is a lake in Vestland county. It is fed by the Brenna River and drains into the sea "
+          "through the village of Saltvik.")
+    t3 = ("The Halden Fjord Light is a lighthouse at the mouth of the Halden Fjord. It was painted in 1931 by "
+          "Marta Eide.")
+    t4 = "Sofie Brekke is a Norwegian violinist who has lived in Oslo since 2004."
+    train = [
+        _passage("p1", "Arvid Tollefsen", t1,
+                 [("Bergen Conservatory", "Bergen Conservatory"), ("Oslo Philharmonic", "Oslo Philharmonic")], [
+            {"qid": "q-train-0",
+             "question": "How many years after the Bergen Conservatory was founded was Arvid Tollefsen born?",
+             "answer": {"type": "value", "answer_value": "56", "answer_unit": "years"},
+             "question_links": ["Bergen Conservatory"],
+             "context": [_ctx("main", t1, "Arvid Tollefsen (born 1961)"),
+                         _ctx("Bergen Conservatory", art("Bergen Conservatory"), "It was founded in 1905")]},
+            {"qid": "q-train-1", "question": "Who founded the school where Arvid Tollefsen studied?",
+             "answer": {"type": "span", "answer_spans": [_span("Ingrid Lund", "Bergen Conservatory",
+                                                               art("Bergen Conservatory"))]},
+             "question_links": ["Bergen Conservatory"],
+             "context": [_ctx("main", t1, "He studied at the Bergen Conservatory"),
+                         _ctx("Bergen Conservatory", art("Bergen Conservatory"),
+                              "It was founded in 1905 by the pianist Ingrid Lund.")]},
+            {"qid": "q-train-2", "question": "Was the orchestra Arvid Tollefsen played with founded before 1950?",
+             "answer": {"type": "binary", "answer_value": "yes"},
+             "question_links": ["Oslo Philharmonic"],
+             "context": [_ctx("main", t1, "played viola with the Oslo Philharmonic"),
+                         _ctx("Oslo Philharmonic", art("Oslo Philharmonic"), "The orchestra was founded in 1919")]},
+            {"qid": "q-train-3", "question": "What is the name of Arvid Tollefsen's wife?",
+             "answer": {"type": "none"}, "question_links": [], "context": []},
+        ]),
+        _passage("p2", "Lake Varnholm", t2, [("Brenna River", "Brenna River"), ("Saltvik", "Saltvik")], [
+            {"qid": "q-train-4", "question": "Which towns lie on the river that feeds Lake Varnholm?",
+             "answer": {"type": "span", "answer_spans": [_span("Kettleby", "Brenna River", art("Brenna River")),
+                                                         _span("Hallow Mill", "Brenna River", art("Brenna River"))]},
+             "question_links": ["Brenna River"],
+             "context": [_ctx("main", t2, "It is fed by the Brenna River"),
+                         # whitespace differs from the article: matched after normalisation
+                         _ctx("Brenna River", art("Brenna River"), "The towns of  Kettleby and Hallow Mill")]},
+            {"qid": "q-train-5", "question": "How long is the river?", "answer": {"type": "bad"},
+             "question_links": [], "context": []},
+        ]),
+    ]
+    dev = [
+        _passage("p3", "Halden Fjord Light", t3, [("Halden Fjord", "Halden Fjord"), ("Marta Eide", "Marta Eide")], [
+            {"qid": "q-dev-0", "question": "How old was the painter of the Halden Fjord Light when she painted it?",
+             "answer": {"type": "value", "answer_value": "41", "answer_unit": "years"},
+             "question_links": ["Marta Eide"],
+             "context": [_ctx("main", t3, "It was painted in 1931 by Marta Eide."),
+                         _ctx("Marta Eide", art("Marta Eide"), "Marta Eide (1890 - 1972)")]},
+            {"qid": "q-dev-1", "question": "How deep is the fjord at whose mouth the lighthouse stands?",
+             "answer": {"type": "value", "answer_value": "80", "answer_unit": "metres"},
+             "question_links": ["Halden Fjord"],
+             # a paraphrased snippet: matched by word overlap
+             "context": [_ctx("Halden Fjord", art("Halden Fjord"), "reaches a depth of 80 metres, 12 km long")]},
+        ]),
+    ]
+    test = [
+        _passage("p4", "Sofie Brekke", t4, [("Oslo", "Oslo")], [
+            {"qid": "q-test-0", "question": "How many people live in the city where Sofie Brekke has lived since 2004?",
+             "answer": {"type": "span", "answer_spans": [_span("about 700,000", "Oslo", art("Oslo"))]},
+             "question_links": ["Oslo"],
+             "context": [_ctx("main", t4, "has lived in Oslo since 2004"),
+                         _ctx("Oslo", art("Oslo"), "The city has about 700,000 inhabitants.")]},
+        ]),
+    ]
+    return {"train": train, "dev": dev, "test": test, "articles": dict(_ARTICLES)}
+
+
+def _json(obj) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def generate_iirc(seed: int = 0) -> dict[str, bytes]:
+    world = iirc_world()
+    return {"IIRC/train.json": _json(world["train"]), "IIRC/dev.json": _json(world["dev"]),
+            "IIRC/iirc_test.json": _json(world["test"]), "IIRC/context_articles.json": _json(world["articles"])}
+
+
+# ----------------------------------------------------------------------------- writing
+
+FIXTURE_KINDS: dict[str, Callable[..., dict[str, bytes]]] = {
+    "factkg": generate_factkg, "webqsp": generate_webqsp, "cwq": generate_cwq, "iirc": generate_iirc,
+}
+FIXTURE_FOLDERS = {"factkg": "FactKG", "webqsp": "RoG-webqsp", "cwq": "RoG-cwq", "iirc": "IIRC"}
+
+
+def _check(kind: str) -> None:
+    if kind not in FIXTURE_KINDS:
+        raise ConfigError(f"unknown fixture kind {kind!r}: use one of {', '.join(FIXTURE_KINDS)}.")
+
+
+def generate_fixture(kind: str) -> dict[str, bytes]:
+    """Relative path -> bytes of one fixture, without writing anything."""
+    _check(kind)
+    return FIXTURE_KINDS[kind]()
+
+
+def _marker(kind: str, root: Path) -> Path:
+    return root / _MARKER_DIR / f"fixture-{kind}.json"
+
+
+def fixture_is_current(kind: str, root: Path | None = None) -> bool:
+    """True when the fixture's marker has this version and every listed file has its recorded size."""
+    _check(kind)
+    base = settings.sample_dir(create=False) if root is None else Path(root)
+    try:
+        marker = json.loads(_marker(kind, base).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(marker, dict) or marker.get("version") != FIXTURE_VERSION:
+        return False
+    files = marker.get("files")
+    if not isinstance(files, dict) or not files:
+        return False
+    try:
+        return all((base / rel).stat().st_size == int(info["size"]) for rel, info in files.items())
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
+
+
+def ensure_fixture(kind: str, force: bool = False) -> Path:
+    """Write fixture `kind` under the sample folder if missing or outdated; return the sample root."""
+    _check(kind)
+    root = settings.sample_dir(create=True)
+    if not force and fixture_is_current(kind, root):
+        return root
+    files = generate_fixture(kind)
+    for rel, data in files.items():
+        atomic_write_bytes(root / rel, data)
+    marker = {"kind": f"fixture-{kind}", "version": FIXTURE_VERSION,
+              "files": {rel: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                        for rel, data in sorted(files.items())}}
+    atomic_write_bytes(_marker(kind, root), (json.dumps(marker, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    return root
