@@ -1,0 +1,195 @@
+"""KGP end to end for one question: document set -> graph -> traversal -> reader -> metrics.
+
+    kgp = KGP(load_dataset("musique", split="all", limit=50), KGPConfig(graph="tfidf", traversal="llm"))
+    record = kgp.run(question)     # every intermediate artifact, metrics, tokens and timings
+
+The LLM (traversal agent and reader) and the embedder are loaded on first use only, so the
+no-LLM variants never load a model. All LLM calls go through `kgrag_utils.llm` (cached).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Sequence
+
+from ...datasets.records import Dataset, PassageQuestion
+from ...errors import ConfigError
+from ...llm import GenerationConfig
+from .config import KGPConfig
+from .docsets import DocumentSet, GoldUnits, PassageCorpus, gold_units
+from .evaluation import answer_metrics, retrieval_metrics, summarize_run
+from .graphs import PassageGraph, build_graph
+from .prompts import clean_answer, clean_evidence, evidence_prompt, reader_prompt
+from .similarity import SetIndex
+from .traversal import Evidence, TraversalResult, flat_retrieve, question_evidence, traverse
+
+__all__ = ["KGP", "Prepared", "evaluate"]
+
+
+@dataclass
+class Prepared:
+    """A question's document set with its TF-IDF / embedding index, graph and gold units."""
+
+    dset: DocumentSet
+    index: SetIndex
+    graph: PassageGraph | None
+    gold: GoldUnits
+    set_seconds: float
+    graph_seconds: float
+
+
+class KGP:
+    """Runs KGP (or one of its variants) over a passage dataset; see the module docstring."""
+
+    def __init__(self, dataset: Dataset, config: KGPConfig | None = None, llm=None, embedder=None):
+        if dataset.kind != "passages" or not dataset.corpus:
+            raise ConfigError(f"KGP needs a passage dataset with a corpus (hotpotqa, musique, 2wiki, sample-passages), got {dataset.name!r}.")
+        self.dataset = dataset
+        self.cfg = config or KGPConfig()
+        self.corpus = PassageCorpus(dataset.corpus, self.cfg.split_rule, self.cfg.window, self.cfg.stride,
+                                    self.cfg.title_in_text)
+        self._llm = llm
+        self._embedder = embedder
+        self._whole: tuple[DocumentSet, SetIndex, PassageGraph | None, float, float] | None = None
+
+    # ------------------------------------------------------------------ lazy models
+    @property
+    def llm(self):
+        if self._llm is None:
+            from ...llm import load_llm
+
+            self._llm = load_llm(self.cfg.llm_preset, backend=self.cfg.llm_backend or None)
+        return self._llm
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from ...embeddings import load_embedder
+
+            self._embedder = load_embedder(self.cfg.embedder)
+        return self._embedder
+
+    def _encode(self, texts: list[str]):
+        return self.embedder.encode(texts, progress=False)
+
+    # ------------------------------------------------------------------ stages
+    def _index_and_graph(self, dset: DocumentSet) -> tuple[SetIndex, PassageGraph | None, float]:
+        cfg = self.cfg
+        index = SetIndex(dset.retrieval_texts(), encode=self._encode)
+        graph = None
+        t0 = time.perf_counter()
+        if cfg.uses_graph and cfg.graph != "none":
+            graph = build_graph(dset, cfg.graph, tfidf=index.matrix, embeddings=lambda: index.embeddings,
+                                n_keywords=cfg.n_keywords, keyword_max_df=cfg.keyword_max_df,
+                                keyword_titles=cfg.keyword_titles, knn_k=cfg.knn_k, entity_max_df=cfg.entity_max_df,
+                                structural=cfg.structural)
+        return index, graph, time.perf_counter() - t0
+
+    def prepare(self, question: PassageQuestion) -> Prepared:
+        """The question's set (or the shared whole-corpus set), its index and graph, and gold units."""
+        t0 = time.perf_counter()
+        if self.cfg.whole_corpus:
+            if self._whole is None:
+                dset = self.corpus.whole_set()
+                t1 = time.perf_counter()
+                index, graph, gsec = self._index_and_graph(dset)
+                self._whole = (dset, index, graph, t1 - t0, gsec)
+            dset, index, graph, ssec, gsec = self._whole
+            return Prepared(dset, index, graph, gold_units(question, dset), ssec, gsec)
+        dset = self.corpus.question_set(question, self.cfg.set_passages, self.cfg.seed)
+        ssec = time.perf_counter() - t0
+        index, graph, gsec = self._index_and_graph(dset)
+        return Prepared(dset, index, graph, gold_units(question, dset), ssec, gsec)
+
+    def evidence_fn(self, dset: DocumentSet):
+        """The LLM traversal agent over one set: writes the next evidence for a batch of paths."""
+        cfg = self.cfg
+
+        def next_evidence(question: str, paths: Sequence[tuple[int, ...]]) -> list[Evidence]:
+            prompts = [evidence_prompt(question, [(dset.titles[i], dset.texts[i]) for i in path[-cfg.path_passages:]],
+                                       cfg.passage_chars) for path in paths]
+            results = self.llm.generate(prompts, GenerationConfig(max_new_tokens=cfg.evidence_max_new_tokens))
+            out = []
+            for prompt, r in zip(prompts, results):
+                text = clean_evidence(r.text)
+                out.append(Evidence(text=text or question, raw=r.text, prompt=prompt, failed=not text,
+                                    prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
+                                    cached=r.cached, seconds=r.seconds))
+            return out
+
+        return next_evidence
+
+    def retrieve(self, question: PassageQuestion, prep: Prepared) -> TraversalResult:
+        cfg = self.cfg
+        if cfg.traversal in ("tfidf", "knn"):
+            return flat_retrieve(prep.index, question.question, cfg.traversal, min(cfg.budget, len(prep.dset)))
+        agent = self.evidence_fn(prep.dset) if cfg.uses_llm_traversal else question_evidence
+        graph = None if cfg.traversal == "nograph" else prep.graph
+        return traverse(question.question, prep.index, graph, cfg, agent)
+
+    def read(self, question: PassageQuestion, dset: DocumentSet, ranked: Sequence[int]) -> dict:
+        """The reader: the LLM answers from the first `reader_passages` retrieved passages."""
+        cfg = self.cfg
+        passages = [(dset.titles[i], dset.texts[i]) for i in list(ranked)[:cfg.reader_passages]]
+        prompt = reader_prompt(question.question, passages, cfg.reader_passage_chars)
+        r = self.llm.generate([prompt], GenerationConfig(max_new_tokens=cfg.reader_max_new_tokens))[0]
+        answer = clean_answer(r.text)
+        return {"reader_prompt": prompt, "reader_raw": r.text, "answer": answer, "reader_failed": not answer,
+                "reader_prompt_tokens": r.prompt_tokens, "reader_completion_tokens": r.completion_tokens,
+                "reader_cached": r.cached, "reader_seconds": r.seconds}
+
+    # ------------------------------------------------------------------ one example
+    def run(self, question: PassageQuestion) -> dict:
+        """One question's full record. Exceptions become a failed record (counted, never dropped)."""
+        cfg = self.cfg
+        rec: dict = {"id": question.qid, "question": question.question, "answers": list(question.answers),
+                     "qtype": question.qtype, "supporting": list(question.supporting), "failed": False}
+        try:
+            prep = self.prepare(question)
+            dset = prep.dset
+            rec.update({"set_passages": len(dset), "set": dset.summary(), "gold_units": prep.gold.units,
+                        "gold_kind": prep.gold.kind, "gold_fallback": prep.gold.n_fallback})
+            if prep.graph is not None:
+                st = prep.graph.stats()
+                rec.update({"graph": st, "graph_density": st["density"], "graph_avg_degree": st["avg_degree"]})
+            res = self.retrieve(question, prep)
+            pid = dset.pids
+            rec["seeds"] = [{"pid": pid[s], "score": round(float(sc), 5)} for s, sc in zip(res.seeds, res.seed_scores)]
+            rec["hops"] = [{**h, "path": [pid[i] for i in h["path"]], "chosen": [pid[i] for i in h["chosen"]]}
+                           for h in res.hops]
+            rec["retrieved"] = [pid[i] for i in res.ranked]
+            rec["n_agent_calls"], rec["n_reseeds"] = res.n_agent_calls, res.n_reseeds
+            rec.update(retrieval_metrics(res.ranked, prep.gold, cfg.ks))
+            agent_in = sum(h["prompt_tokens"] for h in res.hops)
+            agent_out = sum(h["completion_tokens"] for h in res.hops)
+            timings = {"set_seconds": prep.set_seconds, "graph_seconds": prep.graph_seconds,
+                       "traversal_seconds": res.seconds}
+            tokens = {"agent_prompt": agent_in, "agent_completion": agent_out}
+            if cfg.reader:
+                t0 = time.perf_counter()
+                read = self.read(question, dset, res.ranked)
+                timings["reader_seconds"] = time.perf_counter() - t0
+                tokens.update(reader_prompt=read.pop("reader_prompt_tokens"),
+                              reader_completion=read.pop("reader_completion_tokens"))
+                rec.update(read)
+                rec.update(answer_metrics(read["answer"], question.answers))
+            rec["timings"], rec["tokens"] = timings, tokens
+        except Exception as exc:  # noqa: BLE001 - recorded, counted as wrong, never dropped
+            rec.update({"failed": True, "error": f"{type(exc).__name__}: {exc}",
+                        "traceback": traceback.format_exc(limit=4)})
+        return rec
+
+
+def evaluate(dataset: Dataset, config: KGPConfig, questions: Sequence[PassageQuestion] | None = None, llm=None,
+             embedder=None, progress: bool = False) -> tuple[list[dict], dict]:
+    """Run one configuration over questions (default: all); returns (records, summary over all of them)."""
+    kgp = KGP(dataset, config, llm=llm, embedder=embedder)
+    questions = list(dataset.items if questions is None else questions)
+    if progress:
+        from tqdm.auto import tqdm
+
+        questions = tqdm(questions, desc=f"{config.graph}/{config.traversal}")
+    rows = [kgp.run(q) for q in questions]
+    return rows, summarize_run(rows, config.ks, config.reader)

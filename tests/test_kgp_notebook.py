@@ -1,0 +1,42 @@
+"""The KGP notebook: its parameter defaults are KGPConfig's, and it runs through the batch runner."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgrag_utils import runner, settings
+from kgrag_utils.methods.kgp import KGPConfig
+
+NOTEBOOK = "04_kgp.ipynb"
+
+
+def test_notebook_defaults_equal_the_config_defaults():
+    params = runner.notebook_parameters(NOTEBOOK)
+    defaults = KGPConfig().to_dict()
+    shared = set(params) & set(defaults)
+    assert shared == set(defaults), f"knobs missing from the notebook: {sorted(set(defaults) - shared)}"
+    for name in sorted(shared):
+        assert params[name] == defaults[name], name
+    assert params["run_name"] == "" and params["dataset"].startswith("sample-")
+
+
+def test_notebook_is_committed_without_outputs():
+    nb = json.loads((settings.notebooks_dir() / NOTEBOOK).read_text(encoding="utf-8"))
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
+    assert "parameters" in code[0]["metadata"].get("tags", [])
+
+
+@pytest.mark.slow
+def test_notebook_runs_on_the_sample_with_the_fake_llm():
+    out = runner.run_notebook(NOTEBOOK, {"limit": 2, "llm_preset": "fake", "sweep_limit": 2,
+                                         "variants": ["tfidf", "nollm"], "set_passages": 40},
+                              run_name="kgp-nb-test", grid="test", timeout=900)
+    assert out.status == "ok", out.error
+    assert out.summary["n"] == 2 and out.summary["n_failed"] == 0
+    assert 0.0 <= out.summary["recall@30"] <= 1.0
+    run = json.loads((settings.results_dir() / "kgp-nb-test" / "run.json").read_text())
+    assert set(run["variants"]) >= {"tfidf", "entity/nollm"} and run["branching_sweep"]
