@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop", "clutrr",
-            "sample-movies-1hop", "sample-movies-2hop", "sample-movies-3hop", "sample-kinship")
+            "sample-movies-1hop", "sample-movies-2hop", "sample-movies-3hop", "sample-kinship",
+            "webqsp", "cwq", "fixture-webqsp", "fixture-cwq")
 
 
 def _error_patterns(records, kind: str, n: int = 10) -> list[dict]:

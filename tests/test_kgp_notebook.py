@@ -40,3 +40,18 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm():
     assert 0.0 <= out.summary["recall@30"] <= 1.0
     run = json.loads((settings.results_dir() / "kgp-nb-test" / "run.json").read_text())
     assert set(run["variants"]) >= {"tfidf", "entity/nollm"} and run["branching_sweep"]
+
+
+@pytest.mark.slow
+def test_notebook_runs_on_the_iirc_fixture_through_the_runner():
+    out = runner.run_notebook(NOTEBOOK, {"dataset": "fixture-iirc", "split": "dev", "limit": 2, "llm_preset": "fake",
+                                         "sweep_limit": 2, "variants": ["tfidf", "nollm"], "set_passages": 40},
+                              run_name="kgp-nb-iirc-test", grid="test", timeout=900)
+    assert out.status == "ok", out.error
+    assert out.summary["n"] == 2 and out.summary["n_failed"] == 0
+    assert 0.0 <= out.summary["recall@30"] <= 1.0 and "f1" in out.summary
+    run = json.loads((settings.results_dir() / "kgp-nb-iirc-test" / "run.json").read_text())
+    assert run["params"]["dataset"] == "fixture-iirc" and run["params"]["split"] == "dev"
+    ex = [json.loads(line) for line in (settings.results_dir() / "kgp-nb-iirc-test" / "examples.jsonl").open()]
+    assert len(ex) == 2 and all(r["set"]["page_key"] == "title" for r in ex)
+    assert set(run["variants"]) >= {"tfidf", "entity/nollm"} and run["branching_sweep"]

@@ -11,17 +11,23 @@ top-100 facts of the topic's neighbourhood by embedding similarity, read by the 
     ds = load_dataset("sample-movies-2hop", split="test")
     method = CompactMethod.prepare(ds, CompactConfig())
     records = method.run(ds.items, llm=None, contexts=("compact",))
+
+WebQSP and CWQ as released by RoG (`load_dataset("webqsp")`, `"cwq"`) have one subgraph per question
+and no global KG: `QuestionKGs` serves each question its own, and the kNN vote learns from the
+training split's shortest topic-to-answer chains.
 """
 
 from .checks import (ChainSelection, ConsistencyReport, context_derivation, functional_relations, kg_consistency,
                      kinship_consistency, select_derivable)
 from .config import CONTEXTS, KNOWLEDGE_SOURCES, CompactConfig
-from .context import CompactContext, RankedFacts, compact_context, path_support, topk_context
+from .context import CompactContext, RankedFacts, compact_context, path_support, topk_context, topk_contexts_per_question
 from .gate import GATES, GateChoice, choose_gate, gate_passes, gate_table
+from .graphs import QuestionKGs, functional_relation_names
 from .knn import KNNVote
 from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain, format_chain
 from .lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
-from .pipeline import PAPER, CompactMethod, split_validation, summarize_records, training_split, tune_lift_threshold
+from .pipeline import (HUMAN_WRITTEN, PAPER, CompactMethod, auto_knowledge, gold_chains, split_validation,
+                       summarize_records, training_split, tune_lift_threshold)
 from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
 from .rules import KinshipDerivation, KinshipRuleKnowledge, check_rules, compose_cky, story_graph
 from .tokens import TokenCounter, load_token_counter
@@ -31,7 +37,8 @@ __all__ = [
     "RelationKnowledge", "ChainProposal", "Chain", "as_chain", "format_chain",
     "LiftLexicon", "align_counts", "mask_topic", "question_tokens", "KNNVote",
     "KinshipRuleKnowledge", "KinshipDerivation", "check_rules", "compose_cky", "story_graph",
-    "CompactContext", "RankedFacts", "compact_context", "path_support", "topk_context",
+    "CompactContext", "RankedFacts", "compact_context", "path_support", "topk_context", "topk_contexts_per_question",
+    "QuestionKGs", "functional_relation_names", "HUMAN_WRITTEN", "auto_knowledge", "gold_chains",
     "ChainSelection", "ConsistencyReport", "select_derivable", "context_derivation", "functional_relations",
     "kg_consistency", "kinship_consistency",
     "GATES", "GateChoice", "choose_gate", "gate_passes", "gate_table",

@@ -16,6 +16,7 @@ could apply at all (the paper stresses how rarely path evidence exists):
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -25,7 +26,7 @@ from .context import follow_chain
 from .knowledge import ChainProposal
 
 __all__ = ["ChainSelection", "ConsistencyReport", "select_derivable", "context_derivation",
-           "functional_relations", "kg_consistency", "kinship_consistency"]
+           "functional_relations", "relation_ids", "kg_consistency", "kinship_consistency"]
 
 
 @dataclass
@@ -78,14 +79,13 @@ def context_derivation(kg, topic_names: Sequence[str], chain, edge_ids, policy: 
     return sorted(str(x) for x in sub.entity_names[res.reached])
 
 
-_FUNCTIONAL_CACHE: dict[int, tuple[object, np.ndarray]] = {}
+_FUNCTIONAL_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # per KG; per-question KGs are not kept alive
 
 
 def functional_relations(kg, min_share: float = 0.98) -> np.ndarray:
     """Sorted ids of relations whose heads (>= min_share of them) have exactly one tail."""
-    key = id(kg)
-    cached = _FUNCTIONAL_CACHE.get(key)
-    if cached is not None and cached[0] is kg:
+    cached = _FUNCTIONAL_CACHE.get(kg)
+    if cached is not None and cached[0] == min_share:
         return cached[1]
     heads = kg.heads.astype(np.int64)
     rels = kg.rels.astype(np.int64)
@@ -96,8 +96,13 @@ def functional_relations(kg, min_share: float = 0.98) -> np.ndarray:
     total = np.bincount(rel_of, minlength=kg.num_relations)
     share = np.divide(single, total, out=np.zeros_like(single), where=total > 0)
     out = np.flatnonzero(share >= min_share).astype(np.int64)
-    _FUNCTIONAL_CACHE[key] = (kg, out)
+    _FUNCTIONAL_CACHE[kg] = (min_share, out)
     return out
+
+
+def relation_ids(kg, names) -> np.ndarray:
+    """Sorted ids in `kg` of the relation names given (names the KG lacks are skipped)."""
+    return np.flatnonzero(np.isin(kg.relation_names.astype(str), np.asarray(list(names), dtype=str))).astype(np.int64)
 
 
 @dataclass
@@ -120,8 +125,12 @@ class ConsistencyReport:
                 "conflicts": {k: v for k, v in self.conflicts.items() if v}}
 
 
-def kg_consistency(kg, selection: ChainSelection, context_edges, rival_min_score: float = 0.2) -> ConsistencyReport:
-    """Rival derivations among the proposals, and functional-relation conflicts inside the context."""
+def kg_consistency(kg, selection: ChainSelection, context_edges, rival_min_score: float = 0.2,
+                   functional: np.ndarray | None = None) -> ConsistencyReport:
+    """Rival derivations among the proposals, and functional-relation conflicts inside the context.
+
+    `functional`: ids of the KG's functional relations (default: counted on `kg` itself; for
+    per-question subgraphs the pipeline passes those learned from training subgraphs)."""
     applicable = {"rival_derivations": False, "functional_conflict": False}
     conflicts: dict[str, list] = {"rival_derivations": [], "functional_conflict": []}
     if selection.derivable:
@@ -136,7 +145,8 @@ def kg_consistency(kg, selection: ChainSelection, context_edges, rival_min_score
                 conflicts["rival_derivations"].append(rec["chain"])
     edges = np.asarray(context_edges, dtype=np.int64)
     if edges.size:
-        functional = functional_relations(kg)
+        if functional is None:
+            functional = functional_relations(kg)
         rels = kg.rels[edges].astype(np.int64)
         mask = np.isin(rels, functional)
         if mask.any():

@@ -29,7 +29,7 @@ class CompactConfig:
     """Parameters of the method. `replace(**changes)` returns a validated copy."""
 
     # relation knowledge
-    knowledge: str = "auto"          # auto: rules for kinship stories, lexicon for KG questions
+    knowledge: str = "auto"          # auto: rules for kinship stories, knn for WebQSP/CWQ (human-written), lexicon otherwise
     lift_threshold: float = 0.0      # 0 = choose on validation from threshold_grid
     threshold_grid: tuple[float, ...] = field(default=(1.5, 2.0, 3.0, 5.0))
     min_pair_count: float = 2.0      # minimum expected (aligned) count of a kept word-relation pair

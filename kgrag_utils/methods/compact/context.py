@@ -16,6 +16,8 @@ ranked by support, the number of complete paths that reach them. When a chain fa
 Top-k (the baseline, SubgraphRAG-style): the k facts most similar to the question (cosine of
 sentence embeddings) among the facts within `hops` hops of the topic entity (the pipeline uses
 max(question hops, 2)); the pool is capped at `pool` facts, nearer hops first (KG.khop_edges' rule).
+Where each question has its own subgraph (WebQSP/CWQ from RoG), the pool is that whole subgraph as
+reached from the topic (`topk_contexts_per_question`), since RoG's subgraphs are what SubgraphRAG ranks.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ import numpy as np
 from ...errors import ConfigError
 
 __all__ = ["CompactContext", "RankedFacts", "TOPIC_POLICIES", "follow_chain", "choose_topic_policy",
-           "compact_context", "path_support", "topk_context", "topk_contexts", "fact_sentences", "kinship_facts", "kinship_sentence"]
+           "compact_context", "path_support", "topk_context", "topk_contexts", "topk_contexts_per_question",
+           "fact_sentences", "kinship_facts", "kinship_sentence"]
 
 TOPIC_POLICIES = ("walk", "exclude_end", "avoid")
 
@@ -129,31 +132,41 @@ def follow_chain(kg, topic_ids, chain, policy: str = "exclude_end"):
                        step_edge_ids=step_edges, step_entities=step_entities)
 
 
+def _kg_getter(kg):
+    """`item -> KG` for a KG (the same for every item) or a `QuestionKGs` (per-question subgraphs)."""
+    return kg.kg_for if hasattr(kg, "kg_for") else (lambda item: kg)
+
+
 def choose_topic_policy(kg, items: Sequence, max_items: int = 1000, seed: int = 0) -> tuple[str, list[dict]]:
     """The policy whose derived answers (gold chain) equal the gold answers most often on training items.
 
-    Ties go to the earlier policy in TOPIC_POLICIES. Returns (policy, table).
+    `kg` is one KG or a `QuestionKGs` (each question's own subgraph, fetched once per item). Ties go
+    to the earlier policy in TOPIC_POLICIES. Returns (policy, table).
     """
     items = [q for q in items if getattr(q, "chain", None) and q.answers]
     if len(items) > max_items:
         keep = np.sort(np.random.default_rng(seed).choice(len(items), size=max_items, replace=False))
         items = [items[i] for i in keep]
-    table = []
-    for policy in TOPIC_POLICIES:
-        same = n = 0
-        for q in items:
-            ids = []
-            for name in q.topic_entities:
-                try:
-                    ids.append(int(kg.entity_id(name)))
-                except Exception:
-                    continue
-            if not ids:
+    kg_for = _kg_getter(kg)
+    same = {policy: 0 for policy in TOPIC_POLICIES}
+    n = 0
+    for q in items:
+        qkg = kg_for(q)
+        ids = []
+        for name in q.topic_entities:
+            try:
+                ids.append(int(qkg.entity_id(name)))
+            except Exception:
                 continue
-            res = follow_chain(kg, ids, q.chain, policy)
-            n += 1
-            same += int(set(kg.entity_names[res.reached].tolist()) == set(q.answers))
-        table.append({"policy": policy, "n": n, "exact_answer_set_rate": same / n if n else float("nan")})
+        if not ids:
+            continue
+        n += 1
+        gold = set(q.answers)
+        for policy in TOPIC_POLICIES:
+            res = follow_chain(qkg, ids, q.chain, policy)
+            same[policy] += int(set(qkg.entity_names[res.reached].tolist()) == gold)
+    table = [{"policy": policy, "n": n, "exact_answer_set_rate": same[policy] / n if n else float("nan")}
+             for policy in TOPIC_POLICIES]
     best = max(table, key=lambda r: (r["exact_answer_set_rate"] if n else 0.0, -TOPIC_POLICIES.index(r["policy"])))
     return best["policy"], table
 
@@ -292,6 +305,44 @@ def topk_contexts(kg, questions: Sequence[str], topic_lists: Sequence[Sequence[i
         scores = fact_vecs[np.searchsorted(union, candidates)] @ qvec
         order = np.lexsort((candidates, -scores))[:k]
         out.append(RankedFacts(candidates[order], scores[order].astype(np.float32), int(candidates.size), int(h)))
+    return out
+
+
+def topk_contexts_per_question(kgs: Sequence, questions: Sequence[str], topic_lists: Sequence[Sequence[int]],
+                               embedder, k: int = 100, pool: int | None = 3000, hops: Sequence[int | None] | None = None,
+                               progress: bool | None = None) -> list[RankedFacts]:
+    """`topk_contexts` where each question has its own KG (RoG's subgraphs).
+
+    The pool of question i is the facts of `kgs[i]` within `hops[i]` hops of its topic entities, or,
+    for hops None (the default), its whole subgraph reachable from the topic - what SubgraphRAG
+    ranks - nearer hops first when it exceeds `pool`. All sentences of the batch are embedded in
+    one call (repeated sentences once).
+    """
+    if k < 1:
+        raise ConfigError(f"k must be >= 1 (got {k}).")
+    hops = [None] * len(kgs) if hops is None else list(hops)
+    pools, sentences = [], []
+    for kg, topics, h in zip(kgs, topic_lists, hops):
+        topics = np.asarray(list(topics), dtype=np.int64)
+        radius = max(int(kg.num_entities), 1) if h is None else max(int(h), 1)
+        cand = kg.khop_edges(topics, radius, max_edges=pool) if topics.size and kg.num_edges else np.empty(0, np.int64)
+        pools.append(cand)
+        sentences.append(fact_sentences(kg, cand) if cand.size else [])
+    unique = list(dict.fromkeys(t for sent in sentences for t in sent))
+    if not unique:
+        return [RankedFacts(p, np.empty(0, np.float32), 0, int(h or 0), {"pool": "subgraph"}) for p, h in zip(pools, hops)]
+    position = {t: i for i, t in enumerate(unique)}
+    fact_vecs = embedder.encode(unique, progress=progress)
+    qvecs = embedder.encode([str(q) for q in questions])
+    out: list[RankedFacts] = []
+    for candidates, sent, qvec, h in zip(pools, sentences, qvecs, hops):
+        meta = {"pool": "subgraph" if h is None else f"{h} hops"}
+        if candidates.size == 0:
+            out.append(RankedFacts(candidates, np.empty(0, np.float32), 0, int(h or 0), meta))
+            continue
+        scores = fact_vecs[np.fromiter((position[t] for t in sent), dtype=np.int64, count=len(sent))] @ qvec
+        order = np.lexsort((candidates, -scores))[:k]
+        out.append(RankedFacts(candidates[order], scores[order].astype(np.float32), int(candidates.size), int(h or 0), meta))
     return out
 
 

@@ -4,6 +4,12 @@ Questions are embedded with their topic mention masked ("... directed by [X]"), 
 found by how the question asks, not by which entity it names. Each of the k nearest training
 questions votes for its annotated chain with its cosine similarity; chains are ranked by vote
 weight (ties: more voters, then the chain's training frequency).
+
+A training question may carry several chains: WebQSP and CWQ (RoG) are annotated weakly, with
+every shortest topic-to-answer relation chain of the question's subgraph
+(`meta["shortest_chains"]`, RoG's own supervision). Such a neighbour splits its vote equally
+among its chains (it says "one of these"); a question with one chain (MetaQA, PathQuestion)
+votes with its whole similarity, as before.
 """
 
 from __future__ import annotations
@@ -41,18 +47,33 @@ class KNNVote(RelationKnowledge):
         self.batch = int(batch)
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.chains: list[Chain] = []
-        self.chain_ids = np.zeros(0, dtype=np.int64)
+        self.chain_ids = np.zeros(0, dtype=np.int64)   # the first chain of each training question
         self.frequency: Counter = Counter()
+        # every (question, chain) vote: question i votes for vote_chain[vote_start[i]:vote_start[i+1]]
+        self.vote_start = np.zeros(1, dtype=np.int64)
+        self.vote_chain = np.zeros(0, dtype=np.int64)
+        self.vote_share = np.zeros(0, dtype=np.float64)
+
+    @staticmethod
+    def item_chains(item) -> list[Chain]:
+        """The chains a training question votes for: all its shortest chains (RoG), else its chain."""
+        many = (getattr(item, "meta", None) or {}).get("shortest_chains")
+        chains = [as_chain(c) for c in many] if many else [as_chain(item.chain)]
+        return list(dict.fromkeys(c for c in chains if c))
 
     def fit(self, train_items: Sequence, **_) -> "KNNVote":
         items = [q for q in train_items if getattr(q, "chain", None)]
         if not items:
             raise ConfigError("the kNN vote needs training questions with annotated chains.")
-        chains = [as_chain(q.chain) for q in items]
+        per_item = [self.item_chains(q) or [as_chain(q.chain)] for q in items]
         index: dict[Chain, int] = {}
-        self.chain_ids = np.array([index.setdefault(c, len(index)) for c in chains], dtype=np.int64)
+        ids = [[index.setdefault(c, len(index)) for c in chains] for chains in per_item]
+        self.chain_ids = np.array([i[0] for i in ids], dtype=np.int64)
+        self.vote_start = np.concatenate([[0], np.cumsum([len(i) for i in ids])]).astype(np.int64)
+        self.vote_chain = np.fromiter((c for i in ids for c in i), dtype=np.int64, count=int(self.vote_start[-1]))
+        self.vote_share = np.repeat(1.0 / np.array([len(i) for i in ids], dtype=np.float64), [len(i) for i in ids])
         self.chains = list(index)
-        self.frequency = Counter(chains)
+        self.frequency = Counter(c for chains in per_item for c in chains)
         self.vectors = np.asarray(self.embedder.encode([masked_text(q) for q in items]), dtype=np.float32)
         self._fitted = True
         return self
@@ -75,9 +96,11 @@ class KNNVote(RelationKnowledge):
                 weights: dict[int, float] = defaultdict(float)
                 voters: Counter = Counter()
                 for j in idx:
-                    cid = int(self.chain_ids[j])
-                    weights[cid] += float(max(row[j], 0.0))
-                    voters[cid] += 1
+                    sim = float(max(row[j], 0.0))
+                    for v in range(self.vote_start[j], self.vote_start[j + 1]):
+                        cid = int(self.vote_chain[v])
+                        weights[cid] += sim * float(self.vote_share[v])
+                        voters[cid] += 1
                 total = sum(weights.values()) or 1.0
                 ranked = sorted(weights, key=lambda c: (-weights[c], -voters[c], -self.frequency[self.chains[c]]))
                 out.append([ChainProposal(self.chains[c], weights[c] / total, "knn",
@@ -85,6 +108,12 @@ class KNNVote(RelationKnowledge):
                             for c in ranked])
         return out
 
+    def training_chains(self) -> set[Chain]:
+        """Every chain some training question votes for (a test chain outside it cannot be proposed)."""
+        self._require_fitted()
+        return set(self.chains)
+
     def describe(self) -> dict:
         return {"name": self.name, "k": self.k, "n_train": int(self.chain_ids.size), "n_chains": len(self.chains),
+                "votes_per_question": round(float(self.vote_chain.size / max(self.chain_ids.size, 1)), 3),
                 "embedder": getattr(self.embedder, "model_id", type(self.embedder).__name__)}

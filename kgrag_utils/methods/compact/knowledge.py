@@ -88,6 +88,10 @@ class RelationKnowledge(ABC):
         """Proposals for many items (sources that batch, like the kNN vote, override this)."""
         return [self.propose(item) for item in items]
 
+    def training_chains(self) -> set[Chain] | None:
+        """The chains learned from training (None where the source composes chains instead, e.g. rules)."""
+        return None
+
     def describe(self) -> dict:
         """JSON-able summary for run records."""
         return {"name": self.name}

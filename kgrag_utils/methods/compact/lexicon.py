@@ -267,6 +267,11 @@ class LiftLexicon(RelationKnowledge):
         return out
 
     # ------------------------------------------------------------------ inspection
+    def training_chains(self) -> set[Chain]:
+        """Every chain seen in training (the backoff can propose no other)."""
+        self._require_fitted()
+        return set(self.chains)
+
     def pairs(self, threshold: float | None = None) -> list[tuple[str, str, float, float]]:
         """(word, relation, lift, expected count) of every kept pair, strongest first."""
         self._require_fitted()

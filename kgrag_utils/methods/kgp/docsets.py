@@ -6,6 +6,12 @@ question's own documents plus distractor documents drawn (seeded by the question
 dataset's corpus until the set holds `target` passages; a 30-passage budget would otherwise
 retrieve everything. Documents are split into paragraphs, or into windows of sentences.
 
+A *page* is what a distractor document and a structural document node stand for. By default a page
+is one corpus document (HotpotQA and MuSiQue store a document as one paragraph or one list of
+sentences). IIRC stores each linked Wikipedia article as many paragraphs sharing a title, so there
+pages are titles (`page_key="title"`): distractors are whole articles, and the structural option
+links the paragraphs of one article through its page node.
+
 Gold is a list of units, each covered by one or more passages: HotpotQA's supporting facts
 (title, sentence index) are covered by the window(s) holding that sentence; elsewhere a unit is a
 supporting document, covered by any of its passages (with paragraph passages: exactly one).
@@ -23,7 +29,10 @@ from ...datasets.records import Passage, PassageQuestion
 from ...errors import ConfigError
 
 __all__ = ["split_sentences", "split_document", "PassageCorpus", "DocumentSet", "GoldUnits", "gold_units",
-           "question_seed"]
+           "question_seed", "PAGE_KEYS"]
+
+#: what a page is: one corpus document ("passage") or every corpus document with one title ("title")
+PAGE_KEYS = ("passage", "title")
 
 _SENT_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(\[])")
 
@@ -82,6 +91,7 @@ class DocumentSet:
     n_own_docs: int
     title_in_text: bool = True
     info: dict = field(default_factory=dict)
+    page_index: np.ndarray | None = None  # passage -> page (None: every document is its own page)
 
     def __len__(self) -> int:
         return len(self.pids)
@@ -89,6 +99,15 @@ class DocumentSet:
     @property
     def n_docs(self) -> int:
         return len(self.doc_ids)
+
+    @property
+    def pages(self) -> np.ndarray:
+        """Page of each passage (the document index unless pages group documents, e.g. by title)."""
+        return self.doc_index if self.page_index is None else self.page_index
+
+    @property
+    def n_pages(self) -> int:
+        return int(self.pages.max()) + 1 if len(self.pids) else 0
 
     def retrieval_text(self, i: int) -> str:
         """What retrieval and the LLM see for passage i: the title (when enabled) and the text."""
@@ -105,24 +124,34 @@ class DocumentSet:
         return np.flatnonzero(self.doc_index == d)
 
     def summary(self) -> dict:
-        return {"passages": len(self), "documents": self.n_docs, "own_documents": self.n_own_docs,
-                "distractor_documents": self.n_docs - self.n_own_docs, "rule": self.rule, **self.info}
+        out = {"passages": len(self), "documents": self.n_docs, "own_documents": self.n_own_docs,
+               "distractor_documents": self.n_docs - self.n_own_docs, "rule": self.rule, **self.info}
+        if self.page_index is not None:
+            out["pages"] = self.n_pages
+        return out
 
 
 class PassageCorpus:
     """A dataset's corpus split once by a rule, from which per-question sets are drawn."""
 
     def __init__(self, corpus: list[Passage], rule: str = "auto", window: int = 2, stride: int = 2,
-                 title_in_text: bool = True):
+                 title_in_text: bool = True, page_key: str = "passage"):
         if rule == "auto":
             rule = "sentences" if corpus and all(p.sentences for p in corpus[: min(50, len(corpus))]) else "paragraph"
         if rule not in ("paragraph", "sentences"):
             raise ConfigError(f"split rule {rule!r} is not valid: use 'auto', 'paragraph' or 'sentences'.")
         if window < 1 or stride < 1:
             raise ConfigError(f"window and stride must be >= 1 (got {window}, {stride}).")
+        if page_key not in PAGE_KEYS:
+            raise ConfigError(f"page_key {page_key!r} is not valid: use one of {list(PAGE_KEYS)}.")
         self.rule, self.window, self.stride, self.title_in_text = rule, int(window), int(stride), bool(title_in_text)
+        self.page_key = page_key
         self.docs: list[Passage] = list(corpus)
         self.position = {d.pid: i for i, d in enumerate(self.docs)}
+        self.pages: dict[str, list[int]] = {}
+        if page_key == "title":  # title -> its documents in corpus order
+            for i, d in enumerate(self.docs):
+                self.pages.setdefault(d.title, []).append(i)
         self._split: dict[str, list[tuple[str, tuple[int, int]]]] = {}
 
     def split(self, doc: Passage) -> list[tuple[str, tuple[int, int]]]:
@@ -141,12 +170,16 @@ class PassageCorpus:
                 spans.append(span)
                 doc_index.append(d)
         order = np.arange(len(pids)) if rng is None else rng.permutation(len(pids))  # no position bias for own docs
+        page_index = None
+        if self.page_key == "title" and pids:
+            _, page_of_doc = np.unique(np.asarray([d.title for d in docs], dtype=object).astype(str), return_inverse=True)
+            page_index = page_of_doc.astype(np.int64)[np.asarray(doc_index, dtype=np.int64)][order]
         return DocumentSet(
             qid=qid, rule=self.rule, pids=[pids[i] for i in order], titles=[titles[i] for i in order],
             texts=[texts[i] for i in order], spans=[spans[i] for i in order],
             doc_index=np.asarray(doc_index, dtype=np.int64)[order] if pids else np.empty(0, dtype=np.int64),
             doc_ids=[d.pid for d in docs], doc_titles=[d.title for d in docs], n_own_docs=n_own,
-            title_in_text=self.title_in_text, info=info)
+            title_in_text=self.title_in_text, info=info, page_index=page_index)
 
     def question_set(self, question: PassageQuestion, target: int, seed: int = 0) -> DocumentSet:
         """The question's own documents plus seeded distractor documents up to `target` passages.
@@ -170,7 +203,21 @@ class PassageCorpus:
         docs = list(own)
         n = sum(len(self.split(d)) for d in docs)
         added = 0
-        if target > n:
+        if target > n and self.page_key == "title":  # whole articles of other titles, in a seeded order
+            own_titles = {d.title for d in docs}
+            titles = [t for t in self.pages if t not in own_titles]
+            for idx in rng.permutation(len(titles)):
+                for j in self.pages[titles[idx]]:
+                    doc = self.docs[j]
+                    if doc.pid in seen:
+                        continue
+                    seen.add(doc.pid)
+                    docs.append(doc)
+                    added += 1
+                    n += len(self.split(doc))
+                if n >= target:
+                    break
+        elif target > n:
             for idx in rng.permutation(len(self.docs)):
                 doc = self.docs[idx]
                 if doc.pid in seen:
@@ -182,6 +229,8 @@ class PassageCorpus:
                 if n >= target:
                     break
         info = {"target_passages": int(target), "whole_corpus": False, "reached_target": bool(n >= target)}
+        if self.page_key == "title":
+            info["page_key"] = "title"
         return self._make(question.qid, docs, len(own), rng, info)
 
     def whole_set(self) -> DocumentSet:

@@ -8,8 +8,9 @@
 - knn: each passage is linked to its `knn_k` nearest passages by sentence-embedding cosine
   (KNN-ST); edges are made symmetric.
 - entity: passages that mention the same entity (offline TAGME stand-in, see `entities`).
-- structural: document nodes, each linked to its passages; for traversal a document node is
-  passed through, so passages of one document become neighbours.
+- structural: document (page) nodes, each linked to its passages; for traversal a page node is
+  passed through, so passages of one page become neighbours (a page is a document, or for IIRC
+  an article's paragraphs: `DocumentSet.pages`).
 
 A graph stores the passage-to-passage adjacency as a symmetric CSR matrix without self loops.
 """
@@ -166,9 +167,10 @@ def entity_graph(dset: DocumentSet, max_df: float = 0.05) -> sp.csr_matrix:
 
 
 def structural_edges(dset: DocumentSet) -> sp.csr_matrix:
-    """Passage pairs joined through their document node (document -> its passages)."""
+    """Passage pairs joined through their page node (page -> its passages; a page is a document unless
+    the set groups documents into pages)."""
     n = len(dset)
-    inc = sp.csr_matrix((np.ones(n, dtype=np.float32), (np.arange(n), dset.doc_index)), shape=(n, max(dset.n_docs, 1)))
+    inc = sp.csr_matrix((np.ones(n, dtype=np.float32), (np.arange(n), dset.pages)), shape=(n, max(dset.n_pages, 1)))
     return adjacency_from_incidence(inc)
 
 
@@ -206,5 +208,5 @@ def build_graph(dset: DocumentSet, kind: str, tfidf: sp.csr_matrix | None = None
     params = {"n_keywords": n_keywords, "keyword_max_df": keyword_max_df, "keyword_titles": keyword_titles,
               "knn_k": knn_k, "entity_max_df": entity_max_df, "structural": structural}
     name = kind + ("+struct" if structural else "")
-    return PassageGraph(kind=name, adj=adj, n_doc_nodes=dset.n_docs if structural else 0, params=params,
+    return PassageGraph(kind=name, adj=adj, n_doc_nodes=dset.n_pages if structural else 0, params=params,
                         build_seconds=time.perf_counter() - t0)

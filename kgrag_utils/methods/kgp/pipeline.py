@@ -25,7 +25,18 @@ from .prompts import clean_answer, clean_evidence, evidence_prompt, reader_promp
 from .similarity import SetIndex
 from .traversal import Evidence, TraversalResult, flat_retrieve, question_evidence, traverse
 
-__all__ = ["KGP", "Prepared", "evaluate"]
+__all__ = ["KGP", "Prepared", "evaluate", "ARTICLE_PAGE_DATASETS", "page_key_for"]
+
+#: datasets whose corpus stores an article as several paragraphs sharing its title (IIRC's linked
+#: documents): a page (distractor unit, structural node) is a title there, one document elsewhere
+ARTICLE_PAGE_DATASETS = ("iirc",)
+
+
+def page_key_for(dataset_name: str) -> str:
+    """"title" for IIRC (and its fixture), else "passage" (see docsets: pages)."""
+    name = str(dataset_name)
+    base = name[len("fixture-"):] if name.startswith("fixture-") else name
+    return "title" if base in ARTICLE_PAGE_DATASETS else "passage"
 
 
 @dataclass
@@ -45,11 +56,11 @@ class KGP:
 
     def __init__(self, dataset: Dataset, config: KGPConfig | None = None, llm=None, embedder=None):
         if dataset.kind != "passages" or not dataset.corpus:
-            raise ConfigError(f"KGP needs a passage dataset with a corpus (hotpotqa, musique, 2wiki, sample-passages), got {dataset.name!r}.")
+            raise ConfigError(f"KGP needs a passage dataset with a corpus (hotpotqa, musique, 2wiki, iirc, sample-passages), got {dataset.name!r}.")
         self.dataset = dataset
         self.cfg = config or KGPConfig()
         self.corpus = PassageCorpus(dataset.corpus, self.cfg.split_rule, self.cfg.window, self.cfg.stride,
-                                    self.cfg.title_in_text)
+                                    self.cfg.title_in_text, page_key=page_key_for(dataset.name))
         self._llm = llm
         self._embedder = embedder
         self._whole: tuple[DocumentSet, SetIndex, PassageGraph | None, float, float] | None = None
