@@ -1,0 +1,27 @@
+"""SimGRAG (ACL 2025): query -> pattern graph -> top-k subgraphs by graph semantic distance -> answer.
+
+    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGSettings
+    retriever = GSDRetriever.from_embedder(dataset.kg, "minilm")
+    method = SimGRAG(dataset.kg, retriever, llm, SimGRAGSettings(pattern_source="llm"), dataset=dataset.name)
+    records = method.run(dataset.items, recorder=recorder)
+
+Modules: `pattern` (pattern graphs, parser, validation, prompt), `oracle` (gold patterns from
+chains), `gsd_search` (filtering, ordering, enumeration with an admissible bound), `generate`
+(evidence lines, answer prompt and parser), `pipeline` (per-example records and summaries).
+"""
+
+from .generate import build_answer_prompt, evidence_lines, parse_answer
+from .gsd_search import (Candidates, GSDConfig, GSDRetriever, Incidence, SearchResult, Subgraph, embedding_text,
+                         search_topk)
+from .oracle import chain_pattern, oracle_pattern
+from .pattern import (Pattern, PatternCheck, PatternEdge, PatternNode, build_pattern_prompt, parse_pattern_output,
+                      pattern_family, validate_pattern)
+from .pipeline import PATTERN_SOURCES, STAGES, SimGRAG, SimGRAGSettings, replay_gold_llm, summarize_records
+
+__all__ = [
+    "Pattern", "PatternNode", "PatternEdge", "PatternCheck", "parse_pattern_output", "validate_pattern",
+    "build_pattern_prompt", "pattern_family", "oracle_pattern", "chain_pattern", "GSDConfig", "GSDRetriever",
+    "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk", "embedding_text", "evidence_lines",
+    "build_answer_prompt", "parse_answer", "SimGRAG", "SimGRAGSettings", "summarize_records", "replay_gold_llm", "PATTERN_SOURCES",
+    "STAGES",
+]

@@ -1,0 +1,358 @@
+"""SimGRAG end to end: pattern (LLM or oracle) -> top-k subgraphs by GSD -> answer (LLM), one record per question.
+
+Each record keeps every intermediate artifact (prompts, raw outputs, parsed and validated
+pattern, candidates, subgraphs with GSD terms, answers), the scores (strict Hits@1 and lenient
+containment), stage timings, tokens, and which stage failed:
+
+* "pattern"    - the pattern could not be parsed or validated, or it retrieved no gold answer
+                 while the gold (oracle) pattern does;
+* "retrieval"  - no top-k subgraph holds a gold answer, and the gold pattern's subgraphs do not either
+                 (or there is no gold chain to tell);
+* "generation" - the evidence holds a gold answer but the model's answer is wrong.
+
+`failed` marks system failures (no usable pattern, no evidence, empty answer): they count as wrong
+and are counted separately (`n_failed`), never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError
+from ...metrics import containment, hits_at_1, normalize_answer
+from .generate import build_answer_prompt, evidence_lines, parse_answer
+from .gsd_search import GSDConfig, GSDRetriever, SearchResult
+from .oracle import oracle_pattern
+from .pattern import (Pattern, build_pattern_prompt, parse_pattern_output, pattern_family, validate_pattern)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...kg import KG
+    from ...llm import LLM
+
+__all__ = ["SimGRAGSettings", "SimGRAG", "summarize_records", "replay_gold_llm", "PATTERN_SOURCES", "STAGES"]
+
+PATTERN_SOURCES = ("llm", "oracle")
+STAGES = ("pattern", "retrieval", "generation")
+
+
+@dataclass(frozen=True)
+class SimGRAGSettings:
+    """Everything that changes a SimGRAG run's output (recorded with the run)."""
+
+    shots: int = 8
+    answer_shots: int = 3
+    top_k: int = 3
+    node_topk: int = 16
+    rel_topk: int = 16
+    pattern_source: str = "llm"
+    injective: bool = True
+    direction: str = "any"
+    time_limit_s: float = 2.0
+    family: str | None = None
+    pattern_max_tokens: int = 160
+    answer_max_tokens: int = 64
+
+    def __post_init__(self):
+        if self.pattern_source not in PATTERN_SOURCES:
+            raise ConfigError(f"pattern_source must be one of {PATTERN_SOURCES}, got {self.pattern_source!r}.")
+        self.gsd_config()  # validates the search parameters
+
+    def gsd_config(self) -> GSDConfig:
+        return GSDConfig(top_k=self.top_k, node_topk=self.node_topk, rel_topk=self.rel_topk,
+                         injective=self.injective, direction=self.direction, time_limit_s=self.time_limit_s)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _gold_hit(names: Iterable[str], golds: Sequence[str]) -> bool:
+    gold = {normalize_answer(g) for g in golds if normalize_answer(g)}
+    return any(normalize_answer(n) in gold for n in names)
+
+
+@dataclass
+class _Work:
+    """One question on its way through the stages."""
+
+    q: object
+    record: dict = field(default_factory=dict)
+    pattern: Pattern | None = None
+    result: SearchResult | None = None
+
+
+class SimGRAG:
+    """The three stages over one KG. `llm` may be None for oracle patterns with retrieval only
+    (then `answer=False` in `run`)."""
+
+    def __init__(self, kg: "KG", retriever: GSDRetriever, llm: "LLM | None" = None,
+                 settings: SimGRAGSettings | None = None, dataset: str | None = None):
+        self.kg = kg
+        self.retriever = retriever
+        self.llm = llm
+        self.settings = settings or SimGRAGSettings()
+        self.family = self.settings.family or pattern_family(dataset, kg.relation_names.tolist())
+        if self.settings.pattern_source == "llm" and llm is None:
+            raise ConfigError("pattern_source='llm' needs an llm: pass load_llm(preset) or use pattern_source='oracle'.")
+
+    # -------------------------------------------------------------- single stages
+    def pattern_prompt(self, question: str) -> list[dict]:
+        return build_pattern_prompt(question, self.settings.shots, self.family)
+
+    def retrieve(self, pattern: Pattern) -> SearchResult:
+        """Filtering + enumeration; timings (encode/search/relations/enumerate ms) on the result."""
+        return self.retriever.retrieve(pattern, self.settings.gsd_config())[0]
+
+    # -------------------------------------------------------------- the run
+    def run(self, questions: Sequence, recorder=None, batch_size: int = 8, progress: bool = True,
+            answer: bool = True) -> list[dict]:
+        """Process questions in batches (LLM calls batched; records written as each batch ends).
+
+        With a `RunRecorder`, questions already in `recorder.done_ids` are skipped (resume) and
+        each record is added as soon as it exists. Returns the records of this call.
+        """
+        todo = [q for q in questions if recorder is None or q.qid not in recorder.done_ids]
+        if answer and self.llm is None:
+            raise ConfigError("answering needs an llm: pass one, or call run(..., answer=False) for retrieval only.")
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(todo), desc=f"SimGRAG ({self.settings.pattern_source} patterns)", unit="q")
+        out: list[dict] = []
+        try:
+            for start in range(0, len(todo), max(1, int(batch_size))):
+                chunk = [_Work(q) for q in todo[start:start + batch_size]]
+                self._patterns(chunk)
+                self._retrieval(chunk)
+                if answer:
+                    self._answers(chunk)
+                for w in chunk:
+                    self._score(w, answered=answer)
+                    if recorder is not None:
+                        recorder.add(w.record)
+                    out.append(w.record)
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+    # -------------------------------------------------------------- stage 1
+    def _patterns(self, chunk: list[_Work]) -> None:
+        s = self.settings
+        for w in chunk:
+            q = w.q
+            w.record.update({
+                "id": q.qid, "question": q.question, "topic_entities": list(q.topic_entities),
+                "answers_gold": list(q.answers), "hops": q.hops, "qtype": q.qtype,
+                "answerable": q.answerable, "pattern_source": s.pattern_source,
+                "gold_pattern": (oracle_pattern(q).to_dict() if oracle_pattern(q) is not None else None),
+            })
+        if s.pattern_source == "oracle":
+            for w in chunk:
+                p = oracle_pattern(w.q)
+                check = validate_pattern(p)
+                w.pattern = check.pattern
+                w.record.update({"pattern_prompt": None, "pattern_raw": None, "pattern_phrases": [],
+                                 "pattern_triples": [list(t) for t in p.triples()] if p else [],
+                                 "pattern_ok": check.ok, "pattern_error": check.error if p is not None else "no gold chain",
+                                 "pattern_warnings": check.warnings,
+                                 "timings": {"pattern_s": 0.0}, "tokens": {}})
+            return
+        prompts = [self.pattern_prompt(w.q.question) for w in chunk]
+        results = self.llm.generate(prompts, max_new_tokens=s.pattern_max_tokens, stop=("\nQuestion:",))
+        for w, prompt, res in zip(chunk, prompts, results):
+            parsed = parse_pattern_output(res.text, w.q.question)
+            check = validate_pattern(Pattern.from_triples(parsed.triples)) if parsed.triples else None
+            w.pattern = check.pattern if check is not None and check.ok else None
+            error = parsed.error or (check.error if check is not None else None)
+            w.record.update({
+                "pattern_prompt": prompt, "pattern_raw": res.text, "pattern_phrases": parsed.phrases,
+                "pattern_triples": [list(t) for t in parsed.triples],
+                "pattern_ok": w.pattern is not None, "pattern_error": error,
+                "pattern_warnings": check.warnings if check is not None else [],
+                "timings": {"pattern_s": res.seconds},
+                "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
+                           "pattern_cached": res.cached},
+            })
+
+    # -------------------------------------------------------------- stage 2
+    def _retrieval(self, chunk: list[_Work]) -> None:
+        for w in chunk:
+            rec = w.record
+            rec["pattern"] = w.pattern.to_dict() if w.pattern is not None else None
+            rec.update({"candidates": None, "subgraphs": [], "nodes_expanded": 0, "timed_out": False,
+                        "top1_answer": None, "top1_hit": None})
+            if w.pattern is None:
+                continue
+            res = self.retrieve(w.pattern)
+            w.result = res
+            cand = res.candidates
+            rec["candidates"] = self.retriever.describe_candidates(w.pattern, cand)
+            rec["subgraphs"] = [sg.to_dict(self.kg, w.pattern) for sg in res.subgraphs]
+            rec["nodes_expanded"] = res.nodes_expanded
+            rec["timed_out"] = res.timed_out
+            rec["timings"].update({k: v for k, v in res.timings.items() if k.endswith("_ms")})
+            rec["timings"]["known_nodes"] = res.timings.get("known_nodes", 0)
+            if w.pattern.answer is not None and res.best is not None and w.pattern.answer in res.best.nodes:
+                name = str(self.kg.entity_names[res.best.nodes[w.pattern.answer]])
+                rec["top1_answer"] = name
+                rec["top1_hit"] = _gold_hit([name], w.q.answers)
+        # the gold pattern's retrieval tells a pattern error from a retrieval error
+        for w in chunk:
+            gold = oracle_pattern(w.q)
+            if self.settings.pattern_source == "oracle":
+                w.record["oracle_retrieval_hit"] = self._evidence_hit(w.result, w.q) if w.pattern is not None else None
+            elif gold is not None and validate_pattern(gold).ok:
+                w.record["oracle_retrieval_hit"] = self._evidence_hit(self.retrieve(validate_pattern(gold).pattern), w.q)
+            else:
+                w.record["oracle_retrieval_hit"] = None
+            w.record["retrieval_hit"] = self._evidence_hit(w.result, w.q) if w.result is not None else False
+
+    def _evidence_hit(self, result: SearchResult | None, q) -> bool:
+        if result is None:
+            return False
+        names = [str(self.kg.entity_names[x]) for x in result.evidence_entities()]
+        return _gold_hit(names, q.answers)
+
+    # -------------------------------------------------------------- stage 3
+    def _answers(self, chunk: list[_Work]) -> None:
+        s = self.settings
+        ready = [w for w in chunk if w.result is not None and w.result.subgraphs]
+        prompts = []
+        for w in ready:
+            lines = evidence_lines(self.kg, w.result.subgraphs)
+            w.record["evidence"] = lines
+            prompts.append(build_answer_prompt(w.q.question, lines, self.family, s.answer_shots))
+        results = self.llm.generate(prompts, max_new_tokens=s.answer_max_tokens) if prompts else []
+        for w, prompt, res in zip(ready, prompts, results):
+            names = {str(self.kg.entity_names[x]) for x in w.result.evidence_entities()}
+            w.record.update({"answer_prompt": prompt, "answer_raw": res.text,
+                             "answers": parse_answer(res.text, names)})
+            w.record["timings"]["answer_s"] = res.seconds
+            w.record["tokens"].update({"answer_prompt": res.prompt_tokens, "answer_completion": res.completion_tokens,
+                                       "answer_cached": res.cached})
+        for w in chunk:
+            w.record.setdefault("evidence", [])
+            w.record.setdefault("answer_prompt", None)
+            w.record.setdefault("answer_raw", None)
+            w.record.setdefault("answers", [])
+
+    # -------------------------------------------------------------- scoring
+    def _score(self, w: _Work, answered: bool) -> None:
+        rec, golds = w.record, list(w.q.answers)
+        if answered:
+            answers = rec.get("answers") or []
+            rec["prediction"] = answers[0] if answers else None
+            rec["hits@1"] = hits_at_1(answers, golds) if answers else (0.0 if golds else float("nan"))
+            rec["containment"] = containment(rec.get("answer_raw") or "", golds) if golds else float("nan")
+        else:  # retrieval only: the top-1 subgraph's answer node is the prediction
+            pred = rec.get("top1_answer")
+            rec["prediction"] = pred
+            rec["hits@1"] = hits_at_1([pred] if pred else [], golds)
+            rec["containment"] = rec["hits@1"]
+        if not rec["pattern_ok"]:
+            reason = "pattern"
+        elif not rec["subgraphs"]:
+            reason = "retrieval"
+        elif answered and not rec.get("answers"):
+            reason = "generation"
+        else:
+            reason = None
+        rec["failed"] = reason is not None
+        rec["failure"] = reason
+        rec["failed_stage"] = self._stage(rec, rec["hits@1"])
+        rec["failed_stage_lenient"] = self._stage(rec, rec["containment"])
+
+    @staticmethod
+    def _stage(rec: dict, score: float) -> str | None:
+        if score == 1.0:
+            return None
+        if not rec["pattern_ok"]:
+            return "pattern"
+        if not rec["retrieval_hit"]:
+            return "pattern" if rec.get("oracle_retrieval_hit") else "retrieval"
+        return "generation"
+
+
+# ----------------------------------------------------------------------------- summaries
+
+
+def _median(values: list[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def _p95(values: list[float]) -> float | None:
+    return float(np.percentile(values, 95)) if values else None
+
+
+def summarize_records(records: Sequence[dict]) -> dict:
+    """Scores on all questions and on the answerable subset, parse rate, stage errors, timings."""
+    from ...metrics import summarize
+
+    records = list(records)
+    out: dict = {"all": summarize(records, ["hits@1", "containment"])}
+    answerable = [r for r in records if r.get("answerable")]
+    out["answerable"] = summarize(answerable, ["hits@1", "containment"])
+    n = len(records)
+    out["n"] = n
+    out["pattern_parse_rate"] = sum(bool(r.get("pattern_ok")) for r in records) / n if n else float("nan")
+    out["retrieval_hit_rate"] = sum(bool(r.get("retrieval_hit")) for r in records) / n if n else float("nan")
+    top1 = [r["top1_hit"] for r in records if r.get("top1_hit") is not None]
+    out["top1_subgraph_hits@1"] = float(np.mean(top1)) if top1 else None
+    for key in ("failed_stage", "failed_stage_lenient"):
+        counts = {s: 0 for s in STAGES}
+        for r in records:
+            if r.get(key):
+                counts[r[key]] = counts.get(r[key], 0) + 1
+        out[key] = counts
+    timing_keys = sorted({k for r in records for k in (r.get("timings") or {}) if k.endswith(("_ms", "_s"))})
+    out["timings"] = {k: {"median": _median([r["timings"][k] for r in records if k in r.get("timings", {})]),
+                          "p95": _p95([r["timings"][k] for r in records if k in r.get("timings", {})])}
+                      for k in timing_keys}
+    out["timed_out"] = sum(bool(r.get("timed_out")) for r in records)
+    tok = {}
+    for r in records:
+        for k, v in (r.get("tokens") or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                tok[k] = tok.get(k, 0) + v
+    out["tokens"] = tok
+    return out
+
+
+# ----------------------------------------------------------------------------- a test double
+
+
+def replay_gold_llm(questions: Sequence, cache=False):
+    """A FAKE LLM for plumbing tests and demos, never for reported numbers.
+
+    Pattern prompts are answered with the question's gold pattern (relation names with spaces,
+    as a model would write them); answer prompts with the last entity of graph [1] that the
+    question does not mention. It sees no gold answers.
+    """
+    import re
+
+    from ...llm import load_llm
+    from .pattern import render_pattern_answer
+
+    gold = {}
+    for q in questions:
+        p = oracle_pattern(q)
+        if p is not None:
+            gold[q.question] = render_pattern_answer(["(replayed gold pattern)"],
+                                                     [(h, r.replace("_", " "), t) for h, r, t in p.triples()])
+
+    def respond(text: str) -> str:
+        question = text.rsplit("Question:", 1)[-1].strip()
+        if "Evidence:" not in text:  # a pattern prompt
+            return gold.get(question, "Phrases:\nTriples:")
+        first = next((ln for ln in reversed(text.splitlines()) if ln.startswith("graph [1]:")), "")  # not a shot's
+        names = [n for fact in re.findall(r"\(([^()]*)\)", first) for n in (fact.split(", ")[0], fact.split(", ")[-1])]
+        names = [n for n in names if n and n.casefold() not in question.casefold()]
+        return names[-1] if names else "unknown"
+
+    return load_llm("fake", responses=respond, cache=cache)
