@@ -1,0 +1,146 @@
+"""Passage Recall@2 / Recall@5 of vector retrieval + LLM rerank and its baselines, on one dataset.
+
+    python benchmarks/vector_rerank_recall.py --dataset musique --variant naive,expand --limit 100 \
+        --out benchmarks/results/vector_rerank_musique.json
+    python benchmarks/vector_rerank_recall.py --dataset musique --variant rerank,rerank-padded \
+        --llm qwen2.5-coder-0.5b --out benchmarks/results/vector_rerank_musique.json   # merges into the same file
+
+Gold passages are matched by title for HotpotQA and 2Wiki and by title + text for MuSiQue.
+Per-question records (seeds, expansion, prompt, raw answer, passages, timings) go to
+results/<run_name>/ through RunRecorder, so an interrupted run resumes; the JSON is rewritten
+after every slice of questions with status "running (k/n)" and "ok" at the end. `--pool-per-question N`
+builds the index on the gold passages + top-N dense passages per question (needed where OpenIE
+with a CPU LLM cannot cover the whole corpus); the pool is recorded in the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from kgrag_utils.datasets import load_dataset  # noqa: E402
+from kgrag_utils.embeddings import load_embedder  # noqa: E402
+from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, PROMPT_VERSION, PUBLISHED_RECALL5,  # noqa: E402
+                                               VectorRerank, VectorRerankConfig, build_index, gold_key_for,
+                                               summarize_records)
+from kgrag_utils.records import RunRecorder, atomic_write_json, environment_info, params_hash, to_jsonable  # noqa: E402
+
+_KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
+          "entity_extraction", "pool_per_question")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    d = VectorRerankConfig()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", default="musique", help="musique | hotpotqa | 2wiki | sample-passages")
+    ap.add_argument("--variant", default="all", help="all, or a comma list of naive,expand,rerank,rerank-padded")
+    ap.add_argument("--limit", type=int, default=None, help="questions (seeded sample); default all")
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--llm", default=d.llm_preset, help="LLM preset for the rerank variants and OpenIE")
+    ap.add_argument("--llm-backend", default=d.llm_backend or None)
+    ap.add_argument("--llm-threads", type=int, default=None,
+                    help="llama.cpp threads (1 avoids spin-waiting on a shared, oversubscribed CPU)")
+    ap.add_argument("--embedder", default=d.embedder)
+    ap.add_argument("--vector-store", default=d.vector_store, choices=("faiss", "milvus"))
+    ap.add_argument("--milvus-uri", default=d.milvus_uri)
+    for knob in _KNOBS:
+        default = getattr(d, knob)
+        ap.add_argument("--" + knob.replace("_", "-"), type=type(default), default=default)
+    ap.add_argument("--openie-batch", type=int, default=4)
+    ap.add_argument("--slice", type=int, default=10, help="questions between JSON checkpoints")
+    ap.add_argument("--run-name", default=None)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--no-progress", action="store_true")
+    return ap.parse_args(argv)
+
+
+def _load_out(path: Path) -> dict:
+    if path.exists():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            pass
+    return {}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
+    cfg = VectorRerankConfig(dataset=args.dataset, limit=len(ds.items), seed=args.seed, vector_store=args.vector_store,
+                             milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
+                             llm_backend=args.llm_backend or "", variant=args.variant,
+                             **{k: getattr(args, k) for k in _KNOBS})
+    progress = not args.no_progress
+    gold_key = gold_key_for(args.dataset)
+    embedder = load_embedder(args.embedder)
+    llm = None
+    needs_openie = ds.triples is None and any(v != "naive" for v in cfg.variants)
+    if cfg.needs_llm or needs_openie:
+        from kgrag_utils.llm import load_llm
+
+        opts = {"n_threads": args.llm_threads} if args.llm_threads else {}
+        llm = load_llm(args.llm, backend=args.llm_backend, **opts)
+    t0 = time.perf_counter()
+    index, corpus_info = build_index(cfg, ds, embedder, llm, progress=progress, openie_batch=args.openie_batch)
+    t_index = time.perf_counter() - t0
+    run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages}
+    if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
+        run_params["prompt_version"] = PROMPT_VERSION
+    run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"
+    rec = RunRecorder("vector_rerank", run_params, run_name=run_name)
+    method = VectorRerank(index, cfg, llm, gold_key=gold_key)
+
+    def write(records, status: str) -> None:
+        out = _load_out(args.out)
+        same = (out.get("dataset") == args.dataset and out.get("limit") == args.limit and out.get("seed") == args.seed)
+        if not same:
+            out = {}
+        out.update({
+            "benchmark": "vector_rerank_recall", "dataset": args.dataset, "limit": args.limit, "seed": args.seed,
+            "n_questions": len(ds.items), "gold_match": "title" if gold_key == "title" else "title + text (pid)",
+            "metric": "set-based passage recall: |gold in top k| / |gold|, averaged over all questions",
+            "reference": {"measured_naive_minilm_musique_100q": MEASURED_NAIVE_MUSIQUE,
+                          "published_recall5": PUBLISHED_RECALL5.get(args.dataset),
+                          "published_setup": "gpt-5-mini rerank, bge-large embeddings, graph results padded with naive"},
+        })
+        runs = [r for r in out.get("runs", []) if r.get("params_hash") != rec.params_hash]
+        summary = summarize_records(records, cfg.variants)
+        runs.append({
+            "run_name": rec.run_name, "params_hash": rec.params_hash, "status": status,
+            "updated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "variants": list(cfg.variants), "config": cfg.to_dict(), "n_done": len(records),
+            "prompt_version": run_params.get("prompt_version"),
+            "corpus": {**corpus_info, **index.info}, "index_build_seconds": round(t_index, 2),
+            "llm": None if llm is None else {"preset": args.llm, "backend": llm.backend_name, "model": llm.model_id,
+                                             "stats": llm.stats},
+            "summary": summary,
+        })
+        out["runs"] = runs
+        out["environment"] = environment_info()
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(args.out, to_jsonable(out))
+
+    questions = list(ds.items)
+    records = []
+    for s in range(0, len(questions), max(1, args.slice)):
+        records = method.run(questions[: s + args.slice], recorder=rec, progress=progress)
+        write(records, "ok" if s + args.slice >= len(questions) else f"running ({len(records)}/{len(questions)})")
+    summary = summarize_records(records, cfg.variants)
+    rec.finish(summary=summary, tokens=llm.stats if llm is not None else None)
+    index.close()
+    for v, s in summary["variants"].items():
+        print(f"{args.dataset} {v:>14}: Recall@2 {100 * s['recall@2']:.1f}  Recall@5 {100 * s['recall@5']:.1f}  "
+              f"(n={s['n']}, failed={s['n_failed']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,347 @@
+"""Vector retrieval + LLM rerank end to end, one record per question, four named variants.
+
+Stages per question (timed): embed the question -> naive passage search -> query entities (LLM
+with lexical fallback, or lexical) -> seeds (entity search per query entity, relation search for
+the question) -> expansion (sparse, `degree` steps) -> cap by query similarity -> rerank (one LLM
+call) -> passages of the chosen relations, in order, deduplicated, top `final_k`.
+
+Variants (each labelled in the records and summaries):
+* naive          dense passage search only;
+* expand         lexical seeds (no LLM) + expansion, candidates ranked by query similarity;
+* rerank         the method: LLM entity seeds + expansion + LLM rerank; only the LLM's choices;
+* rerank-padded  rerank topped up with naive passages up to final_k (the published evaluation);
+* rerank-filled  the LLM's choices first, then the rest of its candidate list by query similarity
+                 (graph only): what the LLM's reordering adds over the similarity ranking.
+
+A rerank whose answer maps to no candidate is a failure: it keeps an empty passage list (recall
+0), is counted in `n_failed`, and is never padded except in the named padded variant (which is then
+the naive list; it is scored as such and its rows say `rerank_failed`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+import numpy as np
+
+from ...errors import ConfigError
+from ...metrics import recall_at_k, summarize
+from .config import VARIANT_LABELS, VectorRerankConfig, gold_key_for
+from .expansion import Expansion, cap_by_similarity, expand
+from .graph_index import GraphIndex
+from .prompts import entity_prompt, rerank_prompt
+from .query_entities import QueryEntities, lexical_entities, parse_entity_answer
+from .rerank import map_rerank_answer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...llm import LLM
+
+__all__ = ["VectorRerank", "summarize_records", "gold_of", "RECALL_KS"]
+
+RECALL_KS = (2, 5)
+_ENTITY_STOP = ("\nQuestion:",)
+
+
+def gold_of(question, gold_key: str) -> list[str]:
+    """Gold passage keys of a PassageQuestion: pids (title + text) or titles."""
+    return list(question.supporting_titles if gold_key == "title" else question.supporting)
+
+
+class VectorRerank:
+    """The method over one GraphIndex; `run(questions)` gives one record per question."""
+
+    def __init__(self, index: GraphIndex, config: VectorRerankConfig | None = None, llm: "LLM | None" = None,
+                 gold_key: str | None = None):
+        self.index = index
+        self.config = config or VectorRerankConfig()
+        self.llm = llm
+        self.gold_key = gold_key or gold_key_for(self.config.dataset)
+        if self.gold_key not in ("pid", "title"):
+            raise ConfigError(f"gold_key must be 'pid' or 'title', got {self.gold_key!r}.")
+        if self.config.needs_llm and llm is None:
+            raise ConfigError("the rerank variants need an LLM: pass llm=load_llm(preset), or variant='naive,expand'.")
+
+    # ------------------------------------------------------------------ stages
+    def lexical(self, question: str) -> QueryEntities:
+        names = lexical_entities(question, self.index.entity_ids)
+        return QueryEntities(names, "lexical") if names else QueryEntities([question], "question")
+
+    def llm_entities(self, questions: Sequence[str]) -> list[QueryEntities]:
+        """Few-shot LLM extraction for a batch; the lexical fallback where an answer has no usable list."""
+        results = self.llm.generate([entity_prompt(q) for q in questions], max_new_tokens=self.config.entity_max_tokens,
+                                    stop=_ENTITY_STOP)
+        out = []
+        for q, r in zip(questions, results):
+            names = parse_entity_answer(r.text, q)
+            if names:
+                qe = QueryEntities(names, "llm")
+            else:
+                qe = self.lexical(q)
+                qe.notes.append("llm answer had no JSON list of names found in the question: lexical fallback")
+            dropped = [n for n in (parse_entity_answer(r.text) or []) if n not in (names or [])]
+            if dropped:
+                qe.notes.append(f"dropped names not in the question: {dropped}")
+            qe.raw, qe.prompt_tokens, qe.completion_tokens = r.text, r.prompt_tokens, r.completion_tokens
+            qe.notes.append(f"llm_seconds={r.seconds:.3f}")
+            out.append(qe)
+        return out
+
+    def seeds(self, qvec: np.ndarray, entities: QueryEntities) -> dict:
+        """Seed entities (top-k per query entity, cosine >= entity_min_score) and seed relations (top-k)."""
+        cfg = self.config
+        best: dict[int, float] = {}
+        if entities.names:
+            vecs = self.index.encode(entities.names)
+            for hits in self.index.search_entities(vecs, cfg.entity_topk):
+                for eid, score in hits:
+                    if score >= cfg.entity_min_score and score > best.get(eid, -np.inf):
+                        best[eid] = score
+        rel_hits = self.index.search_relations(qvec[None, :], cfg.relation_topk)[0]
+        ents = sorted(best.items(), key=lambda x: (-x[1], x[0]))
+        return {"entity_ids": [e for e, _ in ents], "entity_scores": [s for _, s in ents],
+                "relation_ids": [r for r, _ in rel_hits], "relation_scores": [s for _, s in rel_hits]}
+
+    def expand_and_cap(self, qvec: np.ndarray, seeds: dict) -> tuple[Expansion, np.ndarray, np.ndarray]:
+        exp = expand(self.index.incidence, self.index.incidence_t, seeds["entity_ids"], seeds["relation_ids"],
+                     self.config.degree)
+        sims = self.index.relation_similarity(exp.relation_ids, qvec)
+        cand, cand_sims = cap_by_similarity(exp.relation_ids, sims, self.config.candidate_cap)
+        return exp, cand, cand_sims
+
+    def passages_of(self, rel_ids: Iterable[int], qvec: np.ndarray, k: int) -> list[int]:
+        """Passage positions of the relations, in relation order (ties by query similarity), deduplicated, top k."""
+        out: list[int] = []
+        seen: set[int] = set()
+        pv = self.index.passage_vecs
+        for rid in rel_ids:
+            ps = self.index.relation_passages(int(rid))
+            if ps.size > 1:
+                ps = ps[np.argsort(-(pv[ps] @ qvec), kind="stable")]
+            for p in ps.tolist():
+                if p not in seen:
+                    seen.add(p)
+                    out.append(p)
+                    if len(out) >= k:
+                        return out
+        return out
+
+    # ------------------------------------------------------------------ scoring
+    def _keys(self, positions: Sequence[int]) -> list[str]:
+        names = self.index.passage_titles if self.gold_key == "title" else self.index.passage_pids
+        return [names[p] for p in positions]
+
+    def _score(self, positions: list[int], gold: list[str], failed: bool = False) -> dict:
+        keys = self._keys(positions)
+        row = {"passages": [self.index.passage_pids[p] for p in positions], "n_passages": len(positions),
+               "failed": bool(failed),
+               "recall_curve": [recall_at_k(keys, gold, k) for k in range(1, self.config.final_k + 1)]}
+        for k in RECALL_KS:
+            row[f"recall@{k}"] = recall_at_k(keys, gold, k)
+        return row
+
+    # ------------------------------------------------------------------ the run
+    def run(self, questions: Sequence, recorder=None, batch_size: int = 8, progress: bool = True) -> list[dict]:
+        """Records for all questions (those already in `recorder.done_ids` are read back, not redone)."""
+        done = getattr(recorder, "done_ids", set()) if recorder is not None else set()
+        todo = [q for q in questions if q.qid not in done]
+        records = {r.get("id"): r for r in (getattr(recorder, "examples", []) if recorder is not None else [])}
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc="vector-rerank", unit="q")
+        for s in range(0, len(todo), max(1, int(batch_size))):
+            for rec in self._run_chunk(todo[s:s + batch_size]):
+                records[rec["id"]] = rec
+                if recorder is not None:
+                    recorder.add(rec)
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
+        return [records[q.qid] for q in questions if q.qid in records]
+
+    def retrieve(self, question) -> dict:
+        """One question's record (the notebook's worked example)."""
+        return self._run_chunk([question])[0]
+
+    def _run_chunk(self, chunk: Sequence) -> list[dict]:
+        cfg = self.config
+        variants = cfg.variants
+        n = len(chunk)
+        texts = [q.question for q in chunk]
+        t0 = time.perf_counter()
+        qvecs = self.index.encode(texts)
+        t_embed = (time.perf_counter() - t0) / n
+        t0 = time.perf_counter()
+        naive_hits = self.index.search_passages(qvecs, cfg.final_k)
+        t_naive = (time.perf_counter() - t0) / n
+        wants_graph = any(v != "naive" for v in variants)
+        wants_rerank = any(v.startswith("rerank") for v in variants)
+        lex = [self.lexical(t) for t in texts] if wants_graph else [None] * n
+        rerank_entities: list[QueryEntities | None] = [None] * n
+        t_ent = 0.0
+        if wants_rerank:
+            if cfg.entity_extraction == "llm":
+                t0 = time.perf_counter()
+                rerank_entities = self.llm_entities(texts)
+                t_ent = (time.perf_counter() - t0) / n
+            else:
+                rerank_entities = lex
+        records: list[dict] = []
+        prompts: list[list[dict] | None] = []
+        for i, q in enumerate(chunk):
+            gold = gold_of(q, self.gold_key)
+            qvec = qvecs[i]
+            naive_pos = [p for p, _ in naive_hits[i]]
+            rec = {"id": q.qid, "question": q.question, "qtype": q.qtype, "gold": gold, "gold_key": self.gold_key,
+                   "variants": {}, "timings": {"embed": t_embed, "naive": t_naive}, "tokens": {"prompt": 0, "completion": 0},
+                   "graph": {}}
+            if "naive" in variants:
+                rec["variants"]["naive"] = self._score(naive_pos, gold)
+            graph_cache: dict[tuple, dict] = {}
+            for role, ents in (("expand", lex[i]), ("rerank", rerank_entities[i])):
+                if ents is None or (role == "expand" and "expand" not in variants):
+                    continue
+                key = tuple(ents.names)
+                if key not in graph_cache:
+                    t0 = time.perf_counter()
+                    seeds = self.seeds(qvec, ents)
+                    t1 = time.perf_counter()
+                    exp, cand, cand_sims = self.expand_and_cap(qvec, seeds)
+                    t2 = time.perf_counter()
+                    graph_cache[key] = {"seeds": seeds, "expansion": exp, "candidates": cand, "candidate_scores": cand_sims,
+                                        "t_seeds": t1 - t0, "t_expand": t2 - t1}
+                g = graph_cache[key]
+                rec["graph"][role] = self._graph_record(ents, g)
+                rec["timings"][f"{role}_seeds"] = g["t_seeds"]
+                rec["timings"][f"{role}_expand"] = g["t_expand"]
+            if "expand" in variants:
+                g = graph_cache[tuple(lex[i].names)]
+                t0 = time.perf_counter()
+                rec["variants"]["expand"] = self._score(self.passages_of(g["candidates"], qvec, cfg.final_k), gold)
+                rec["timings"]["expand_passages"] = time.perf_counter() - t0
+            prompt = None
+            if wants_rerank:
+                ents = rerank_entities[i]
+                rec["timings"]["entities_llm"] = t_ent
+                rec["tokens"]["prompt"] += ents.prompt_tokens
+                rec["tokens"]["completion"] += ents.completion_tokens
+                cand = graph_cache[tuple(ents.names)]["candidates"]
+                if cand.size:
+                    prompt = rerank_prompt(q.question, [self.index.relation_sentences[j] for j in cand], cfg.select_n)
+                rec["rerank"] = {"prompt": prompt}
+            prompts.append(prompt)
+            records.append(rec)
+        if wants_rerank:
+            self._rerank_chunk(chunk, records, prompts, qvecs, naive_hits)
+        for rec in records:
+            rec["timings"]["total"] = float(sum(v for k, v in rec["timings"].items() if k != "total"))
+            rec["failed"] = bool(rec["variants"].get("rerank", {}).get("failed", False))
+        return records
+
+    def _graph_record(self, ents: QueryEntities, g: dict) -> dict:
+        idx = self.index
+        exp: Expansion = g["expansion"]
+        seeds = g["seeds"]
+        return {
+            "query_entities": ents.names, "entity_source": ents.source, "entity_raw": ents.raw, "entity_notes": ents.notes,
+            "seed_entities": [[int(e), idx.entity_names[e], round(float(s), 4)] for e, s in zip(seeds["entity_ids"], seeds["entity_scores"])],
+            "seed_relations": [[int(r), idx.relation_sentences[r], round(float(s), 4)]
+                               for r, s in zip(seeds["relation_ids"], seeds["relation_scores"])],
+            "expansion_size": len(exp), "expansion_by_hop": exp.size_by_hop(),
+            "candidates": [[int(r), idx.relation_sentences[r], round(float(s), 4)]
+                           for r, s in zip(g["candidates"], g["candidate_scores"])],
+        }
+
+    def _rerank_chunk(self, chunk, records, prompts, qvecs, naive_hits) -> None:
+        cfg = self.config
+        todo = [i for i, p in enumerate(prompts) if p is not None]
+        results = {}
+        if todo:
+            t0 = time.perf_counter()
+            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_tokens)
+            wall = (time.perf_counter() - t0) / len(todo)
+            results = {i: (r, wall) for i, r in zip(todo, outs)}
+        for i, rec in enumerate(records):
+            gold = rec["gold"]
+            qvec = qvecs[i]
+            rr = rec["rerank"]
+            cand = [c[0] for c in rec["graph"]["rerank"]["candidates"]]
+            if i in results:
+                r, wall = results[i]
+                choice = map_rerank_answer(r.text, [self.index.relation_sentences[j] for j in cand])
+                chosen = [cand[p] for p in choice.positions]
+                rr.update({"raw": r.text, "status": choice.status, "reasoning": choice.reasoning,
+                           "positions": choice.positions, "n_items": choice.n_items, "bad_ids": choice.bad_ids,
+                           "duplicates": choice.duplicates, "by_text": choice.by_text, "cached": r.cached,
+                           "chosen": [[int(j), self.index.relation_sentences[j]] for j in chosen]})
+                rec["tokens"]["prompt"] += r.prompt_tokens
+                rec["tokens"]["completion"] += r.completion_tokens
+                rec["timings"]["rerank_llm"] = wall
+            else:
+                chosen = []
+                rr.update({"raw": None, "status": "no-candidates", "chosen": []})
+            t0 = time.perf_counter()
+            ranked = self.passages_of(chosen, qvec, cfg.final_k)
+            if "rerank" in cfg.variants:
+                rec["variants"]["rerank"] = self._score(ranked, gold, failed=not chosen)
+            if "rerank-padded" in cfg.variants:
+                padded = list(ranked)
+                for p, _ in naive_hits[i]:
+                    if len(padded) >= cfg.final_k:
+                        break
+                    if p not in padded:
+                        padded.append(p)
+                # the padded variant is defined even when the rerank fails (then it is naive): scored, not failed
+                rec["variants"]["rerank-padded"] = self._score(padded, gold)
+                rec["variants"]["rerank-padded"].update({"n_padded": len(padded) - len(ranked), "rerank_failed": not chosen})
+            if "rerank-filled" in cfg.variants:
+                rest = [c for c in cand if c not in set(chosen)]
+                filled = self.passages_of(list(chosen) + rest, qvec, cfg.final_k)
+                rec["variants"]["rerank-filled"] = self._score(filled, gold)
+                rec["variants"]["rerank-filled"]["rerank_failed"] = not chosen
+            rec["timings"]["rerank_passages"] = time.perf_counter() - t0
+
+
+def summarize_records(records: Sequence[dict], variants: Sequence[str] | None = None) -> dict:
+    """Per variant: mean Recall@2/@5 over ALL records (a failed rerank counts as 0), n, n_failed, label;
+    plus expansion sizes, per-stage latency (mean seconds) and tokens."""
+    records = list(records)
+    names = list(variants) if variants is not None else sorted({v for r in records for v in r.get("variants", {})},
+                                                                key=lambda v: list(VARIANT_LABELS).index(v))
+    out: dict = {"variants": {}}
+    for v in names:
+        rows = []
+        for r in records:
+            row = dict(r.get("variants", {}).get(v, {"failed": True}))
+            rows.append(row)
+        keys = [f"recall@{k}" for k in RECALL_KS]
+        s = summarize(rows, keys)
+        curve_rows = [row.get("recall_curve") for row in rows if row.get("recall_curve")]
+        s["recall_curve"] = np.mean(np.asarray(curve_rows, dtype=float), axis=0).tolist() if curve_rows else []
+        s["mean_passages"] = float(np.mean([row.get("n_passages", 0) for row in rows])) if rows else 0.0
+        s["label"] = VARIANT_LABELS[v]
+        if v in ("rerank-padded", "rerank-filled"):
+            s["n_rerank_failed"] = sum(1 for row in rows if row.get("rerank_failed"))
+        out["variants"][v] = s
+    for role in ("expand", "rerank"):
+        sizes = [r["graph"][role]["expansion_size"] for r in records if role in r.get("graph", {})]
+        if sizes:
+            cands = [len(r["graph"][role]["candidates"]) for r in records if role in r.get("graph", {})]
+            sources = [r["graph"][role]["entity_source"] for r in records if role in r.get("graph", {})]
+            out[f"{role}_graph"] = {"expansion_size_mean": float(np.mean(sizes)), "expansion_size_median": float(np.median(sizes)),
+                                    "expansion_size_max": int(np.max(sizes)), "candidates_mean": float(np.mean(cands)),
+                                    "entity_sources": {s: sources.count(s) for s in sorted(set(sources))}}
+    statuses = [r["rerank"].get("status") for r in records if "rerank" in r]
+    if statuses:
+        out["rerank_status"] = {s: statuses.count(s) for s in sorted(set(map(str, statuses)))}
+        out["rerank_bad_ids"] = int(sum(len(r["rerank"].get("bad_ids") or []) for r in records if "rerank" in r))
+        out["rerank_duplicates"] = int(sum(r["rerank"].get("duplicates") or 0 for r in records if "rerank" in r))
+    stages = sorted({k for r in records for k in r.get("timings", {})})
+    out["latency_mean_s"] = {k: float(np.mean([r["timings"].get(k, 0.0) for r in records])) for k in stages}
+    out["tokens"] = {"prompt": int(sum(r.get("tokens", {}).get("prompt", 0) for r in records)),
+                     "completion": int(sum(r.get("tokens", {}).get("completion", 0) for r in records))}
+    out["n"] = len(records)
+    return out

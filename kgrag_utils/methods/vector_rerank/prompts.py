@@ -1,0 +1,130 @@
+"""The three prompts this method sends, written for this project (examples invented, none from a benchmark).
+
+* query entities: few-shot chat, the answer is a JSON list of strings;
+* rerank: one-shot chat (instructions + example, the example's answer, then the task), the answer
+  is JSON {"reasoning": ..., "ids": [...]} with the ids of the useful relations in order. With
+  Qwen2.5-Coder-0.5B the reasoning often loops until the token limit (35 of the first 65 MuSiQue
+  questions), so the parser also reads `[k]` marks and restated facts in the reasoning. Putting
+  the ids first was tried on 6 of those questions: the model then counted 1, 2, 3, ... through
+  every candidate (no choice at all), so the reasoning stays first;
+* OpenIE: few-shot chat, the answer is a JSON list of [subject, predicate, object] lists.
+
+Each builder returns a chat (list of {role, content}) for `llm.generate`. Changing any text here
+changes the LLM cache keys, so cached answers never leak across prompt versions.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+__all__ = ["entity_prompt", "rerank_prompt", "openie_prompt", "format_candidates", "PROMPT_VERSION"]
+
+PROMPT_VERSION = "vr-2"
+
+# ---------------------------------------------------------------------------------------------- entities
+_ENTITY_INSTRUCTIONS = (
+    "List the named entities that the question mentions: people, places, organisations, titles of works, "
+    "events, dates and numbers. Copy each one exactly as written in the question. Answer with a JSON list "
+    "of strings only."
+)
+_ENTITY_SHOTS = (
+    ("Who directed the film in which Greta Hallam played a lighthouse keeper?", ["Greta Hallam"]),
+    ("In which country is the city where the Treaty of Ostmark was signed?", ["Treaty of Ostmark"]),
+    ("What year did the company that makes the Velder X2 camera open its office in Lisbon?",
+     ["Velder X2", "Lisbon"]),
+)
+
+
+def entity_prompt(question: str) -> list[dict]:
+    """Few-shot chat (one user/assistant turn per example) asking for the question's entities as a JSON list.
+
+    Chat turns rather than one block of examples: small instruct models copy the examples'
+    entities less often when each example is its own turn.
+    """
+    chat: list[dict] = []
+    for i, (q, ents) in enumerate(_ENTITY_SHOTS):
+        prefix = f"{_ENTITY_INSTRUCTIONS}\n\n" if i == 0 else ""
+        chat.append({"role": "user", "content": f"{prefix}Question: {q}"})
+        chat.append({"role": "assistant", "content": json.dumps(ents)})
+    chat.append({"role": "user", "content": f"Question: {question.strip()}"})
+    return chat
+
+
+# ---------------------------------------------------------------------------------------------- rerank
+_RERANK_INSTRUCTIONS = (
+    "Below is a question and a numbered list of facts from a knowledge graph. Choose the {n} facts that are "
+    "most useful for answering the question, most useful first; a multi-hop question needs one fact per hop. "
+    'Answer with JSON only: {{"reasoning": "<one or two sentences>", "ids": [<fact numbers>]}}.'
+)
+_RERANK_EXAMPLE_QUESTION = "When was the mother of the founder of Halvane Optics born?"
+_RERANK_EXAMPLE_FACTS = (
+    "Halvane Optics founded by Pieter Halvane",
+    "Halvane Optics headquarters in Ostmere",
+    "Pieter Halvane son of Ilse Marr",
+    "Pieter Halvane born in 1931",
+    "Ilse Marr born in 1904",
+    "Ilse Marr occupation glassmaker",
+    "Ostmere located in Aveland",
+)
+_RERANK_EXAMPLE_ANSWER = {
+    "reasoning": "The founder is Pieter Halvane [1]; his mother is Ilse Marr [3]; she was born in 1904 [5].",
+    "ids": [1, 3, 5, 4, 6],
+}
+
+
+def format_candidates(sentences: Sequence[str], start: int = 1) -> str:
+    """`[id] sentence` lines, ids counted from `start`."""
+    return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, start=start))
+
+
+def _rerank_task(question: str, sentences: Sequence[str], n: int) -> str:
+    return (f"{_RERANK_INSTRUCTIONS.format(n=n)}\n\nQuestion: {question.strip()}\n\nFacts:\n"
+            f"{format_candidates(sentences)}")
+
+
+def rerank_prompt(question: str, sentences: Sequence[str], select_n: int) -> list[dict]:
+    """One-shot chat: the example task, its JSON answer, then the real task with `[id] sentence` lines."""
+    example_n = len(_RERANK_EXAMPLE_ANSWER["ids"])
+    return [
+        {"role": "user", "content": _rerank_task(_RERANK_EXAMPLE_QUESTION, _RERANK_EXAMPLE_FACTS, example_n)},
+        {"role": "assistant", "content": json.dumps(_RERANK_EXAMPLE_ANSWER)},
+        {"role": "user", "content": _rerank_task(question, sentences, select_n)},
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- OpenIE
+_OPENIE_INSTRUCTIONS = (
+    "Extract the facts stated in the passage as [subject, predicate, object] triples. Use full names (replace "
+    "pronouns with the names they refer to), keep predicates short, and include dates and numbers as objects. "
+    "Answer with a JSON list of triples only."
+)
+_OPENIE_SHOTS = (
+    (
+        "Marl Bridge",
+        "Marl Bridge is a stone bridge over the river Tolle in Dunmere. It was designed by the engineer "
+        "Cosima Fairweather and opened in 1872.",
+        [["Marl Bridge", "is a", "stone bridge"], ["Marl Bridge", "crosses", "Tolle"],
+         ["Marl Bridge", "located in", "Dunmere"], ["Marl Bridge", "designed by", "Cosima Fairweather"],
+         ["Cosima Fairweather", "occupation", "engineer"], ["Marl Bridge", "opened in", "1872"]],
+    ),
+    (
+        "The Paper Lantern",
+        "The Paper Lantern is a 1958 drama film directed by Jasper Rookwood. He was born in Halden and was "
+        "married to the actress Tove Lund.",
+        [["The Paper Lantern", "is a", "drama film"], ["The Paper Lantern", "released in", "1958"],
+         ["The Paper Lantern", "directed by", "Jasper Rookwood"], ["Jasper Rookwood", "born in", "Halden"],
+         ["Jasper Rookwood", "spouse", "Tove Lund"], ["Tove Lund", "occupation", "actress"]],
+    ),
+)
+
+
+def openie_prompt(title: str, text: str) -> list[dict]:
+    """Few-shot chat (one turn per example) asking for the passage's triples as a JSON list of lists."""
+    chat: list[dict] = []
+    for i, (t, p, triples) in enumerate(_OPENIE_SHOTS):
+        prefix = f"{_OPENIE_INSTRUCTIONS}\n\n" if i == 0 else ""
+        chat.append({"role": "user", "content": f"{prefix}Title: {t}\nPassage: {p}"})
+        chat.append({"role": "assistant", "content": json.dumps(triples)})
+    chat.append({"role": "user", "content": f"Title: {title.strip()}\nPassage: {text.strip()}"})
+    return chat

@@ -1,0 +1,385 @@
+"""Vector retrieval + LLM rerank: index, expansion, entity fallback, id mapping, variants, OpenIE resume."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from kgrag_utils.datasets.records import Passage, PassageQuestion
+from kgrag_utils.embeddings import Embedder
+from kgrag_utils.errors import ConfigError
+from kgrag_utils.llm import load_llm
+from kgrag_utils.methods.vector_rerank.openie import triples_from_answer
+from kgrag_utils.methods.vector_rerank import (VARIANTS, GraphIndex, VectorRerank, VectorRerankConfig, cap_by_similarity,
+                                               entity_prompt, expand, extract_openie, gold_key_for, lexical_entities,
+                                               map_rerank_answer, openie_store_path, parse_entity_answer, parse_variants,
+                                               pool_corpus, rerank_prompt, summarize_records)
+
+
+class HashBOW:
+    """A deterministic stand-in for a sentence encoder: hashed bag of lower-cased words (no model needed)."""
+
+    dim = 64
+
+    def encode(self, texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
+            out[i, 0] += 0.01
+        return out
+
+
+def hash_embedder() -> Embedder:
+    return Embedder(model=HashBOW(), model_id="hash-bow-test", cache=False)
+
+
+CORPUS = [
+    Passage("Marl Bridge#1", "Marl Bridge", "Marl Bridge crosses the Tolle. It was designed by Cosima Fairweather."),
+    Passage("Cosima Fairweather#2", "Cosima Fairweather", "Cosima Fairweather was born in Dunmere in 1840."),
+    Passage("Dunmere#3", "Dunmere", "Dunmere is a town in Aveland, founded in 1568."),
+    Passage("Aveland#4", "Aveland", "Aveland is a province whose capital is Ostby."),
+    Passage("Paper Lantern#5", "Paper Lantern", "Paper Lantern is a 1958 film directed by Jasper Rookwood."),
+]
+TRIPLES = {
+    "Marl Bridge#1": [("Marl Bridge", "crosses", "Tolle"), ("Marl Bridge", "designed by", "Cosima Fairweather")],
+    "Cosima Fairweather#2": [("Cosima Fairweather", "born in", "Dunmere"), ("Cosima Fairweather", "born in year", "1840"),
+                             ("marl bridge", "designed by", "cosima  fairweather")],  # same relation, other case
+    "Dunmere#3": [("Dunmere", "located in", "Aveland"), ("Dunmere", "founded in", "1568")],
+    "Aveland#4": [("Aveland", "capital", "Ostby")],
+    "Paper Lantern#5": [("Paper Lantern", "directed by", "Jasper Rookwood"), ("Paper Lantern", "released in", "1958")],
+    "not-in-corpus#9": [("X", "y", "Z")],
+}
+QUESTIONS = [
+    PassageQuestion("q1", "When was the birthplace of the designer of Marl Bridge founded?", ["1568"], [],
+                    ["Marl Bridge#1", "Cosima Fairweather#2", "Dunmere#3"], ["Marl Bridge", "Cosima Fairweather", "Dunmere"],
+                    "3hop"),
+    PassageQuestion("q2", "Who directed Paper Lantern?", ["Jasper Rookwood"], [], ["Paper Lantern#5"], ["Paper Lantern"],
+                    "1hop"),
+]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return GraphIndex.build(CORPUS, TRIPLES, hash_embedder())
+
+
+# --------------------------------------------------------------------------------------------- index
+def test_index_dedups_entities_and_relations_and_keeps_passage_ids(index):
+    assert index.num_passages == 5
+    assert index.num_relations == 9  # the re-cased duplicate is merged, the unknown passage skipped
+    assert index.info["triples_skipped_unknown_passage"] == 1
+    assert index.entity_names.count("Cosima Fairweather") == 1 and "cosima fairweather" not in index.entity_names
+    rid = index.relation_sentences.index("Marl Bridge designed by Cosima Fairweather")
+    assert sorted(index.passage_pids[p] for p in index.relation_passages(rid)) == ["Cosima Fairweather#2", "Marl Bridge#1"]
+    assert sp.issparse(index.incidence) and index.incidence.shape == (index.num_entities, index.num_relations)
+    assert index.incidence.nnz == 2 * index.num_relations  # no self loops here: head and tail per relation
+
+
+def test_index_search_returns_self_for_exact_texts(index):
+    vecs = index.encode(["Marl Bridge", "Dunmere founded in 1568"])
+    assert index.entity_names[index.search_entities(vecs[:1], 1)[0][0][0]] == "Marl Bridge"
+    assert index.relation_sentences[index.search_relations(vecs[1:], 1)[0][0][0]] == "Dunmere founded in 1568"
+
+
+def test_index_without_vectors_says_how_to_build():
+    bare = GraphIndex.from_triples(CORPUS, TRIPLES)
+    with pytest.raises(ConfigError, match="GraphIndex.build"):
+        bare.search_passages(np.zeros((1, 4), dtype=np.float32), 2)
+
+
+# --------------------------------------------------------------------------------------------- expansion
+def _matrix_power_expansion(A: np.ndarray, e0, r0, d: int) -> set[int]:
+    """The published formula, dense, for checking: (A A^T)^(d-1) A rows of e0, (A^T A)^d rows of r0."""
+    A = (A > 0).astype(np.int64)
+    out: set[int] = set(r0)
+    if d == 0:
+        return out
+    ee = np.linalg.matrix_power(A @ A.T, d - 1) @ A
+    rr = np.linalg.matrix_power(A.T @ A, d)
+    for e in e0:
+        out |= set(np.flatnonzero(ee[e]).tolist())
+    for r in r0:
+        out |= set(np.flatnonzero(rr[r]).tolist())
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("degree", [0, 1, 2, 3])
+def test_sparse_expansion_equals_matrix_power_formula(seed, degree):
+    rng = np.random.default_rng(seed)
+    n_e, n_r = 30, 40
+    heads, tails = rng.integers(0, n_e, n_r), rng.integers(0, n_e, n_r)
+    rows, cols = np.concatenate([heads, tails]), np.concatenate([np.arange(n_r)] * 2)
+    inc = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n_e, n_r))
+    e0 = rng.choice(n_e, 2, replace=False).tolist()
+    r0 = rng.choice(n_r, 2, replace=False).tolist()
+    exp = expand(inc, inc.T.tocsr(), e0, r0, degree)
+    assert set(exp.relation_ids.tolist()) == _matrix_power_expansion(inc.toarray(), e0, r0, degree)
+    assert set(exp.relation_ids[exp.hops == 0].tolist()) == set(r0)
+    assert np.all(np.diff(exp.hops) >= 0)
+
+
+def test_expansion_grows_with_degree_and_reaches_the_second_hop(index):
+    e = index.entity_ids["marl bridge"]
+    one = expand(index.incidence, index.incidence_t, [e], [], 1)
+    two = expand(index.incidence, index.incidence_t, [e], [], 2)
+    s1 = {index.relation_sentences[r] for r in one.relation_ids}
+    s2 = {index.relation_sentences[r] for r in two.relation_ids}
+    assert s1 == {"Marl Bridge crosses Tolle", "Marl Bridge designed by Cosima Fairweather"}
+    assert "Cosima Fairweather born in Dunmere" in s2 and s1 < s2
+    with pytest.raises(ConfigError):
+        expand(index.incidence, index.incidence_t, [10_000], [], 1)
+
+
+def test_cap_by_similarity_keeps_the_most_similar_with_stable_ties():
+    ids, sims = cap_by_similarity(np.array([7, 3, 5, 9]), np.array([0.1, 0.9, 0.9, 0.5]), 3)
+    assert ids.tolist() == [3, 5, 9] and sims.tolist() == pytest.approx([0.9, 0.9, 0.5])
+
+
+# --------------------------------------------------------------------------------------------- query entities
+def test_parse_entity_answer_accepts_json_lists_and_rejects_the_rest():
+    assert parse_entity_answer('```json\n["Marl Bridge", "marl  bridge", 1840]\n```') == ["Marl Bridge", "1840"]
+    # names not written in the question (copied from the few-shot examples) are dropped
+    q = "Who designed Marl Bridge in 1840?"
+    assert parse_entity_answer('["Greta Hallam", "marl bridge", "1840"]', q) == ["marl bridge", "1840"]
+    assert parse_entity_answer('["Greta Hallam", "Lisbon"]', q) is None
+    assert parse_entity_answer('{"entities": ["Dunmere"]}') == ["Dunmere"]
+    assert parse_entity_answer("I think it is Marl Bridge.") is None
+    assert parse_entity_answer("[]") is None and parse_entity_answer(None) is None
+
+
+def test_lexical_entities_prefers_vocabulary_ngrams_then_capitalised_runs(index):
+    q = "When was the birthplace of the designer of Marl Bridge founded, and who built the Velder Tower?"
+    assert lexical_entities(q, index.entity_ids) == ["Marl Bridge", "Velder Tower"]
+    assert lexical_entities("what is it?", index.entity_ids) == []
+    assert lexical_entities("Who was born in 1840?", index.entity_ids) == ["1840"]
+
+
+# --------------------------------------------------------------------------------------------- rerank mapping
+SENTS = ["Marl Bridge designed by Cosima Fairweather", "Cosima Fairweather born in Dunmere", "Dunmere founded in 1568"]
+
+
+@pytest.mark.parametrize("answer, positions, status", [
+    ('{"reasoning": "chain", "ids": [1, 2, 3]}', [0, 1, 2], "json"),
+    ('{"thought_process": "x", "useful_relations": ["[3] Dunmere founded in 1568", "[1] Marl ..."]}', [2, 0], "json"),
+    ('{"ids": [2, 2, 9, "[1]"]}', [1, 0], "json"),
+    ('{"ids": ["Dunmere founded in 1568", "cosima fairweather born in dunmere"]}', [2, 1], "json"),
+    ('{"ids": [17]}', [], "failed"),
+    ('{"ids": []}', [], "empty"),
+    ("[2] Cosima Fairweather born in Dunmere\n[3] Dunmere founded in 1568", [1, 2], "marks"),
+    ("no idea", [], "failed"),
+    ('{"ids": [[ "Marl Bridge", "designed by", "Cosima Fairweather" ]]}', [0], "json"),
+    # cut by the token limit: the complete ids are kept, the last one (maybe "2" of "25") is dropped
+    ('{"ids": [3, 1, 2', [2, 0], "partial"),
+    ('{"ids": [3, 1, ', [2, 0], "partial"),
+    ('{"reasoning": "Dunmere [3] then [1]", "ids": [2, 1', [1], "partial"),  # the ids win over the marks
+    ('{"ids": [2, 3], "reasoning": "the designer [2] was born in Dunm', [1, 2], "json"),  # the list is complete
+    # a looping reasoning that restates facts without ids: matched clause by clause, in order
+    ('{"reasoning": "Dunmere founded in 1568; Cosima Fairweather born in Dunmere; Dunmere founded in 1568; Dunm',
+     [2, 1], "text"),
+    ('{"reasoning": "The answer is probably somewhere in the facts above and I am not sure which', [], "failed"),
+])
+def test_map_rerank_answer_is_robust(answer, positions, status):
+    choice = map_rerank_answer(answer, SENTS)
+    assert choice.positions == positions and choice.status == status
+
+
+def test_map_rerank_answer_counts_bad_duplicate_and_textual_ids():
+    choice = map_rerank_answer('{"reasoning": "r", "ids": [2, 2, 9, "[7] Dunmere founded in 1568", "nonsense"]}', SENTS)
+    assert choice.positions == [1, 2]
+    assert choice.duplicates == 1 and choice.by_text == 1 and choice.bad_ids == [9, "nonsense"]
+    assert choice.reasoning == "r"
+
+
+def test_prompts_list_candidates_as_id_lines_and_ask_for_json():
+    chat = rerank_prompt("Q?", SENTS, 2)
+    assert [m["role"] for m in chat] == ["user", "assistant", "user"]
+    assert "[1] Marl Bridge designed by Cosima Fairweather\n[2]" in chat[-1]["content"]
+    assert "Choose the 2 facts" in chat[-1]["content"] and json.loads(chat[1]["content"])["ids"]
+    # the reasoning comes first (chain of thought); the example's own answer maps back to its ids
+    assert list(json.loads(chat[1]["content"])) == ["reasoning", "ids"]
+    assert map_rerank_answer(chat[1]["content"], ["f"] * 7).positions == [0, 2, 4, 3, 5]
+    ent = entity_prompt("Who built Marl Bridge?")
+    assert [m["role"] for m in ent][-2:] == ["assistant", "user"] and ent[-1]["content"] == "Question: Who built Marl Bridge?"
+    assert "JSON list" in ent[0]["content"] and json.loads(ent[1]["content"])
+
+
+# --------------------------------------------------------------------------------------------- pipeline
+def _fake_llm(rerank_answer):
+    def respond(text: str) -> str:
+        if "List the named entities" in text:
+            return '["Greta Hallam", "Marl Bridge"]' if "Marl Bridge" in text.split("Question:")[-1] else "not json"
+        task = text.split("Question:")[-1]
+        return "no idea" if "Paper Lantern" in task.split("\n")[0] else rerank_answer(task.split("Facts:")[-1])
+    return load_llm("fake", responses=respond, cache=False)
+
+
+def _pick(*sentences):
+    def answer(facts: str) -> str:
+        ids = [int(m.group(1)) for s in sentences for m in [re.search(rf"\[(\d+)\] {re.escape(s)}\n?", facts)] if m]
+        return json.dumps({"reasoning": "follow the chain", "ids": ids})
+    return answer
+
+
+def test_pipeline_variants_records_and_recall(index):
+    llm = _fake_llm(_pick("Dunmere founded in 1568", "Cosima Fairweather born in Dunmere"))
+    cfg = VectorRerankConfig(dataset="sample-passages", degree=2, candidate_cap=20, final_k=5, entity_min_score=0.5)
+    recs = VectorRerank(index, cfg, llm).run(QUESTIONS, progress=False)
+    r1 = recs[0]
+    assert set(r1["variants"]) == set(VARIANTS)
+    assert r1["graph"]["rerank"]["entity_source"] == "llm" and r1["graph"]["expand"]["entity_source"] == "lexical"
+    assert r1["graph"]["rerank"]["query_entities"] == ["Marl Bridge"]
+    assert "Greta Hallam" in " ".join(r1["graph"]["rerank"]["entity_notes"])
+    assert r1["variants"]["rerank"]["passages"] == ["Dunmere#3", "Cosima Fairweather#2"]
+    assert r1["variants"]["rerank"]["recall@2"] == pytest.approx(2 / 3)
+    padded = r1["variants"]["rerank-padded"]
+    assert padded["passages"][:2] == ["Dunmere#3", "Cosima Fairweather#2"] and len(padded["passages"]) == 5
+    assert len(set(padded["passages"])) == 5 and padded["n_padded"] == 3
+    assert r1["rerank"]["prompt"][-1]["content"].count("\n[") == len(r1["graph"]["rerank"]["candidates"])
+    assert r1["rerank"]["status"] == "json" and r1["tokens"]["prompt"] > 0 and "rerank_llm" in r1["timings"]
+    filled = r1["variants"]["rerank-filled"]
+    assert filled["passages"][:2] == ["Dunmere#3", "Cosima Fairweather#2"] and len(filled["passages"]) > 2
+    assert not filled["rerank_failed"]
+    # q2: the LLM's entity answer is not JSON -> lexical fallback, and its rerank finds none of the facts -> failed
+    r2 = recs[1]
+    assert r2["graph"]["rerank"]["entity_source"] == "lexical"
+    assert "fallback" in " ".join(r2["graph"]["rerank"]["entity_notes"])
+    assert r2["variants"]["rerank"]["failed"] and r2["variants"]["rerank"]["passages"] == []
+    assert r2["variants"]["rerank-padded"]["passages"] == r2["variants"]["naive"]["passages"]
+    assert r2["variants"]["rerank-filled"]["rerank_failed"] and r2["variants"]["rerank-filled"]["passages"]
+    s = summarize_records(recs)
+    assert s["variants"]["rerank"]["n_failed"] == 1 and s["variants"]["rerank"]["n"] == 2
+    assert s["variants"]["rerank"]["recall@5"] == pytest.approx((2 / 3 + 0) / 2)
+    assert s["rerank_status"] == {"failed": 1, "json": 1}
+
+
+def test_pipeline_without_llm_runs_the_no_llm_variants_only(index):
+    cfg = VectorRerankConfig(variant="naive,expand")
+    recs = VectorRerank(index, cfg, None).run(QUESTIONS[:1], progress=False)
+    assert set(recs[0]["variants"]) == {"naive", "expand"} and "rerank" not in recs[0]
+    with pytest.raises(ConfigError, match="need an LLM"):
+        VectorRerank(index, VectorRerankConfig(variant="rerank"), None)
+
+
+def test_expand_variant_orders_passages_by_relation_similarity(index):
+    cfg = VectorRerankConfig(variant="expand", degree=1, candidate_cap=50)
+    method = VectorRerank(index, cfg)
+    rec = method.retrieve(QUESTIONS[1])
+    cands = rec["graph"]["expand"]["candidates"]
+    assert [c[2] for c in cands] == sorted((c[2] for c in cands), reverse=True)
+    assert rec["variants"]["expand"]["passages"][0] == "Paper Lantern#5"
+
+
+def test_title_gold_matches_by_title(index):
+    q = PassageQuestion("t", "Who directed Paper Lantern?", [], [], ["Paper Lantern"], ["Paper Lantern"], None)
+    rec = VectorRerank(index, VectorRerankConfig(dataset="2wiki", variant="naive")).retrieve(q)
+    assert rec["gold_key"] == "title" and rec["variants"]["naive"]["recall@5"] == 1.0
+    assert gold_key_for("musique") == "pid" and gold_key_for("hotpotqa") == "title"
+
+
+def test_run_resumes_from_recorder(index, tmp_path):
+    from kgrag_utils.records import RunRecorder
+
+    cfg = VectorRerankConfig(variant="naive,expand")
+    rec = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-resume", root=tmp_path)
+    VectorRerank(index, cfg).run(QUESTIONS[:1], recorder=rec, progress=False)
+    again = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-resume", root=tmp_path)
+    assert again.done_ids == {"q1"}
+    out = VectorRerank(index, cfg).run(QUESTIONS, recorder=again, progress=False)
+    assert [r["id"] for r in out] == ["q1", "q2"] and len(again.examples) == 2
+
+
+def test_pool_corpus_keeps_gold_and_top_passages():
+    emb = hash_embedder()
+    pool, info = pool_corpus(CORPUS, QUESTIONS[1:], emb, per_question=1, gold_key="pid")
+    assert [p.pid for p in pool] == ["Paper Lantern#5"]
+    pool, info = pool_corpus(CORPUS, QUESTIONS, emb, per_question=0, gold_key="title")
+    assert len(pool) == 4 and info["pool_passages"] == 4 and info["gold_not_in_corpus"] == 0
+
+
+# --------------------------------------------------------------------------------------------- config
+def test_config_validates_and_parses_variants():
+    assert parse_variants("all") == VARIANTS
+    assert parse_variants("rerank, naive") == ("naive", "rerank")
+    with pytest.raises(ConfigError):
+        parse_variants("rerank-plus")
+    with pytest.raises(ConfigError):
+        VectorRerankConfig(degree=5)
+    with pytest.raises(ConfigError):
+        VectorRerankConfig(candidate_cap=0)
+    assert VectorRerankConfig(variant="naive").needs_llm is False
+
+
+# --------------------------------------------------------------------------------------------- OpenIE
+def test_openie_extracts_parses_filters_and_resumes(tmp_path):
+    calls = []
+
+    def respond(text: str) -> str:
+        calls.append(text)
+        task = text.split("Title: ")[-1]
+        title, passage = task.split("\n")[0], task.split("Passage: ")[-1]
+        if title == "Aveland":
+            return "no triples here"
+        last = passage.split()[-1].rstrip(".")
+        return json.dumps([[title, "ends with", last], [title, "ends with", last],  # a repeat
+                           ["Tove Lund", "spouse", "Jasper Rookwood"],  # copied from the few-shot example
+                           [title, "is", title], ["", "x", "y"]])  # a loop, an empty part
+
+    llm = load_llm("fake", responses=respond, cache=False)
+    first = extract_openie(CORPUS[:2], llm, tag="unit", batch_size=1, progress=False)
+    assert first.triples["Marl Bridge#1"] == [("Marl Bridge", "ends with", "Fairweather")]
+    assert first.stats["newly_extracted"] == 2 and first.store.exists()
+    n_calls = len(calls)
+    second = extract_openie(CORPUS[:4], llm, tag="unit", batch_size=2, progress=False)
+    assert len(calls) == n_calls + 2  # only the two new passages reached the model
+    assert second.stats["newly_extracted"] == 2 and second.triples["Aveland#4"] == []
+    assert second.stats["passages_without_triples"] == 1
+    assert openie_store_path(llm, "unit", 384) == first.store
+    with pytest.raises(ConfigError):
+        openie_store_path(llm, "../evil", 384)
+    index = GraphIndex.from_triples(CORPUS[:4], second.triples)
+    assert index.num_relations == 3 and "Tove Lund" not in index.entity_names
+
+
+def test_openie_answer_parsing_joins_split_predicates():
+    text = '[["Waldrada", "is the mistress", "and later the wife", "of Lothair II"], ["Waldrada", "born", 850]]'
+    assert triples_from_answer(text) == [("Waldrada", "is the mistress and later the wife", "of Lothair II"),
+                                         ("Waldrada", "born", "850")]
+    assert triples_from_answer("(Marl Bridge, crosses, Tolle)") == [("Marl Bridge", "crosses", "Tolle")]
+    assert triples_from_answer("") == []
+
+
+def test_openie_rows_without_three_parts_are_dropped_not_invented():
+    # answers of the kind the 0.5B model gave on 2Wiki: 2-part rows (no predicate), split predicates, nulls
+    text = json.dumps([["Renaud Garcia-Fons", "composer"], ["King Dikkha"], [],
+                       ["William Cagney", "married", "to", "Tove Lund"],
+                       ["Archpriest Dmitry", "was", "a", "retired", "Professor", "at", "Georgetown University"],
+                       ["Zoli Adok", "born in", None], ["Zoli Adok", "won", True], ["Zoli Adok", ["born"], "Hungary"],
+                       ["Zoli Adok", "born in", "Hungary"]])
+    assert triples_from_answer(text) == [("William Cagney", "married to", "Tove Lund"),
+                                         ("Archpriest Dmitry", "was a retired Professor at", "Georgetown University"),
+                                         ("Zoli Adok", "born in", "Hungary")]
+    # a JSON answer whose rows are all unusable gives nothing (the lenient parser would turn null into "None")
+    assert triples_from_answer('[["Zoli Adok", "born in", null], ["Renaud", "composer"]]') == []
+    passage = "Zoli Adok was born in Hungary. None of his songs charted. Renaud is a composer."
+    assert extract_openie_rows(['[["Zoli Adok", "born in", null], ["Renaud", "composer"]]'], passage) == [[]]
+    # the cleaned triples of a mixed answer keep only grounded three-part rows
+    assert extract_openie_rows([text], passage) == [[("Zoli Adok", "born in", "Hungary")]]
+
+
+def extract_openie_rows(answers, passage):
+    """The cleaned triples extract_openie would store for one passage per answer (fake LLM, no cache)."""
+    out = []
+    for i, answer in enumerate(answers):
+        llm = load_llm("fake", responses=lambda _t, a=answer: a, cache=False)
+        p = Passage(f"p{i}", "Zoli Adok", passage)
+        tag = "rows-" + hashlib.sha1(answer.encode()).hexdigest()[:10]  # one store per answer (stores resume)
+        res = extract_openie([p], llm, tag=tag, progress=False)
+        out.append(res.triples[p.pid])
+    return out
