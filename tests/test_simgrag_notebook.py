@@ -42,10 +42,26 @@ def test_notebook_runs_through_the_runner_with_the_fake_llm():
         assert (settings.figures_dir() / f"simgrag_sample-movies-2hop_{name}.png").is_file()
 
 
+@pytest.mark.slow
+def test_notebook_verifies_factkg_fixture_claims_through_the_runner_with_the_fake_llm():
+    outcome = run_notebook("01_simgrag", {"llm_preset": "fake", "dataset": "fixture-factkg", "limit": 0})
+    assert outcome.status == "ok", outcome.error
+    record = read_run(settings.results_dir() / outcome.run_name)
+    assert record["status"] == "ok" and record["params"]["dataset"] == "fixture-factkg"
+    summary = record["summary"]
+    assert summary["task"] == "verify" and summary["n"] == 4 and summary["pattern_parse_rate"] == 1.0
+    examples = load_examples(outcome.run_name).to_dict("records")
+    assert len(examples) == 4 and all(e["prediction"] in ("True", "False") for e in examples)
+    assert summary["accuracy"] == sum(e["prediction"] == e["answers_gold"][0] for e in examples) / 4
+    for name in ("worked_example", "stage_errors", "latency"):
+        assert (settings.figures_dir() / f"simgrag_fixture-factkg_{name}.png").is_file()
+
+
 def test_notebook_knob_defaults_are_the_method_settings_defaults():
     from kgrag_utils.methods.simgrag import SimGRAGSettings
 
     params = notebook_parameters(settings.notebooks_dir() / "01_simgrag.ipynb")
     defaults = SimGRAGSettings()
-    for name in ("shots", "answer_shots", "top_k", "node_topk", "rel_topk", "pattern_source", "injective"):
+    for name in ("shots", "answer_shots", "top_k", "node_topk", "rel_topk", "pattern_source", "injective", "task",
+                 "type_topk", "time_limit_s"):
         assert params[name] == getattr(defaults, name), name

@@ -5,23 +5,29 @@
     method = SimGRAG(dataset.kg, retriever, llm, SimGRAGSettings(pattern_source="llm"), dataset=dataset.name)
     records = method.run(dataset.items, recorder=recorder)
 
+FactKG (fact verification): `GSDRetriever.from_embedder(kg, "minilm", entity_types=dataset.info["entity_types"])`
+enables the type-candidate rule, and `SimGRAG(..., dataset="factkg")` verifies claims (task "verify").
+
 Modules: `pattern` (pattern graphs, parser, validation, prompt), `oracle` (gold patterns from
-chains), `gsd_search` (filtering, ordering, enumeration with an admissible bound), `generate`
-(evidence lines, answer prompt and parser), `pipeline` (per-example records and summaries).
+chains), `gsd_search` (filtering, ordering, enumeration with an admissible bound), `type_candidates`
+(entity-type candidates for patterns without a named entity), `generate` (evidence lines, answer and
+verification prompts and parsers), `pipeline` (per-example records and summaries).
 """
 
-from .generate import build_answer_prompt, evidence_lines, parse_answer
+from .generate import build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
 from .gsd_search import (Candidates, GSDConfig, GSDRetriever, Incidence, SearchResult, Subgraph, embedding_text,
                          search_topk)
 from .oracle import chain_pattern, oracle_pattern
 from .pattern import (Pattern, PatternCheck, PatternEdge, PatternNode, build_pattern_prompt, parse_pattern_output,
                       pattern_family, validate_pattern)
-from .pipeline import PATTERN_SOURCES, STAGES, SimGRAG, SimGRAGSettings, replay_gold_llm, summarize_records
+from .pipeline import (PATTERN_SOURCES, STAGES, TASKS, SimGRAG, SimGRAGSettings, replay_gold_llm, resolve_task,
+                       summarize_records)
+from .type_candidates import TypeIndex, type_text
 
 __all__ = [
     "Pattern", "PatternNode", "PatternEdge", "PatternCheck", "parse_pattern_output", "validate_pattern",
     "build_pattern_prompt", "pattern_family", "oracle_pattern", "chain_pattern", "GSDConfig", "GSDRetriever",
     "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk", "embedding_text", "evidence_lines",
     "build_answer_prompt", "parse_answer", "SimGRAG", "SimGRAGSettings", "summarize_records", "replay_gold_llm", "PATTERN_SOURCES",
-    "STAGES",
+    "STAGES", "TASKS", "resolve_task", "build_verify_prompt", "parse_verdict", "TypeIndex", "type_text",
 ]

@@ -2,6 +2,8 @@
 
 The model is asked for the answer entities separated by " | "; `parse_answer` also accepts a
 comma- or "and"-separated list when that splits the line into names the evidence contains.
+For fact verification (FactKG) the prompt asks for a short reason and a verdict
+(`build_verify_prompt`, prompts/simgrag_verify.yaml) and `parse_verdict` reads "True" / "False".
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from .pattern import load_prompt_file
 if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
 
-__all__ = ["evidence_lines", "build_answer_prompt", "parse_answer", "NO_EVIDENCE"]
+__all__ = ["evidence_lines", "build_answer_prompt", "parse_answer", "build_verify_prompt", "parse_verdict",
+           "NO_EVIDENCE", "VERDICTS"]
+
+VERDICTS = ("True", "False")
 
 NO_EVIDENCE = "(no matching subgraph was found)"
 _PREFIX = re.compile(r"^\s*\**\s*(?:final\s+)?answers?\s*\**\s*[:：]\s*", re.I)
@@ -90,3 +95,57 @@ def parse_answer(text: str, evidence_names: Iterable[str] = ()) -> list[str]:
             seen.add(p.casefold())
             out.append(p)
     return out
+
+
+# ----------------------------------------------------------------------------- fact verification
+
+
+def _claim_turn(claim: str, lines: Sequence[str]) -> str:
+    body = "\n".join(lines) if lines else NO_EVIDENCE
+    return f"Evidence:\n{body}\nClaim: {claim}"
+
+
+def build_verify_prompt(claim: str, lines: Sequence[str], shots: int = 3) -> list[dict]:
+    """A chat: verification instructions, `shots` worked examples, then the evidence and the claim."""
+    spec = load_prompt_file("simgrag_verify.yaml")
+    examples = spec["examples"]
+    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
+        raise ConfigError(f"answer shots must be an integer in 0..{len(examples)}, got {shots!r}.")
+    chat = [{"role": "system", "content": spec["instructions"].strip()}]
+    for ex in examples[:shots]:
+        chat.append({"role": "user", "content": _claim_turn(ex["claim"], ex["evidence"])})
+        chat.append({"role": "assistant", "content": str(ex["answer"]).strip()})
+    chat.append({"role": "user", "content": _claim_turn(claim, lines)})
+    return chat
+
+
+_WORD = {"true": "True", "yes": "True", "supported": "True", "supports": "True", "correct": "True",
+         "false": "False", "no": "False", "refuted": "False", "refutes": "False", "incorrect": "False",
+         "unsupported": "False", "not supported": "False", "not true": "False", "not false": "True"}
+_VERDICT_WORDS = (r"(not supported|not true|not false|unsupported|supported|supports|refuted|refutes|incorrect|correct"
+                  r"|true|false|yes|no)")
+_STATED = re.compile(r"(?:answer|verdict|label|claim is|statement is)\s*(?:is|:|=|-)?\s*[\"'*`\[(]*" + _VERDICT_WORDS + r"\b", re.I)
+_LEADING = re.compile(r"^[\s\"'*`\[(]*" + _VERDICT_WORDS + r"[\"'*`\])]*\s*(?:[.,;:!]|$)", re.I)
+_BARE = re.compile(r"\b(not true|not false|true|false)\b", re.I)
+
+
+def parse_verdict(text: str) -> str | None:
+    """"True" / "False" from a verification reply, or None when it says neither clearly.
+
+    In order: the last stated verdict ("Answer: True", "the answer is 'False'", "Verdict - supported");
+    a reply that starts with a verdict word and a stop ("False. The graphs ...", "Yes"); a reply whose
+    mentions of true / false (and "not true" / "not false") all agree. Yes / supported / correct read as
+    True, no / refuted / incorrect / not true as False.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    stated = _STATED.findall(text)
+    if stated:
+        return _WORD[stated[-1].lower()]
+    lead = _LEADING.match(text)
+    if lead:
+        return _WORD[lead.group(1).lower()]
+    bare = {_WORD[m.lower()] for m in _BARE.findall(text)}
+    if len(bare) == 1:
+        return bare.pop()
+    return None

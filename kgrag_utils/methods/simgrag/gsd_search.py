@@ -34,6 +34,11 @@ whether its node mapping is injective, and on equal GSD (and equal reversals) a 
 ranks matches that repeat fewer entities and facts first (a simple path before a walk through the topic). Distinct mappings that
 use the same set of facts (pattern automorphisms) count once (`distinct=True`). Disconnected
 patterns are searched per component. The per-query time limit is checked inside the loop.
+
+A component without any known node is searched only when the retriever knows the KG's entity
+types (FactKG's DBpedia): SimGRAG's type-candidate rule (`type_candidates.py`) then restricts each
+typed UNKNOWN node of that component to the entities of the `type_topk` most similar types, at node
+cost 0, and the search starts from the node with the fewest of them.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from .pattern import Pattern
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
+    from .type_candidates import TypeIndex
 
 __all__ = [
     "GSDConfig", "Incidence", "Candidates", "Subgraph", "SearchResult", "GSDRetriever",
@@ -65,21 +71,41 @@ _DENSE_SCAN = 512  # above this many facts around an entity, select relations by
 #: under the issue's 2 ms per node below 30,000 entities. HNSW: 0.39-0.47 ms on MetaQA with the same Hits@1
 #: (the top-n candidates are re-scored exactly either way), about 21 s to build once.
 AUTO_HNSW_MIN_ENTITIES = 30_000
+#: From this many entities (DBpedia-scale KGs such as FactKG's) index_kind="auto" uses IVF: on 1M random 384-d
+#: vectors (benchmarks/results/simgrag_node_search_1M.json, 2 shared cores) IVF with 2048 lists built in 123 s and
+#: found the perturbed entity for 99.7% of queries at 0.47 ms (nprobe 16; 100% at 0.89 ms with nprobe 32), while
+#: an HNSW graph with cheap build settings (M 16, efConstruction 40) took 183 s and found it for only 29%;
+#: HNSW's default settings (M 32, efConstruction 200) would take far longer to build at this size.
+AUTO_IVF_MIN_ENTITIES = 500_000
+AUTO_IVF_NPROBE = 32
 INDEX_KINDS = ("auto", "flat", "hnsw", "ivf")
 
 
 def resolve_index_kind(kind: str, n_entities: int) -> str:
-    """The concrete FAISS index kind for `kind` ("auto" picks by KG size, see AUTO_HNSW_MIN_ENTITIES)."""
+    """The concrete FAISS index kind for `kind` ("auto" picks by KG size: flat, then HNSW from
+    AUTO_HNSW_MIN_ENTITIES, then IVF from AUTO_IVF_MIN_ENTITIES)."""
     if kind not in INDEX_KINDS:
         raise ConfigError(f"index_kind must be one of {INDEX_KINDS}, got {kind!r}.")
     if kind != "auto":
         return kind
+    if n_entities >= AUTO_IVF_MIN_ENTITIES:
+        return "ivf"
     return "hnsw" if n_entities >= AUTO_HNSW_MIN_ENTITIES else "flat"
 
 
+def auto_index_options(kind: str, n_entities: int, options: dict) -> dict:
+    """Options for an index that `auto` chose: IVF gets about 2 sqrt(n) lists and nprobe 32 unless given."""
+    if kind != "ivf":
+        return dict(options)
+    out = {"nlist": max(1024, int(round(2 * np.sqrt(n_entities)))), "nprobe": AUTO_IVF_NPROBE}
+    out.update(options)
+    return out
+
+
 def _cached_index(kind: str, vectors: np.ndarray, options: dict):
-    """A FAISS index over `vectors`; an HNSW graph is kept on disk (cache/simgrag_index), keyed by the
-    vectors' bytes and the options, because building it over 43k vectors takes 20-70 s here."""
+    """A FAISS index over `vectors`; an HNSW graph or an IVF index is kept on disk (cache/simgrag_index),
+    keyed by the vectors' bytes and the options, because building HNSW over 43k vectors takes 20-70 s
+    here and IVF over 1M vectors about 2 minutes."""
     import hashlib
     import json
 
@@ -91,7 +117,7 @@ def _cached_index(kind: str, vectors: np.ndarray, options: dict):
         index.add(vectors)
         return index
 
-    if kind != "hnsw":
+    if kind not in ("hnsw", "ivf"):
         return build(), False
     digest = hashlib.sha256(np.ascontiguousarray(vectors).tobytes())
     digest.update(json.dumps({"kind": kind, **options}, sort_keys=True).encode())
@@ -135,9 +161,10 @@ class GSDConfig:
     direction: str = "any"  # "any": a pattern edge matches a fact either way; "same": only its own way
     distinct: bool = True  # mappings that use the same facts count once
     time_limit_s: float | None = 2.0
+    type_topk: int = 16  # entity types per UNKNOWN node of an unanchored component (reference: 16)
 
     def __post_init__(self):
-        for name in ("top_k", "node_topk", "rel_topk"):
+        for name in ("top_k", "node_topk", "rel_topk", "type_topk"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}.")
@@ -200,14 +227,16 @@ class Candidates:
     """Filtering output: entity candidates per known node and relation distances per pattern edge.
 
     node_ids[v] / node_dist[v]: KG entity ids and distances for known node v, nearest first
-    (None for unknown nodes). rel_dist: (pattern edges x KG relations) distances, inf outside each
-    edge's top-m relations.
+    (None for unknown nodes, except those given type candidates: entities of their nearest types,
+    by id, distance 0; `typed[v]` names those types). rel_dist: (pattern edges x KG relations)
+    distances, inf outside each edge's top-m relations.
     """
 
     node_ids: list[np.ndarray | None]
     node_dist: list[np.ndarray | None]
     rel_dist: np.ndarray
     timings: dict = field(default_factory=dict)
+    typed: dict[int, list[str]] = field(default_factory=dict)
 
     @classmethod
     def from_distances(cls, pattern: Pattern, node_dist_full: dict[int, np.ndarray], rel_dist_full: np.ndarray,
@@ -402,7 +431,8 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
     lookup_rank: dict[int, np.ndarray] = {}  # position in the candidate list: breaks ties between equal costs
     node_min: dict[int, float] = {}
     for v, node in enumerate(pattern.nodes):
-        if node.known:
+        typed = not node.known and v < len(candidates.node_ids) and candidates.node_ids[v] is not None
+        if node.known or typed:
             ids = candidates.node_ids[v]
             dist = candidates.node_dist[v]
             if ids is None or dist is None:
@@ -416,8 +446,9 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
     orders = []
     same_dir = config.direction == "same"
     for ci, (comp_nodes, comp_edges) in enumerate(pattern.components()):
-        if not any(pattern.nodes[v].known for v in comp_nodes):
-            raise ConfigError("a pattern component has no known entity: validate the pattern first (validate_pattern).")
+        if not any(v in lookup_ids for v in comp_nodes):
+            raise ConfigError("a pattern component has no known entity and no type candidates: validate the pattern "
+                              "first (validate_pattern), or give the retriever entity types.")
         n_cand = {v: int(lookup_ids[v].size) for v in comp_nodes if v in lookup_ids}
         root, steps = _search_order(pattern, comp_nodes, comp_edges, n_cand)
         orders.append([(u, w, j, tree) for u, w, j, tree in steps])
@@ -569,11 +600,14 @@ class GSDRetriever:
 
     `entity_vectors` / `relation_vectors`: L2-normalised float32 rows in KG id order. `encode`
     turns texts into vectors of the same model (needed for LLM patterns; tests may pass vectors).
+    `type_index` (entity types with type-name vectors) enables the type-candidate rule for pattern
+    components without a known node.
     """
 
     def __init__(self, kg: "KG", entity_vectors: np.ndarray, relation_vectors: np.ndarray,
                  encode: Callable[[list[str]], np.ndarray] | None = None, index_kind: str = "auto",
-                 index_options: dict | None = None, search_threads: int | None = 1):
+                 index_options: dict | None = None, search_threads: int | None = 1,
+                 type_index: "TypeIndex | None" = None):
         ent = np.ascontiguousarray(entity_vectors, dtype=np.float32)
         rel = np.ascontiguousarray(relation_vectors, dtype=np.float32)
         if ent.shape[0] != kg.num_entities or rel.shape[0] != kg.num_relations:
@@ -586,24 +620,66 @@ class GSDRetriever:
         self.relation_vectors = rel
         self._relation_vectors64 = rel.astype(np.float64)
         self.dim = int(ent.shape[1])
+        if type_index is not None and len(type_index) and type_index.vectors.shape[1] != self.dim:
+            raise ConfigError(f"type vectors have dimension {type_index.vectors.shape[1]}, entity vectors {self.dim}: "
+                              "embed both with the same model.")
+        self.type_index = type_index if type_index is not None and len(type_index) else None
         t0 = time.perf_counter()
         self.incidence = Incidence(kg)
         t1 = time.perf_counter()
         self.index_kind = resolve_index_kind(index_kind, kg.num_entities)
-        self.index, self.index_from_cache = _cached_index(self.index_kind, ent, dict(index_options or {}))
+        options = dict(index_options or {})
+        if index_kind == "auto":
+            options = auto_index_options(self.index_kind, kg.num_entities, options)
+        self.index_options = options
+        self.index, self.index_from_cache = _cached_index(self.index_kind, ent, options)
         self.build_seconds = {"incidence": t1 - t0, "index": time.perf_counter() - t1}
 
     @classmethod
     def from_embedder(cls, kg: "KG", embedder="minilm", index_kind: str = "auto", progress: bool | None = None,
-                      search_threads: int | None = 1, **index_options) -> "GSDRetriever":
-        """Embed every entity and relation name (through the embedder's on-disk cache) and index them."""
+                      search_threads: int | None = 1, entity_types=None, **index_options) -> "GSDRetriever":
+        """Embed every entity and relation name (through the embedder's on-disk cache) and index them.
+
+        `entity_types`: the KG's types (FactKG: `dataset.info["entity_types"]`, with names / indptr /
+        entity_ids) for the type-candidate rule; their names are embedded with the same model.
+        """
         from ...embeddings import load_embedder
+        from .type_candidates import TypeIndex
 
         emb = load_embedder(embedder) if isinstance(embedder, str) else embedder
         ent = emb.encode([embedding_text(n) for n in kg.entity_names], progress=progress)
         rel = emb.encode([embedding_text(n) for n in kg.relation_names])
-        return cls(kg, ent, rel, encode=lambda texts: emb.encode(list(texts)), index_kind=index_kind,
-                   index_options=index_options, search_threads=search_threads)
+        encode = lambda texts: emb.encode(list(texts))  # noqa: E731
+        types = TypeIndex.from_types(entity_types, encode) if entity_types is not None and len(entity_types) else None
+        return cls(kg, ent, rel, encode=encode, index_kind=index_kind, index_options=index_options,
+                   search_threads=search_threads, type_index=types)
+
+    # -------------------------------------------------------------- the type-candidate rule
+    def unanchored_typed_nodes(self, pattern: Pattern) -> list[int]:
+        """UNKNOWN nodes with a type in components without a known node (those the rule applies to)."""
+        out = []
+        for nodes, _ in pattern.components():
+            if not any(pattern.nodes[v].known for v in nodes):
+                out.extend(v for v in nodes if (pattern.nodes[v].type or "").strip())
+        return sorted(out)
+
+    def type_candidates(self, pattern: Pattern, config: GSDConfig,
+                        type_vectors: np.ndarray | None = None) -> dict[int, tuple[np.ndarray, list[str]]]:
+        """{unknown node: (entity ids of its `type_topk` nearest types, those type names)} for the
+        typed UNKNOWN nodes of components without a known node; empty without a type index."""
+        nodes = self.unanchored_typed_nodes(pattern) if self.type_index is not None else []
+        if not nodes:
+            return {}
+        if type_vectors is None:
+            if self.encode is None:
+                raise ConfigError("this retriever has no encoder: build it with from_embedder() or pass type vectors.")
+            from .type_candidates import type_text
+
+            type_vectors = np.asarray(self.encode([type_text(pattern.nodes[v].type) for v in nodes]), dtype=np.float32)
+        out = {}
+        for v, tids in zip(nodes, self.type_index.nearest_types(type_vectors, config.type_topk)):
+            out[v] = (self.type_index.entities_of(tids), [str(self.type_index.names[t]) for t in tids])
+        return out
 
     # -------------------------------------------------------------- filtering
     def pattern_vectors(self, pattern: Pattern) -> tuple[np.ndarray, np.ndarray]:
@@ -617,8 +693,9 @@ class GSDRetriever:
         return vecs[: len(known)], vecs[len(known):]
 
     def candidates(self, pattern: Pattern, config: GSDConfig, node_vectors: np.ndarray | None = None,
-                   relation_vectors: np.ndarray | None = None) -> Candidates:
-        """Vector search for the known nodes (one batched call) and relation distances for the edges."""
+                   relation_vectors: np.ndarray | None = None, type_vectors: np.ndarray | None = None) -> Candidates:
+        """Vector search for the known nodes (one batched call), relation distances for the edges, and
+        type candidates for the UNKNOWN nodes of unanchored components (when the KG has types)."""
         t0 = time.perf_counter()
         if node_vectors is None or relation_vectors is None:
             node_vectors, relation_vectors = self.pattern_vectors(pattern)
@@ -649,11 +726,18 @@ class GSDRetriever:
             rows = np.arange(rel_full.shape[0])[:, None]
             rel[rows, top] = rel_full[rows, top]
         t3, c3 = time.perf_counter(), time.process_time()
+        typed = {}
+        for v, (ent_ids, type_names) in self.type_candidates(pattern, config, type_vectors).items():
+            ids[v], dists[v] = ent_ids, np.zeros(ent_ids.size)
+            typed[v] = type_names
+        t4 = time.perf_counter()
         # wall-clock ms, and process CPU ms (all threads) that a busy shared machine does not inflate
         timings = {"encode_ms": (t1 - t0) * 1e3, "node_search_ms": (t2 - t1) * 1e3,
                    "node_search_cpu_ms": (c2 - c1) * 1e3, "relation_ms": (t3 - t2) * 1e3,
                    "relation_cpu_ms": (c3 - c2) * 1e3, "known_nodes": len(known)}
-        return Candidates(ids, dists, rel, timings)
+        if typed:
+            timings.update({"type_candidates_ms": (t4 - t3) * 1e3, "typed_nodes": len(typed)})
+        return Candidates(ids, dists, rel, timings, typed)
 
     def describe_candidates(self, pattern: Pattern, cand: Candidates, limit: int = 5) -> dict:
         """Names and distances of the best candidates, for per-example records."""
@@ -663,12 +747,17 @@ class GSDRetriever:
             ids, d = cand.node_ids[v], cand.node_dist[v]
             nodes[pattern.nodes[v].label] = [[str(kg.entity_names[i]), round(float(x), 4)]
                                              for i, x in zip(ids[:limit].tolist(), d[:limit].tolist())]
+        typed = {pattern.nodes[v].label: {"types": names, "entities": int(cand.node_ids[v].size)}
+                 for v, names in cand.typed.items()}
         rels = []
         for j, e in enumerate(pattern.edges):
             ids, d = cand.relation_candidates(j)
             rels.append({"relation": e.relation,
                          "top": [[str(kg.relation_names[i]), round(float(x), 4)] for i, x in zip(ids[:limit], d[:limit])]})
-        return {"nodes": nodes, "relations": rels}
+        out = {"nodes": nodes, "relations": rels}
+        if typed:
+            out["typed"] = typed
+        return out
 
     # -------------------------------------------------------------- search
     def search(self, pattern: Pattern, config: GSDConfig, candidates: Candidates) -> SearchResult:

@@ -190,12 +190,14 @@ class PatternCheck:
         return "; ".join(self.errors) if self.errors else None
 
 
-def validate_pattern(pattern: Pattern | None, max_edges: int = MAX_PATTERN_EDGES) -> PatternCheck:
+def validate_pattern(pattern: Pattern | None, max_edges: int = MAX_PATTERN_EDGES,
+                     typed_unknowns: bool = False) -> PatternCheck:
     """Clean a pattern and decide whether it can be searched.
 
     Self-loop and duplicate triples are dropped (warnings); a component without any known entity
-    is dropped (warning) because nothing anchors it in the KG; no triples, no known entity at all,
-    or more than `max_edges` triples are errors.
+    is dropped (warning) because nothing anchors it in the KG, unless `typed_unknowns` (the KG has
+    entity types, so SimGRAG's type-candidate rule anchors it) and one of its UNKNOWN nodes has a
+    type; no triples, no usable component, or more than `max_edges` triples are errors.
     """
     if pattern is None or not pattern.edges:
         return PatternCheck(False, None, ["no triples"])
@@ -223,10 +225,15 @@ def validate_pattern(pattern: Pattern | None, max_edges: int = MAX_PATTERN_EDGES
     for nodes, edge_ids in cleaned.components():
         if any(cleaned.nodes[i].known for i in nodes):
             anchored_edges.extend(cleaned.edges[j] for j in edge_ids)
+        elif typed_unknowns and any((cleaned.nodes[i].type or "").strip() for i in nodes):
+            anchored_edges.extend(cleaned.edges[j] for j in edge_ids)
+            warnings.append(f"a component of {len(edge_ids)} triple(s) has no known entity: "
+                            "its typed UNKNOWN nodes get type candidates")
         else:
             warnings.append(f"dropped a component of {len(edge_ids)} triple(s) with no known entity")
     if not anchored_edges:
-        return PatternCheck(False, None, ["no known entity: every node is UNKNOWN"], warnings)
+        why = "no known entity and no typed UNKNOWN node" if typed_unknowns else "no known entity: every node is UNKNOWN"
+        return PatternCheck(False, None, [why], warnings)
     anchored_edges.sort(key=lambda e: cleaned.edges.index(e))
     final = _rebuild(cleaned, anchored_edges)
     return PatternCheck(True, final, [], warnings)
@@ -368,8 +375,11 @@ def load_prompt_file(name: str) -> dict:
 
 
 def pattern_family(dataset: str | None, kg_relations: Iterable[str] | None = None) -> str:
-    """Which few-shot set fits a dataset: 'movies' (MetaQA schema) or 'people' (PathQuestion)."""
+    """Which few-shot set fits a dataset: 'movies' (MetaQA schema), 'people' (PathQuestion) or
+    'claims' (FactKG's claims over DBpedia)."""
     name = (dataset or "").lower()
+    if "factkg" in name:
+        return "claims"
     if name.startswith(("pq", "pathquestion", "wc", "sample-people")):
         return "people"
     if name.startswith(("metaqa", "sample-movies")):
@@ -396,7 +406,8 @@ def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies") 
     examples = families[family]
     if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
         raise ConfigError(f"shots must be an integer in 0..{len(examples)} (the paper uses 4, 8 or 12), got {shots!r}.")
-    chat = [{"role": "system", "content": spec["instructions"].strip()}]
+    instructions = (spec.get("family_instructions") or {}).get(family, spec["instructions"])
+    chat = [{"role": "system", "content": instructions.strip()}]
     for ex in examples[:shots]:
         chat.append({"role": "user", "content": f"Question: {ex['question']}"})
         chat.append({"role": "assistant", "content": render_pattern_answer(ex["phrases"], ex["triples"])})

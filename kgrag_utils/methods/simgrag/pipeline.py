@@ -12,6 +12,15 @@ containment), stage timings, tokens, and which stage failed:
 
 `failed` marks system failures (no usable pattern, no evidence, empty answer): they count as wrong
 and are counted separately (`n_failed`), never dropped.
+
+Fact verification (FactKG; `task="verify"`, chosen automatically for factkg datasets): the claim
+takes the question's place, the pattern comes from the claim (the `claims` few-shot family), the
+evidence goes to a verification prompt and the verdict is parsed as "True" / "False". Scores:
+`hits@1` is then accuracy (the verdict equals the label exactly); `containment` is the reference
+code's lenient check (the label's text appears in the reply). A claim whose retrieval finds nothing
+is still verified, with an empty evidence list, as in the reference. Without gold patterns the
+stage blame is: "pattern" (unusable pattern), "retrieval" (the evidence misses one of the claim's
+entities: a retrieval or a pattern error), else "generation".
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...metrics import containment, hits_at_1, normalize_answer
-from .generate import build_answer_prompt, evidence_lines, parse_answer
+from .generate import build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
 from .gsd_search import GSDConfig, GSDRetriever, SearchResult
 from .oracle import oracle_pattern
 from .pattern import (Pattern, build_pattern_prompt, parse_pattern_output, pattern_family, validate_pattern)
@@ -32,9 +41,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
     from ...llm import LLM
 
-__all__ = ["SimGRAGSettings", "SimGRAG", "summarize_records", "replay_gold_llm", "PATTERN_SOURCES", "STAGES"]
+__all__ = ["SimGRAGSettings", "SimGRAG", "summarize_records", "replay_gold_llm", "resolve_task", "PATTERN_SOURCES",
+           "STAGES", "TASKS"]
 
 PATTERN_SOURCES = ("llm", "oracle")
+TASKS = ("auto", "qa", "verify")
 STAGES = ("pattern", "retrieval", "generation")
 
 
@@ -54,18 +65,32 @@ class SimGRAGSettings:
     family: str | None = None
     pattern_max_tokens: int = 160
     answer_max_tokens: int = 64
+    task: str = "auto"  # "qa", "verify" (claims -> True/False), "auto": verify for factkg datasets
+    type_topk: int = 16  # entity types per typed UNKNOWN node of a pattern without known nodes (reference: 16)
 
     def __post_init__(self):
         if self.pattern_source not in PATTERN_SOURCES:
             raise ConfigError(f"pattern_source must be one of {PATTERN_SOURCES}, got {self.pattern_source!r}.")
+        if self.task not in TASKS:
+            raise ConfigError(f"task must be one of {TASKS}, got {self.task!r}.")
         self.gsd_config()  # validates the search parameters
 
     def gsd_config(self) -> GSDConfig:
         return GSDConfig(top_k=self.top_k, node_topk=self.node_topk, rel_topk=self.rel_topk,
-                         injective=self.injective, direction=self.direction, time_limit_s=self.time_limit_s)
+                         injective=self.injective, direction=self.direction, time_limit_s=self.time_limit_s,
+                         type_topk=self.type_topk)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def resolve_task(task: str, dataset: str | None) -> str:
+    """'qa' or 'verify': `task` unless it is 'auto', then 'verify' for FactKG datasets (factkg, fixture-factkg)."""
+    if task not in TASKS:
+        raise ConfigError(f"task must be one of {TASKS}, got {task!r}.")
+    if task != "auto":
+        return task
+    return "verify" if "factkg" in (dataset or "").lower() else "qa"
 
 
 def _gold_hit(names: Iterable[str], golds: Sequence[str]) -> bool:
@@ -93,7 +118,9 @@ class SimGRAG:
         self.retriever = retriever
         self.llm = llm
         self.settings = settings or SimGRAGSettings()
-        self.family = self.settings.family or pattern_family(dataset, kg.relation_names.tolist())
+        self.task = resolve_task(self.settings.task, dataset)
+        self.family = self.settings.family or ("claims" if self.task == "verify" else
+                                               pattern_family(dataset, kg.relation_names.tolist()))
         if self.settings.pattern_source == "llm" and llm is None:
             raise ConfigError("pattern_source='llm' needs an llm: pass load_llm(preset) or use pattern_source='oracle'.")
 
@@ -147,15 +174,16 @@ class SimGRAG:
         for w in chunk:
             q = w.q
             w.record.update({
-                "id": q.qid, "question": q.question, "topic_entities": list(q.topic_entities),
+                "id": q.qid, "task": self.task, "question": q.question, "topic_entities": list(q.topic_entities),
                 "answers_gold": list(q.answers), "hops": q.hops, "qtype": q.qtype,
                 "answerable": q.answerable, "pattern_source": s.pattern_source,
                 "gold_pattern": (oracle_pattern(q).to_dict() if oracle_pattern(q) is not None else None),
             })
+        typed = self.retriever.type_index is not None
         if s.pattern_source == "oracle":
             for w in chunk:
                 p = oracle_pattern(w.q)
-                check = validate_pattern(p)
+                check = validate_pattern(p, typed_unknowns=typed)
                 w.pattern = check.pattern
                 w.record.update({"pattern_prompt": None, "pattern_raw": None, "pattern_phrases": [],
                                  "pattern_triples": [list(t) for t in p.triples()] if p else [],
@@ -167,7 +195,7 @@ class SimGRAG:
         results = self.llm.generate(prompts, max_new_tokens=s.pattern_max_tokens, stop=("\nQuestion:",))
         for w, prompt, res in zip(chunk, prompts, results):
             parsed = parse_pattern_output(res.text, w.q.question)
-            check = validate_pattern(Pattern.from_triples(parsed.triples)) if parsed.triples else None
+            check = validate_pattern(Pattern.from_triples(parsed.triples), typed_unknowns=typed) if parsed.triples else None
             w.pattern = check.pattern if check is not None and check.ok else None
             error = parsed.error or (check.error if check is not None else None)
             w.record.update({
@@ -202,6 +230,11 @@ class SimGRAG:
                 name = str(self.kg.entity_names[res.best.nodes[w.pattern.answer]])
                 rec["top1_answer"] = name
                 rec["top1_hit"] = _gold_hit([name], w.q.answers)
+        if self.task == "verify":  # no gold pattern: the evidence should hold every entity of the claim
+            for w in chunk:
+                w.record["oracle_retrieval_hit"] = None
+                w.record["retrieval_hit"] = self._covers_claim(w.result, w.q)
+            return
         # the gold pattern's retrieval tells a pattern error from a retrieval error
         for w in chunk:
             gold = oracle_pattern(w.q)
@@ -213,6 +246,13 @@ class SimGRAG:
                 w.record["oracle_retrieval_hit"] = None
             w.record["retrieval_hit"] = self._evidence_hit(w.result, w.q) if w.result is not None else False
 
+    def _covers_claim(self, result: SearchResult | None, q) -> bool:
+        """Every entity of the claim (FactKG's Entity_set) is a node of some retrieved subgraph."""
+        if result is None or not result.subgraphs:
+            return False
+        names = {str(self.kg.entity_names[x]) for x in result.evidence_entities()}
+        return all(e in names for e in q.topic_entities)
+
     def _evidence_hit(self, result: SearchResult | None, q) -> bool:
         if result is None:
             return False
@@ -221,6 +261,8 @@ class SimGRAG:
 
     # -------------------------------------------------------------- stage 3
     def _answers(self, chunk: list[_Work]) -> None:
+        if self.task == "verify":
+            return self._verdicts(chunk)
         s = self.settings
         ready = [w for w in chunk if w.result is not None and w.result.subgraphs]
         prompts = []
@@ -236,16 +278,43 @@ class SimGRAG:
             w.record["timings"]["answer_s"] = res.seconds
             w.record["tokens"].update({"answer_prompt": res.prompt_tokens, "answer_completion": res.completion_tokens,
                                        "answer_cached": res.cached})
+        self._answer_defaults(chunk)
+
+    @staticmethod
+    def _answer_defaults(chunk: list[_Work]) -> None:
         for w in chunk:
             w.record.setdefault("evidence", [])
             w.record.setdefault("answer_prompt", None)
             w.record.setdefault("answer_raw", None)
             w.record.setdefault("answers", [])
 
+    def _verdicts(self, chunk: list[_Work]) -> None:
+        """Verify each claim with a usable pattern against its evidence (possibly none) -> True / False."""
+        s = self.settings
+        ready = [w for w in chunk if w.result is not None]
+        prompts = []
+        for w in ready:
+            lines = evidence_lines(self.kg, w.result.subgraphs)
+            w.record["evidence"] = lines
+            prompts.append(build_verify_prompt(w.q.question, lines, s.answer_shots))
+        results = self.llm.generate(prompts, max_new_tokens=s.answer_max_tokens) if prompts else []
+        for w, prompt, res in zip(ready, prompts, results):
+            verdict = parse_verdict(res.text)
+            w.record.update({"answer_prompt": prompt, "answer_raw": res.text, "answers": [verdict] if verdict else []})
+            w.record["timings"]["answer_s"] = res.seconds
+            w.record["tokens"].update({"answer_prompt": res.prompt_tokens, "answer_completion": res.completion_tokens,
+                                       "answer_cached": res.cached})
+        self._answer_defaults(chunk)
+
     # -------------------------------------------------------------- scoring
     def _score(self, w: _Work, answered: bool) -> None:
         rec, golds = w.record, list(w.q.answers)
-        if answered:
+        if self.task == "verify" and answered:
+            answers = rec.get("answers") or []
+            rec["prediction"] = answers[0] if answers else None
+            rec["hits@1"] = 1.0 if answers and answers[0] == golds[0] else 0.0  # accuracy: the label, exactly
+            rec["containment"] = containment(rec.get("answer_raw") or "", golds)  # the reference's check
+        elif answered:
             answers = rec.get("answers") or []
             rec["prediction"] = answers[0] if answers else None
             rec["hits@1"] = hits_at_1(answers, golds) if answers else (0.0 if golds else float("nan"))
@@ -257,7 +326,7 @@ class SimGRAG:
             rec["containment"] = rec["hits@1"]
         if not rec["pattern_ok"]:
             reason = "pattern"
-        elif not rec["subgraphs"]:
+        elif not rec["subgraphs"] and not (self.task == "verify" and answered):
             reason = "retrieval"
         elif answered and not rec.get("answers"):
             reason = "generation"
@@ -300,6 +369,14 @@ def summarize_records(records: Sequence[dict]) -> dict:
     out["answerable"] = summarize(answerable, ["hits@1", "containment"])
     n = len(records)
     out["n"] = n
+    tasks = {r.get("task", "qa") for r in records}
+    out["task"] = tasks.pop() if len(tasks) == 1 else "mixed"
+    if out["task"] == "verify":  # accuracy = strict verdict match; by FactKG reasoning type too
+        out["accuracy"] = out["all"]["hits@1"]
+        out["verdicts"] = {v: sum(1 for r in records if r.get("prediction") == v) for v in ("True", "False")}
+        out["verdicts"]["none"] = n - out["verdicts"]["True"] - out["verdicts"]["False"]
+        out["by_qtype"] = {str(t): summarize([r for r in records if r.get("qtype") == t], ["hits@1"])
+                           for t in sorted({r.get("qtype") for r in records}, key=str)}
     out["pattern_parse_rate"] = sum(bool(r.get("pattern_ok")) for r in records) / n if n else float("nan")
     out["retrieval_hit_rate"] = sum(bool(r.get("retrieval_hit")) for r in records) / n if n else float("nan")
     top1 = [r["top1_hit"] for r in records if r.get("top1_hit") is not None]
@@ -332,7 +409,9 @@ def replay_gold_llm(questions: Sequence, cache=False):
 
     Pattern prompts are answered with the question's gold pattern (relation names with spaces,
     as a model would write them); answer prompts with the last entity of graph [1] that the
-    question does not mention. It sees no gold answers.
+    question does not mention. Claims (FactKG: no gold chain) get a pattern that links the claim's
+    entities with the relation "related to" (or, for one entity, an UNKNOWN neighbour); verification
+    prompts get "True" when the evidence has a graph [1], else "False". It sees no gold answers or labels.
     """
     import re
 
@@ -345,9 +424,17 @@ def replay_gold_llm(questions: Sequence, cache=False):
         if p is not None:
             gold[q.question] = render_pattern_answer(["(replayed gold pattern)"],
                                                      [(h, r.replace("_", " "), t) for h, r, t in p.triples()])
+        elif q.topic_entities:  # a claim: its entities, linked
+            names = [str(e).replace("_", " ") for e in q.topic_entities]
+            triples = ([(names[0], "related to", n) for n in names[1:]] if len(names) > 1
+                       else [(names[0], "related to", "UNKNOWN entity 1")])
+            gold[q.question] = render_pattern_answer(["(claim entities linked)"], triples)
 
     def respond(text: str) -> str:
         question = text.rsplit("Question:", 1)[-1].strip()
+        if "\nClaim:" in text:  # a verification prompt: look at the last turn only
+            last = text.rsplit("Evidence:", 1)[-1]
+            return "The evidence has a graph.\nAnswer: True" if "graph [1]:" in last else "No evidence.\nAnswer: False"
         if "Evidence:" not in text:  # a pattern prompt
             return gold.get(question, "Phrases:\nTriples:")
         first = next((ln for ln in reversed(text.splitlines()) if ln.startswith("graph [1]:")), "")  # not a shot's

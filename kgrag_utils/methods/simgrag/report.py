@@ -13,6 +13,8 @@ __all__ = ["PAPER", "PAPER_NOTE", "paper_table", "comparison_table", "gsd_terms_
            "stage_error_figure", "latency_figure"]
 
 PAPER_NOTE = "paper (Llama-3-70B; its 'Hits@1' is lenient containment)"
+PAPER_NOTE_VERIFY = ("paper (Llama-3-70B; FactKG accuracy, scored by its code as the label's text appearing in the "
+                     "reply)")
 
 #: SimGRAG's published main results (ACL 2025, Table 2) and the strongest baselines, in %.
 PAPER = {
@@ -34,11 +36,22 @@ def paper_table():
     return df
 
 
-def comparison_table(dataset: str, summary: dict):
-    """Our strict and lenient scores (all questions and the answerable subset) beside the paper's figure."""
+def comparison_table(dataset: str, summary: dict, task: str = "qa"):
+    """Our strict and lenient scores (all questions and the answerable subset) beside the paper's figure.
+
+    For fact verification (task "verify"): accuracy (the parsed verdict equals the label) and the
+    reference code's lenient check (the label's text appears in the reply), on all claims."""
     import pandas as pd
 
     paper = PAPER["SimGRAG"].get(dataset)
+    if task == "verify":
+        part = summary.get("all") or {}
+        rows = [{"run": "ours, all claims", "n": part.get("n"), "accuracy (%)": _pct(part.get("hits@1")),
+                 "label in reply, lenient (%)": _pct(part.get("containment")), "n_failed": part.get("n_failed")},
+                {"run": PAPER_NOTE_VERIFY, "n": None,
+                 "accuracy (%)": paper if paper is not None else "n/a for this dataset",
+                 "label in reply, lenient (%)": None, "n_failed": None}]
+        return pd.DataFrame(rows).set_index("run")
     rows = []
     for subset in ("all", "answerable"):
         part = summary.get(subset) or {}
@@ -100,7 +113,9 @@ def stage_error_figure(records: Sequence[dict], title: str = ""):
 
     n = len(records)
     data = []
-    for key, label in (("failed_stage", "strict Hits@1"), ("failed_stage_lenient", "lenient containment")):
+    verify = bool(records) and all(r.get("task") == "verify" for r in records)
+    labels = ("accuracy", "label in reply (lenient)") if verify else ("strict Hits@1", "lenient containment")
+    for key, label in zip(("failed_stage", "failed_stage_lenient"), labels):
         for stage in STAGES:
             count = sum(1 for r in records if r.get(key) == stage)
             data.append({"metric": label, "stage": stage, "share of questions (%)": 100 * count / n if n else 0.0})
@@ -109,7 +124,7 @@ def stage_error_figure(records: Sequence[dict], title: str = ""):
     import seaborn as sns
 
     sns.barplot(df, x="stage", y="share of questions (%)", hue="metric", ax=ax)
-    ax.set_title(title or f"Where SimGRAG went wrong ({n} questions)")
+    ax.set_title(title or f"Where SimGRAG went wrong ({n} {'claims' if verify else 'questions'})")
     ax.set_xlabel("stage that failed")
     fig.tight_layout()
     return fig
