@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from stand_ins import HashBOW
 
 from kgrag_utils.datasets.records import Passage, PassageQuestion
 from kgrag_utils.embeddings import Embedder
@@ -21,22 +22,8 @@ from kgrag_utils.methods.vector_rerank import (VARIANTS, GraphIndex, VectorReran
                                                pool_corpus, rerank_prompt, summarize_records)
 
 
-class HashBOW:
-    """A deterministic stand-in for a sentence encoder: hashed bag of lower-cased words (no model needed)."""
-
-    dim = 64
-
-    def encode(self, texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
-            out[i, 0] += 0.01
-        return out
-
-
 def hash_embedder() -> Embedder:
-    return Embedder(model=HashBOW(), model_id="hash-bow-test", cache=False)
+    return Embedder(model=HashBOW(dim=64), model_id="hash-bow-test", cache=False)
 
 
 CORPUS = [

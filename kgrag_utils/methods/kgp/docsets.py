@@ -203,11 +203,15 @@ class PassageCorpus:
         docs = list(own)
         n = sum(len(self.split(d)) for d in docs)
         added = 0
-        if target > n and self.page_key == "title":  # whole articles of other titles, in a seeded order
-            own_titles = {d.title for d in docs}
-            titles = [t for t in self.pages if t not in own_titles]
-            for idx in rng.permutation(len(titles)):
-                for j in self.pages[titles[idx]]:
+        if target > n:
+            if self.page_key == "title":  # whole articles of other titles, in a seeded order
+                own_titles = {d.title for d in docs}
+                titles = [t for t in self.pages if t not in own_titles]
+                groups = [self.pages[titles[i]] for i in rng.permutation(len(titles))]
+            else:  # single documents, in a seeded order
+                groups = [[i] for i in rng.permutation(len(self.docs))]
+            for group in groups:
+                for j in group:
                     doc = self.docs[j]
                     if doc.pid in seen:
                         continue
@@ -215,17 +219,6 @@ class PassageCorpus:
                     docs.append(doc)
                     added += 1
                     n += len(self.split(doc))
-                if n >= target:
-                    break
-        elif target > n:
-            for idx in rng.permutation(len(self.docs)):
-                doc = self.docs[idx]
-                if doc.pid in seen:
-                    continue
-                seen.add(doc.pid)
-                docs.append(doc)
-                added += 1
-                n += len(self.split(doc))
                 if n >= target:
                     break
         info = {"target_passages": int(target), "whole_corpus": False, "reached_target": bool(n >= target)}
