@@ -92,6 +92,7 @@ def main(argv=None) -> int:
     index, corpus_info = build_index(cfg, ds, embedder, llm, progress=progress, openie_batch=args.openie_batch)
     t_index = time.perf_counter() - t0
     run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages}
+    run_params.pop("answer_max_tokens")  # KG questions only: passage runs keep their names (and resume)
     if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
         run_params["prompt_version"] = PROMPT_VERSION
     run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"

@@ -176,21 +176,33 @@ def _compact(rec: Mapping) -> list[dict]:
 
 
 def _vector_rerank(rec: Mapping) -> list[dict]:
+    """Passage runs: recall rows per variant. KG question runs (answers from the reranked facts): strict
+    hits@1 and lenient containment for rerank, and every variant's fact hit. Each row carries the mean
+    prompt tokens per question (all LLM calls: entities, rerank and the answer call; 0 without an LLM)
+    and the mean seconds per question of that variant's stages."""
     s, ex = rec.get("summary") or {}, rec.get("examples") or []
     rows = []
     variants = s.get("variants") or {}
     tok_all = _mean(_num((e.get("tokens") or {}).get("prompt")) for e in ex)
+    fact_hit_def = "fact-level: a returned fact has a gold answer as head or tail (retrieval only, no answer)"
     for name, v in variants.items():
         if not isinstance(v, Mapping):
             continue
         uses_llm = name.startswith("rerank")
         base = _base(rec, v.get("n", s.get("n")), name, uses_llm=uses_llm)
         sec = _mean(_variant_seconds(e.get("timings"), name) for e in ex)
+        tok = tok_all if uses_llm else 0
         for metric in ("recall@2", "recall@5"):
             k = metric.split("@")[1]
-            rows.append(_row(base, metric, RECALL.format(k=k), v.get(metric), tok_all if uses_llm else 0, sec))
-        for metric, definition in (("em", EM_DEF), ("f1", F1_DEF), ("hits@1", STRICT), ("containment", LENIENT)):
-            rows.append(_row(base, metric, definition, v.get(metric), tok_all if uses_llm else 0, sec))
+            rows.append(_row(base, metric, RECALL.format(k=k), v.get(metric), tok, sec))
+        for metric, definition in (("em", EM_DEF), ("f1", F1_DEF), ("hits@1", STRICT), ("containment", LENIENT),
+                                   ("fact_hit", fact_hit_def)):
+            rows.append(_row(base, metric, definition, v.get(metric), tok, sec))
+        sub = v.get("answerable")  # KG questions: the same scores on the answerable questions (as SimGRAG reports)
+        if isinstance(sub, Mapping):
+            base_a = _base(rec, sub.get("n"), f"{name}, answerable", uses_llm=uses_llm)
+            for metric, definition in (("hits@1", STRICT), ("containment", LENIENT), ("fact_hit", fact_hit_def)):
+                rows.append(_row(base_a, metric, definition, sub.get(metric), tok, sec))
     return rows
 
 
@@ -322,7 +334,7 @@ def stage_errors(records: Iterable[Mapping]):
         elif method == "vector_rerank" and ex:
             fails = sum(1 for e in ex if ((e.get("variants") or {}).get("rerank") or {}).get("failed"))
             if any("rerank" in (e.get("variants") or {}) for e in ex):
-                counts = {"rerank reply unusable": fails}
+                counts = {"failed: rerank reply (or, on KG questions, the answer) unusable": fails}
         for stage, c in counts.items():
             rows.append({"method": method, "dataset": params.get("dataset"), "group": _SHARD.sub("", str(rec.get("run_name"))),
                          "stage": stage, "n": n, "count": c})

@@ -97,7 +97,7 @@ def test_stage_errors_add_up_over_shards(results):
     assert kgp.loc["reader (all gold retrieved, F1 = 0)", "n"] == 4
     assert kgp.loc["reader (all gold retrieved, F1 = 0)", "share"] == 1.0
     vr = st[st.method == "vector_rerank"].set_index("stage")
-    assert vr.loc["rerank reply unusable", "share"] == 0.5
+    assert vr.loc["failed: rerank reply (or, on KG questions, the answer) unusable", "share"] == 0.5
 
 
 def test_published_numbers_cover_every_method_and_stay_labelled():
@@ -115,3 +115,33 @@ def test_figures_draw_from_scores_and_from_nothing(results, tmp_path):
     fig2 = report.stage_error_figure(report.stage_errors([]))
     assert fig2.axes
     assert report.read_records(tmp_path / "nothing-here") == []
+
+
+def test_vector_rerank_kg_question_runs_give_answer_rows_with_tokens_and_seconds(tmp_path):
+    # vector rerank on KG questions: rerank answers from its chosen facts (hits@1, containment), every variant
+    # has a fact hit; tokens are all LLM calls per question (rerank + answer), seconds the variant's own stages
+    root = tmp_path / "results"
+    write_run(root, "vr-kgqa", {"method": "vector_rerank", "status": "ok",
+                                "params": {"dataset": "metaqa-2hop", "split": "test", "task": "kgqa",
+                                           "llm_preset": "tiny"},
+                                "summary": {"n": 2, "task": "kgqa", "variants": {
+                                    "naive": {"fact_hit": 0.5, "n": 2, "n_failed": 0},
+                                    "rerank": {"hits@1": 0.5, "containment": 1.0, "fact_hit": 0.5, "n": 2, "n_failed": 1,
+                                               "answerable": {"hits@1": 1.0, "containment": 1.0, "n": 1}}}}},
+              [{"id": str(i), "tokens": {"prompt": 400 + 200 * i, "rerank_prompt": 300, "answer_prompt": 100 + 200 * i},
+                "timings": {"embed": 0.1, "naive": 0.1, "rerank_seeds": 0.2, "rerank_llm": 4.0, "rerank_answer_llm": 1.0 + i,
+                            "entities_llm": 0.0}} for i in range(2)])
+    scores = report.score_rows(report.read_records(root))
+    vr = scores.set_index(["variant", "metric"])
+    assert vr.loc[("rerank", "hits@1"), "value"] == 0.5 and vr.loc[("rerank", "hits@1"), "definition"].startswith("strict")
+    assert vr.loc[("rerank", "containment"), "value"] == 1.0
+    assert vr.loc[("rerank", "containment"), "definition"].startswith("lenient")
+    assert vr.loc[("rerank", "hits@1"), "prompt_tokens_per_q"] == 500
+    assert vr.loc[("rerank", "hits@1"), "seconds_per_q"] == pytest.approx(0.1 + 0.2 + 4.0 + 1.5)
+    assert vr.loc[("rerank", "hits@1"), "llm"] == "tiny" and vr.loc[("rerank", "hits@1"), "dataset"] == "metaqa-2hop"
+    assert vr.loc[("naive", "fact_hit"), "value"] == 0.5 and vr.loc[("naive", "fact_hit"), "llm"] == "none"
+    assert vr.loc[("naive", "fact_hit"), "prompt_tokens_per_q"] == 0
+    assert vr.loc[("naive", "fact_hit"), "seconds_per_q"] == pytest.approx(0.2)
+    assert ("naive", "hits@1") not in vr.index and ("rerank", "recall@5") not in vr.index
+    answerable = vr.loc[("rerank, answerable", "hits@1")]
+    assert answerable["value"] == 1.0 and answerable["n"] == 1 and answerable["prompt_tokens_per_q"] == 500

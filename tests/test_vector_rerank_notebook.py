@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -38,4 +39,26 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm():
     assert summary["rerank_graph"]["entity_sources"] == {"lexical": 3}
     figs = settings.figures_dir()
     for name in ("vector_rerank_worked_example", "vector_rerank_recall_at_k", "vector_rerank_expansion_vs_degree"):
+        assert (figs / f"{name}.png").exists()
+
+
+@pytest.mark.slow
+def test_notebook_runs_on_kg_questions_with_the_fake_llm():
+    # KG questions (sample-movies-2hop): the fact index, lexical seeds from the bracketed topic entity; the fake LLM
+    # answers "" so every rerank fails and counts as wrong (plumbing only, never a source of reported numbers).
+    outcome = run_notebook(NOTEBOOK, {"dataset": "sample-movies-2hop", "llm_preset": "fake", "limit": 3, "degree": 2,
+                                      "entity_extraction": "lexical"}, run_name="vr-notebook-kgqa-smoke")
+    assert outcome.status == "ok", outcome.error
+    run = read_run(settings.results_dir() / "vr-notebook-kgqa-smoke")
+    summary, params = run["summary"], run["params"]
+    assert params["dataset"] == "sample-movies-2hop" and params["task"] == "kgqa" and params["llm_preset"] == "fake"
+    assert set(summary["variants"]) == {"naive", "expand", "rerank"} and summary["n"] == 3
+    rerank = summary["variants"]["rerank"]
+    assert rerank["n_failed"] == 3 and rerank["hits@1"] == 0.0 and rerank["containment"] == 0.0
+    assert "fact_hit" in summary["variants"]["naive"] and "hits@1" not in summary["variants"]["naive"]
+    assert summary["rerank_graph"]["entity_sources"] == {"lexical": 3}
+    examples = [json.loads(line) for line in (settings.results_dir() / "vr-notebook-kgqa-smoke" / "examples.jsonl").open()]
+    assert len(examples) == 3 and all(e["graph"]["rerank"]["query_entities"] == e["topic_entities"] for e in examples)
+    figs = settings.figures_dir()
+    for name in ("vector_rerank_worked_example", "vector_rerank_kgqa_scores", "vector_rerank_expansion_vs_degree"):
         assert (figs / f"{name}.png").exists()

@@ -11,7 +11,8 @@ passage collections, relation -> passages, sparse incidence), `expansion` (degre
 the similarity cap), `query_entities` (LLM parse + lexical fallback), `prompts`, `rerank` (robust
 id mapping), `openie` (triples for corpora without them, cached and resumable), `corpus`
 (released triples or OpenIE, optional pool, `build_index`), `pipeline` (per-question records and
-summaries), `report` (tables and figure data for the notebook).
+summaries), `kgqa` (KG question datasets: the KG's facts are the unit, answers from the chosen
+facts, Hits@1), `report` (tables and figure data for the notebook).
 """
 
 from .config import (MEASURED_NAIVE_MUSIQUE, PUBLISHED_RECALL5, VARIANT_LABELS, VARIANTS, VectorRerankConfig,
@@ -19,11 +20,13 @@ from .config import (MEASURED_NAIVE_MUSIQUE, PUBLISHED_RECALL5, VARIANT_LABELS, 
 from .corpus import build_index, dataset_triples, pool_corpus
 from .expansion import Expansion, cap_by_similarity, expand
 from .graph_index import GraphIndex, entity_key, passage_text, relation_sentence
+from .kgqa import KGQA_VARIANT_LABELS, KGQA_VARIANTS, FactRerank, fact_hits, kgqa_variants, summarize_kgqa
 from .openie import OpenIEResult, extract_openie, openie_store_path
 from .pipeline import RECALL_KS, VectorRerank, gold_of, summarize_records
-from .prompts import PROMPT_VERSION, entity_prompt, format_candidates, openie_prompt, rerank_prompt
-from .query_entities import QueryEntities, lexical_entities, parse_entity_answer
-from .report import expansion_sizes, recall_curve_frame, results_table, worked_example_edges
+from .prompts import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, answer_prompt, entity_prompt, format_candidates,
+                      openie_prompt, rerank_prompt)
+from .query_entities import QueryEntities, lexical_entities, marked_entities, parse_entity_answer
+from .report import expansion_sizes, kgqa_results_table, recall_curve_frame, results_table, worked_example_edges
 from .rerank import RerankChoice, map_rerank_answer
 
 __all__ = [
@@ -33,5 +36,6 @@ __all__ = [
     "entity_prompt", "rerank_prompt", "openie_prompt", "format_candidates", "PROMPT_VERSION", "OpenIEResult",
     "extract_openie", "openie_store_path", "pool_corpus", "dataset_triples", "VectorRerank", "summarize_records",
     "gold_of", "RECALL_KS", "build_index", "results_table", "recall_curve_frame", "expansion_sizes",
-    "worked_example_edges",
+    "worked_example_edges", "FactRerank", "KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "kgqa_variants", "summarize_kgqa",
+    "fact_hits", "kgqa_results_table", "answer_prompt", "ANSWER_PROMPT_VERSION", "marked_entities",
 ]

@@ -67,7 +67,8 @@ class VectorRerankConfig:
     similarity) for the prompt and for the expand variant; select_n: relations the LLM is asked
     to choose; final_k: passages returned per variant; entity_extraction: "llm" (few-shot, falls
     back to lexical matching when it fails) or "lexical" (no LLM); the expand variant always uses
-    lexical seeds so that it needs no LLM. pool_per_question: -1 indexes the whole corpus; n >= 0
+    lexical seeds so that it needs no LLM. answer_max_tokens: the answer call of KG question
+    datasets (answers from the chosen facts; unused on passage datasets). pool_per_question: -1 indexes the whole corpus; n >= 0
     indexes only the gold passages of the evaluated questions plus each one's top-n dense passages
     (for corpora whose triples must come from a slow CPU OpenIE step; recorded and labelled).
     """
@@ -93,9 +94,10 @@ class VectorRerankConfig:
     entity_extraction: str = "llm"
     entity_max_tokens: int = 64
     rerank_max_tokens: int = 128
+    answer_max_tokens: int = 48
 
     def __post_init__(self):
-        for name in ("entity_topk", "relation_topk", "candidate_cap", "select_n", "final_k"):
+        for name in ("entity_topk", "relation_topk", "candidate_cap", "select_n", "final_k", "answer_max_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive int, got {value!r}.")

@@ -74,11 +74,18 @@ def build_index(config, dataset: "Dataset", embedder: "Embedder", llm: "LLM | No
     """The GraphIndex a run uses: whole corpus or pool (config.pool_per_question), released triples or OpenIE.
 
     Returns (index, info) where info says which corpus and which triples were used. A naive-only
-    run needs no triples (and no LLM).
+    run needs no triples (and no LLM). A KG question dataset (kind "kgqa") gives the index of its KG's
+    facts (`GraphIndex.from_kg`).
     """
     from .config import gold_key_for
     from .graph_index import GraphIndex
 
+    if getattr(dataset, "kind", None) == "kgqa":  # the KG's facts are the unit of retrieval; no passages, no OpenIE
+        if dataset.kg is None:
+            raise ConfigError(f"dataset {dataset.name!r} has no KG: load a KG question dataset (e.g. metaqa-2hop).")
+        index = GraphIndex.from_kg(dataset.kg)
+        index.attach_vectors(embedder, backend=config.vector_store, milvus_uri=config.milvus_uri or None, progress=progress)
+        return index, {"pool": False, "triples_source": "the dataset's KG"}
     corpus, info = list(dataset.corpus or []), {"pool": False}
     if config.pool_per_question >= 0:
         corpus, info = pool_corpus(corpus, dataset.items, embedder, config.pool_per_question,

@@ -150,6 +150,31 @@ class GraphIndex:
                    preds, sents, rel_passages, info)
 
     @classmethod
+    def from_kg(cls, kg) -> "GraphIndex":
+        """The graph of a KG question dataset (no passages: the unit of retrieval is the fact).
+
+        Entities are the KG's entity names (ids kept: entity i is `kg.entity_names[i]`); relations
+        are its edges verbalised "head relation tail" (underscores in relation names read as
+        spaces), in edge order, so relation j is KG edge j. Built with array operations only.
+        """
+        if len(kg) == 0:
+            raise ConfigError("the KG has no facts: load a KG question dataset (e.g. load_dataset('sample-movies-2hop')).")
+        names = [str(n) for n in kg.entity_names]
+        ids: dict[str, int] = {}
+        for i, n in enumerate(names):  # first surface form wins for the lexical lookup; every entity keeps its id
+            ids.setdefault(entity_key(n), i)
+        rel_text = np.asarray([str(r).replace("_", " ") for r in kg.relation_names], dtype=object)
+        heads = np.asarray(kg.heads, dtype=np.int64)
+        tails = np.asarray(kg.tails, dtype=np.int64)
+        ent = np.asarray(names, dtype=object)
+        preds = rel_text[np.asarray(kg.rels, dtype=np.int64)]
+        sents = (ent[heads] + " " + preds + " " + ent[tails]).tolist()
+        n_r = len(sents)
+        info = {"passages": 0, "kg": getattr(kg, "name", ""), "entities": len(names), "relations": n_r,
+                "unit": "fact (KG edge)"}
+        return cls([], names, ids, heads, tails, preds.tolist(), sents, sp.csr_matrix((n_r, 0), dtype=np.float32), info)
+
+    @classmethod
     def build(cls, corpus: Sequence["Passage"], triples: Mapping[str, Iterable[Sequence[str]]], embedder: "Embedder",
               backend: str = "faiss", milvus_uri: str | None = None, collection_prefix: str | None = None,
               progress: bool | None = None) -> "GraphIndex":
@@ -177,9 +202,15 @@ class GraphIndex:
         t0 = time.perf_counter()
         ent_vecs = embedder.encode(self.entity_names, progress=progress) if self.entity_names else None
         self.relation_vecs = embedder.encode(self.relation_sentences, progress=progress) if self.relation_sentences else None
-        self.passage_vecs = embedder.encode([passage_text(p.title, p.text) for p in self.passages], progress=progress)
+        if self.passages:
+            self.passage_vecs = embedder.encode([passage_text(p.title, p.text) for p in self.passages], progress=progress)
         t_embed = time.perf_counter() - t0
-        dim = int(self.passage_vecs.shape[1])
+        dims = [v.shape[1] for v in (self.passage_vecs, self.relation_vecs, ent_vecs) if v is not None]
+        if not dims:
+            raise ConfigError("nothing to index: the corpus has no passages and no triples.")
+        dim = int(dims[0])
+        if not self.passages:
+            self.passage_vecs = np.zeros((0, dim), dtype=np.float32)
         prefix = collection_prefix or f"vr_{self.fingerprint()}"
 
         def new(kind: str, vecs: np.ndarray | None, names: list[str]):
@@ -196,7 +227,7 @@ class GraphIndex:
         self.close()
         self.entity_index = new("entities", ent_vecs, self.entity_names)
         self.relation_index = new("relations", self.relation_vecs, self.relation_sentences)
-        self.passage_index = new("passages", self.passage_vecs, self.passage_pids)
+        self.passage_index = new("passages", self.passage_vecs, self.passage_pids) if self.passages else None
         self.embedder, self.backend = embedder, backend
         self.info.update({"backend": backend, "embedder": embedder.model_id, "dim": dim,
                           "embed_seconds": round(t_embed, 3), "index_seconds": round(time.perf_counter() - t1, 3)})

@@ -18,9 +18,12 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-__all__ = ["entity_prompt", "rerank_prompt", "openie_prompt", "format_candidates", "PROMPT_VERSION"]
+__all__ = ["entity_prompt", "rerank_prompt", "openie_prompt", "answer_prompt", "format_candidates", "PROMPT_VERSION",
+           "ANSWER_PROMPT_VERSION"]
 
 PROMPT_VERSION = "vr-2"
+#: the answer prompt of KG question datasets (answering from the chosen facts); versioned on its own
+ANSWER_PROMPT_VERSION = "vr-answer-1"
 
 # ---------------------------------------------------------------------------------------------- entities
 _ENTITY_INSTRUCTIONS = (
@@ -90,6 +93,34 @@ def rerank_prompt(question: str, sentences: Sequence[str], select_n: int) -> lis
         {"role": "user", "content": _rerank_task(_RERANK_EXAMPLE_QUESTION, _RERANK_EXAMPLE_FACTS, example_n)},
         {"role": "assistant", "content": json.dumps(_RERANK_EXAMPLE_ANSWER)},
         {"role": "user", "content": _rerank_task(question, sentences, select_n)},
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- answer (KG questions)
+_ANSWER_INSTRUCTIONS = (
+    "Answer the question using only the facts below. Reply with the answer names only, copied exactly from the "
+    "facts, separated by \" | \"; no explanation."
+)
+_ANSWER_EXAMPLE = (
+    "Which films did the director of Grey Harbour direct?",
+    ("Grey Harbour directed by Mara Quill", "Salt Lanterns directed by Mara Quill",
+     "The Tin Orchard directed by Mara Quill", "Grey Harbour release year 1987"),
+    "Salt Lanterns | The Tin Orchard",
+)
+
+
+def _answer_task(question: str, facts: Sequence[str]) -> str:
+    lines = "\n".join(f"- {f}" for f in facts)
+    return f"Facts:\n{lines}\n\nQuestion: {question.strip()}"
+
+
+def answer_prompt(question: str, facts: Sequence[str]) -> list[dict]:
+    """One-shot chat answering a KG question from the reranked facts ("name | name", nothing else)."""
+    q, ex_facts, ex_answer = _ANSWER_EXAMPLE
+    return [
+        {"role": "user", "content": f"{_ANSWER_INSTRUCTIONS}\n\n{_answer_task(q, ex_facts)}"},
+        {"role": "assistant", "content": ex_answer},
+        {"role": "user", "content": _answer_task(question, facts)},
     ]
 
 

@@ -9,7 +9,9 @@ entity_extraction="lexical", which the no-LLM expand variant uses):
 2. runs of capitalised words or numbers not already covered (e.g. a name the OpenIE step missed),
    without a leading question word;
 3. if both are empty, the whole question (the entity search then works like a relation search).
-The source of every entity list ("llm", "lexical", "question") is recorded per example.
+The source of every entity list ("llm", "lexical", "question") is recorded per example. On KG question
+datasets the entities the question marks itself come first (`marked_entities`: MetaQA's [brackets],
+PathQuestion's snake_case names); the rules above apply only when there are none.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Mapping
 from ...parsers import extract_json_list
 from .graph_index import entity_key
 
-__all__ = ["QueryEntities", "parse_entity_answer", "lexical_entities", "words_of", "grounded"]
+__all__ = ["QueryEntities", "parse_entity_answer", "lexical_entities", "marked_entities", "words_of", "grounded"]
 
 _MAX_NGRAM = 8
 _WORD = re.compile(r"\w+")
@@ -96,6 +98,29 @@ def _tokens(question: str) -> list[str]:
 
 def _salient(tok: str) -> bool:
     return tok[:1].isupper() or any(c.isdigit() for c in tok)
+
+
+_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+
+
+def marked_entities(question: str, entity_ids: Mapping[str, int]) -> list[str]:
+    """Entities the question marks itself (KG question datasets): [bracketed] spans (MetaQA marks its
+    topic entity so) and snake_case tokens that are entity names (PathQuestion); failing both, whole
+    tokens (not stop words, 3+ characters) that are entity names (PathQuestion's one-word names); [] if none."""
+    out: dict[str, str] = {}
+    for m in _BRACKETED.finditer(question):
+        name = " ".join(m.group(1).split())
+        if name:
+            out.setdefault(entity_key(name), name)
+    toks = [raw.strip(_EDGE_PUNCT) for raw in question.split()]
+    for tok in toks:
+        if "_" in tok and entity_key(tok) in entity_ids:
+            out.setdefault(entity_key(tok), tok)
+    if not out:  # single-word names (PathQuestion's "clodoald 's dad"): a whole token that is an entity name
+        for tok in toks:
+            if len(tok) > 2 and tok.casefold() not in _STOP and entity_key(tok) in entity_ids:
+                out.setdefault(entity_key(tok), tok)
+    return list(out.values())
 
 
 def lexical_entities(question: str, entity_ids: Mapping[str, int], max_ngram: int = _MAX_NGRAM) -> list[str]:

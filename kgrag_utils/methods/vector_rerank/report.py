@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from .config import PUBLISHED_RECALL5, VARIANT_LABELS
+from .kgqa import KGQA_VARIANT_LABELS
 from .expansion import expand
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -15,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .graph_index import GraphIndex
 
-__all__ = ["results_table", "recall_curve_frame", "expansion_sizes", "worked_example_edges"]
+__all__ = ["results_table", "kgqa_results_table", "recall_curve_frame", "expansion_sizes", "worked_example_edges"]
 
 _PUBLISHED_SETUP = "published (gpt-5-mini rerank, bge-large; graph run padded with naive)"
 
@@ -32,6 +33,24 @@ def results_table(summary: dict, dataset: str, setup: str) -> "pd.DataFrame":
     for name, r5 in (PUBLISHED_RECALL5.get(dataset) or {}).items():
         rows.append({"source": _PUBLISHED_SETUP, "variant": name, "Recall@2": np.nan, "Recall@5": r5, "n": np.nan,
                      "n_failed": np.nan, "passages/question": np.nan, "what": "as published"})
+    return pd.DataFrame(rows)
+
+
+def kgqa_results_table(summary: dict, setup: str) -> "pd.DataFrame":
+    """KG questions: one row per variant (Hits@1 strict, containment lenient, fact hit; %, n, failed).
+
+    The vector-rerank authors published passage recall only, so there is no published row here;
+    the other methods' MetaQA numbers are in their own notebooks and in the report notebook.
+    """
+    import pandas as pd
+
+    rows = []
+    for v, s in summary["variants"].items():
+        pct = {k: (round(100 * s[k], 1) if k in s else np.nan) for k in ("hits@1", "containment", "fact_hit")}
+        rows.append({"source": f"ours ({setup})", "variant": v, "Hits@1 (strict)": pct["hits@1"],
+                     "containment (lenient)": pct["containment"], "fact hit": pct["fact_hit"], "n": s["n"],
+                     "n_failed": s["n_failed"], "facts/question": round(s.get("mean_facts", 0.0), 2),
+                     "what": KGQA_VARIANT_LABELS[v]})
     return pd.DataFrame(rows)
 
 
