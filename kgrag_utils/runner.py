@@ -142,6 +142,9 @@ class RunOutcome:
     summary: dict = field(default_factory=dict)
 
 
+REPORT_METHOD = "report"  # the RunRecorder method name of notebooks that summarise other runs (never skipped)
+
+
 def run_name_for(notebook: Path | str, params: Mapping[str, Any]) -> str:
     stem = Path(notebook).stem
     return f"{stem}-{params_hash({k: v for k, v in params.items() if k != 'run_name'})}"
@@ -206,7 +209,8 @@ def run_notebook(
     out_nb, log_path = out_dir / f"{name}.ipynb", out_dir / f"{name}.log"
     if not force and not always:
         rec = _finished_ok(name, phash)
-        if rec is not None:
+        # a report reads other runs' records, so its own finished record never makes it current
+        if rec is not None and rec.get("method") != REPORT_METHOD:
             return RunOutcome(path.name, name, "skipped", 0.0, params, str(out_nb), str(log_path), summary=rec.get("summary") or {})
     _prefer_project_kernel()
     t0 = time.perf_counter()

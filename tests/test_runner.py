@@ -195,3 +195,14 @@ def test_grid_validation_catches_unknown_datasets_and_presets(tmp_path, monkeypa
         runner.expand_grid(cfg)
     ok = runner.expand_grid({"name": "t", "runs": [{"notebook": str(nb), "grid": {"dataset": ["metaqa-1hop", "pq-2hop"]}}]})
     assert [p["dataset"] for _, p in ok] == ["metaqa-1hop", "pq-2hop"]
+
+
+@pytest.mark.slow
+def test_a_report_notebook_is_never_skipped(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "results"))
+    nb = make_notebook(tmp_path / "nbs")
+    src = nb.read_text().replace('RunRecorder(\\"toy\\"', 'RunRecorder(\\"report\\"')
+    assert 'RunRecorder(\\"report\\"' in src
+    nb.write_text(src)
+    assert runner.run_notebook(nb, {"limit": 1}, grid="t").status == "ok"
+    assert runner.run_notebook(nb, {"limit": 1}, grid="t").status == "ok"  # re-read, not skipped
