@@ -33,7 +33,7 @@ from ...metrics import containment, hits_at_1, normalize_answer, summarize
 from ...parsers import parse_answer_list
 from .config import VectorRerankConfig
 from .pipeline import VectorRerank
-from .prompts import answer_prompt, rerank_prompt
+from .prompts import answer_prompt
 from .query_entities import QueryEntities, lexical_entities, marked_entities
 from .rerank import map_rerank_answer
 
@@ -130,15 +130,7 @@ class FactRerank(VectorRerank):
             for role, ents in (("expand", lex[i]), ("rerank", rerank_entities[i])):
                 if role not in variants:
                     continue
-                key = tuple(ents.names)
-                if key not in graph_cache:
-                    t0 = time.perf_counter()
-                    seeds = self.seeds(qvec, ents)
-                    t1 = time.perf_counter()
-                    exp, cand, cand_sims = self.expand_and_cap(qvec, seeds)
-                    graph_cache[key] = {"seeds": seeds, "expansion": exp, "candidates": cand, "candidate_scores": cand_sims,
-                                        "t_seeds": t1 - t0, "t_expand": time.perf_counter() - t1}
-                g = graph_cache[key]
+                g = self._graph_for(qvec, ents, graph_cache)
                 rec["graph"][role] = self._graph_record(ents, g)
                 rec["graph"][role]["candidate_fact_hit"] = fact_hits(self.index, g["candidates"], golds)
                 rec["timings"][f"{role}_seeds"] = g["t_seeds"]
@@ -147,22 +139,12 @@ class FactRerank(VectorRerank):
                 rec["variants"]["expand"] = self._fact_row(graph_cache[tuple(lex[i].names)]["candidates"][:cfg.final_k], golds)
             prompt = None
             if "rerank" in variants:
-                ents = rerank_entities[i]
-                rec["timings"]["entities_llm"] = t_ent
-                rec["tokens"]["prompt"] += ents.prompt_tokens
-                rec["tokens"]["completion"] += ents.completion_tokens
-                cand = graph_cache[tuple(ents.names)]["candidates"]
-                if cand.size:
-                    prompt = rerank_prompt(q.question, [self.index.relation_sentences[j] for j in cand], cfg.select_n)
-                rec["rerank"] = {"prompt": prompt}
+                prompt = self._rerank_prompt_for(q.question, rerank_entities[i], t_ent, graph_cache, rec)
             prompts.append(prompt)
             records.append(rec)
         if "rerank" in variants:
             self._rerank_and_answer(chunk, records, prompts)
-        for rec in records:
-            rec["timings"]["total"] = float(sum(v for k, v in rec["timings"].items() if k != "total"))
-            rec["failed"] = bool(rec["variants"].get("rerank", {}).get("failed", False))
-        return records
+        return self._finish(records)
 
     def _rerank_and_answer(self, chunk, records: list[dict], prompts: list) -> None:
         cfg = self.config

@@ -204,16 +204,7 @@ class VectorRerank:
             for role, ents in (("expand", lex[i]), ("rerank", rerank_entities[i])):
                 if ents is None or (role == "expand" and "expand" not in variants):
                     continue
-                key = tuple(ents.names)
-                if key not in graph_cache:
-                    t0 = time.perf_counter()
-                    seeds = self.seeds(qvec, ents)
-                    t1 = time.perf_counter()
-                    exp, cand, cand_sims = self.expand_and_cap(qvec, seeds)
-                    t2 = time.perf_counter()
-                    graph_cache[key] = {"seeds": seeds, "expansion": exp, "candidates": cand, "candidate_scores": cand_sims,
-                                        "t_seeds": t1 - t0, "t_expand": t2 - t1}
-                g = graph_cache[key]
+                g = self._graph_for(qvec, ents, graph_cache)
                 rec["graph"][role] = self._graph_record(ents, g)
                 rec["timings"][f"{role}_seeds"] = g["t_seeds"]
                 rec["timings"][f"{role}_expand"] = g["t_expand"]
@@ -224,18 +215,39 @@ class VectorRerank:
                 rec["timings"]["expand_passages"] = time.perf_counter() - t0
             prompt = None
             if wants_rerank:
-                ents = rerank_entities[i]
-                rec["timings"]["entities_llm"] = t_ent
-                rec["tokens"]["prompt"] += ents.prompt_tokens
-                rec["tokens"]["completion"] += ents.completion_tokens
-                cand = graph_cache[tuple(ents.names)]["candidates"]
-                if cand.size:
-                    prompt = rerank_prompt(q.question, [self.index.relation_sentences[j] for j in cand], cfg.select_n)
-                rec["rerank"] = {"prompt": prompt}
+                prompt = self._rerank_prompt_for(q.question, rerank_entities[i], t_ent, graph_cache, rec)
             prompts.append(prompt)
             records.append(rec)
         if wants_rerank:
             self._rerank_chunk(chunk, records, prompts, qvecs, naive_hits)
+        return self._finish(records)
+
+    def _graph_for(self, qvec, ents: QueryEntities, graph_cache: dict) -> dict:
+        """Seeds, expansion and capped candidates for one set of query entities (computed once per set)."""
+        key = tuple(ents.names)
+        if key not in graph_cache:
+            t0 = time.perf_counter()
+            seeds = self.seeds(qvec, ents)
+            t1 = time.perf_counter()
+            exp, cand, cand_sims = self.expand_and_cap(qvec, seeds)
+            graph_cache[key] = {"seeds": seeds, "expansion": exp, "candidates": cand, "candidate_scores": cand_sims,
+                                "t_seeds": t1 - t0, "t_expand": time.perf_counter() - t1}
+        return graph_cache[key]
+
+    def _rerank_prompt_for(self, question: str, ents: QueryEntities, t_ent: float, graph_cache: dict, rec: dict):
+        """The rerank prompt over the candidates of the rerank seeds (None without candidates); books the entity call."""
+        rec["timings"]["entities_llm"] = t_ent
+        rec["tokens"]["prompt"] += ents.prompt_tokens
+        rec["tokens"]["completion"] += ents.completion_tokens
+        cand = graph_cache[tuple(ents.names)]["candidates"]
+        prompt = (rerank_prompt(question, [self.index.relation_sentences[j] for j in cand], self.config.select_n)
+                  if cand.size else None)
+        rec["rerank"] = {"prompt": prompt}
+        return prompt
+
+    @staticmethod
+    def _finish(records: list[dict]) -> list[dict]:
+        """Total time per example; an example failed when its rerank failed."""
         for rec in records:
             rec["timings"]["total"] = float(sum(v for k, v in rec["timings"].items() if k != "total"))
             rec["failed"] = bool(rec["variants"].get("rerank", {}).get("failed", False))
