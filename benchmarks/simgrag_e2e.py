@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag_utils import settings
+from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGSettings, summarize_records
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop") + \
@@ -151,12 +152,8 @@ def main(argv=None) -> int:
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
     }
-    text = json.dumps(result, indent=2, default=str)
     if args.out is not None:
-        out = args.out if args.out.is_absolute() else settings.repo_root() / args.out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {out}")
+        print(f"wrote {write_result(args.out, result)}")
     keys = ("n", "pattern_parse_rate", "retrieval_hit_rate", "all", "answerable", "failed_stage", "failed_stage_lenient")
     print(json.dumps({k: summary[k] for k in keys}, indent=1), json.dumps(timing))
     return 0

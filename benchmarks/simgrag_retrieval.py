@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kgrag_utils import settings
+from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
 from kgrag_utils.methods.simgrag.oracle import oracle_pattern
 from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
@@ -394,12 +394,8 @@ def main(argv=None) -> int:
 
     faiss.omp_set_num_threads(args.faiss_threads)
     result = run_synthetic(args) if args.dataset == "synthetic" else run_real(args)
-    text = json.dumps(result, indent=2, default=str)
     if args.out is not None:
-        out = args.out if args.out.is_absolute() else settings.repo_root() / args.out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {out}")
+        print(f"wrote {write_result(args.out, result)}")
     keys = ("hits@1_top1_subgraph", "top1_answer_on_gold_chain", "evidence_holds_gold", "ms_per_query", "nodes_expanded")
     print(json.dumps({k: result[k] for k in keys if k in result}, indent=1))
     return 0

@@ -67,6 +67,14 @@ def atomic_write_json(path: Path | str, obj: Any) -> None:
     atomic_write_text(path, json.dumps(to_jsonable(obj), ensure_ascii=False, indent=2) + "\n")
 
 
+def write_result(path: Path | str, obj: Any) -> Path:
+    """Write a benchmark's JSON result atomically; a relative path resolves from the repository root."""
+    out = Path(path)
+    out = out if out.is_absolute() else settings.repo_root() / out
+    atomic_write_json(out, obj)
+    return out
+
+
 def params_hash(params: Mapping[str, Any]) -> str:
     """A stable short hash of a parameter dict (order-independent)."""
     blob = json.dumps(to_jsonable(dict(params)), sort_keys=True, ensure_ascii=False)
