@@ -37,7 +37,7 @@ import numpy as np
 
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.oracle import oracle_pattern
+from kgrag_utils.methods.simgrag.oracle import MISS_CLASSES, miss_class, oracle_pattern, simple_path_answers
 from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
 from kgrag_utils.metrics import normalize_answer
 
@@ -62,55 +62,10 @@ def machine() -> dict:
 
 def config_from(args) -> GSDConfig:
     return GSDConfig(top_k=args.top_k, node_topk=args.node_topk, rel_topk=args.rel_topk,
-                     injective=not args.non_injective, direction=args.direction, time_limit_s=args.time_limit)
+                     injective=args.injective, direction=args.direction, time_limit_s=args.time_limit)
 
 
 # ----------------------------------------------------------------------------- real data
-
-
-def simple_path_answers(kg, topic: str, chain, max_paths: int = 200_000):
-    """End entities of the gold chain's SIMPLE paths from the topic (no entity twice), or None if too many.
-
-    The data layer's `answerable` follows the chain as a walk, which may pass through the topic again
-    (MetaQA 3-hop "films whose writers also wrote [X]" reaching X's own director via X). An injective
-    pattern match cannot use such walks; this set says what it can reach.
-    """
-    paths = [(kg.entity_id(topic),)]
-    for rel, forward in chain:
-        r = kg.relation_id(rel)
-        grown = []
-        for path in paths:
-            nbrs = kg.neighbors(path[-1], relation=r, direction="out" if forward else "in")[0]
-            grown.extend(path + (x,) for x in set(nbrs.tolist()) if x not in path)
-        paths = grown
-        if len(paths) > max_paths:
-            return None
-    return {p[-1] for p in paths}
-
-
-
-MISS_CLASSES = {
-    "top1_is_kb_answer_not_in_gold_list": "the top-1 node IS reached by the gold chain in this KB but is not in the "
-                                          "question's gold list: a GSD tie (usually 0) between several true KB answers; "
-                                          "MetaQA merges films of one title into one entity (e.g. [The Patriot] 1998 "
-                                          "and 2000) while the gold list holds one film's answers",
-    "needs_non_simple_path": "the gold answers are reached only by walks that revisit an entity (e.g. 3-hop "
-                             "'films whose writers also wrote [X]' answered through X itself, or a self-loop); "
-                             "an injective match cannot use them",
-    "no_match": "no subgraph at all",
-    "other": "anything else (a wrong entity candidate, a relation direction, ...)",
-}
-
-
-def miss_class(on_chain: bool, answerable_simple: bool, best) -> str:
-    """Why an answerable question's top-1 answer node is not a gold answer (see MISS_CLASSES)."""
-    if best is None:
-        return "no_match"
-    if on_chain:
-        return "top1_is_kb_answer_not_in_gold_list"
-    if not answerable_simple:
-        return "needs_non_simple_path"
-    return "other"
 
 
 def run_real(args) -> dict:
@@ -152,11 +107,13 @@ def run_real(args) -> dict:
         reached_names = {normalize_answer(str(data.kg.entity_names[x])) for x in np.asarray(reached).tolist()}
         hit = float(pred is not None and normalize_answer(pred) in gold)
         answerable_simple = bool(q.answerable) and simple is not None and bool(gold) and gold <= simple_names
+        # answerable, yet some gold answer is reached only by a walk that revisits an entity
+        needs_walk = bool(q.answerable) and simple is not None and not gold <= simple_names
         row.update({
             "answerable_simple": answerable_simple,
             # the gold list names every entity the gold chain reaches in this KB (no extra KB answers)
             "gold_is_kb_answer_set": bool(q.answerable) and bool(gold) and gold == reached_names,
-            "miss_class": None if hit or not q.answerable else miss_class(on_chain, answerable_simple, best),
+            "miss_class": None if hit or not q.answerable else miss_class(on_chain, needs_walk, best),
             "hit": hit,
             "top1_on_gold_chain": bool(on_chain),
             "evidence_hit": bool(evidence & gold),
@@ -374,7 +331,8 @@ def main(argv=None) -> int:
     ap.add_argument("--node-topk", type=int, default=16)
     ap.add_argument("--rel-topk", type=int, default=16)
     ap.add_argument("--direction", default="any", choices=("any", "same"))
-    ap.add_argument("--non-injective", action="store_true")
+    ap.add_argument("--injective", action=argparse.BooleanOptionalAction, default=GSDConfig().injective,
+                    help="injective mappings only (no walks); the default allows walks (--no-injective)")
     ap.add_argument("--time-limit", type=float, default=2.0)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="auto", choices=("auto", "flat", "hnsw", "ivf"),

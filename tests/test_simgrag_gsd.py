@@ -131,10 +131,12 @@ def brute_force(kg, pattern, cand, config, with_reversed=False):
 
 
 CONFIGS = [
-    GSDConfig(top_k=3, time_limit_s=None),
-    GSDConfig(top_k=1, time_limit_s=None),
-    GSDConfig(top_k=5, injective=False, time_limit_s=None),
+    GSDConfig(top_k=3, injective=True, time_limit_s=None),
+    GSDConfig(top_k=1, injective=True, time_limit_s=None),
+    GSDConfig(top_k=5, time_limit_s=None),  # the default: non-injective (walks allowed)
+    GSDConfig(top_k=4, injective=True, direction="same", time_limit_s=None),
     GSDConfig(top_k=4, direction="same", time_limit_s=None),
+    GSDConfig(top_k=6, injective=True, distinct=False, time_limit_s=None),
     GSDConfig(top_k=6, distinct=False, time_limit_s=None),
 ]
 
@@ -271,7 +273,8 @@ def test_non_injective_search_matches_walks_that_revisit_entities_and_facts():
     cand = Candidates.from_distances(pattern, node_full, rel_full, 3, 2)
     inc = Incidence(kg)
     assert search_topk(inc, pattern, cand, GSDConfig(injective=True)).best is None
-    best = search_topk(inc, pattern, cand, GSDConfig(injective=False)).best
+    assert GSDConfig().injective is False  # walks are the default; injective matching is one parameter away
+    best = search_topk(inc, pattern, cand, GSDConfig()).best
     assert best.gsd == 0.0 and not best.injective
     assert kg.entity_names[best.nodes[pattern.answer]] == "y"
 
@@ -314,8 +317,9 @@ def test_equal_gsd_goes_to_fewer_reversed_edges_then_repeats_as_in_brute_force(s
         node_full = {v: rng.integers(0, 3, size=n_ent).astype(float) for v in pattern.known_nodes}
         rel_full = rng.integers(0, 2, size=(len(pattern.edges), kg.num_relations)).astype(float)
         cand = Candidates.from_distances(pattern, node_full, rel_full, n_ent, kg.num_relations)
-        for config in (GSDConfig(top_k=3, time_limit_s=None), GSDConfig(top_k=1, time_limit_s=None),
-                       GSDConfig(top_k=4, injective=False, time_limit_s=None)):
+        for config in (GSDConfig(top_k=3, injective=True, time_limit_s=None),
+                       GSDConfig(top_k=1, injective=True, time_limit_s=None),
+                       GSDConfig(top_k=4, time_limit_s=None)):
             result = search_topk(Incidence(kg), pattern, cand, config)
             got = [[(sg.gsd, tie_of(sg)) for sg in comp] for comp in result.components]
             assert got == brute_force(kg, pattern, cand, config, with_reversed=True), (shape, trial, config)
@@ -363,10 +367,10 @@ def test_non_injective_search_prefers_a_simple_path_and_falls_back_to_a_walk_thr
         retriever = GSDRetriever(kg, ent, rel)
         cand = retriever.candidates(pattern, GSDConfig(), ent[[kg.entity_id("X")]],
                                     rel[kg.relation_ids(["written_by", "written_by", "directed_by"])])
-        best = retriever.search(pattern, GSDConfig(injective=False, top_k=2), cand).best
+        best = retriever.search(pattern, GSDConfig(top_k=2), cand).best  # the default allows walks
         assert best.gsd == 0.0 and kg.entity_names[best.nodes[pattern.answer]] == expected
         assert best.injective == (expected == "D1")
-        injective = retriever.search(pattern, GSDConfig(top_k=2), cand).best
+        injective = retriever.search(pattern, GSDConfig(injective=True, top_k=2), cand).best
         assert (injective is not None) == (expected == "D1")
 
 

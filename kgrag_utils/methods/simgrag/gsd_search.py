@@ -27,11 +27,13 @@ checks this against brute force on random KGs and path, tree and cyclic patterns
 A pattern edge may match a fact in either direction (`direction="any"`, as the reference code) or
 only in its own direction (`"same"`); evidence is always reported in the KG's direction, with a
 `reversed` flag per edge. Ties in GSD go to the match with fewer reversed edges (a
-secondary key that never changes the top-k GSD values). Mappings are injective (no KG entity serves two pattern nodes, no fact
-serves two pattern edges) unless `injective=False`, which allows any homomorphism (entities and
-facts may repeat, as in PathQuestion's walks such as X -spouse-> Y -spouse-> X); every result says
-whether its node mapping is injective, and on equal GSD (and equal reversals) a non-injective search
-ranks matches that repeat fewer entities and facts first (a simple path before a walk through the topic). Distinct mappings that
+secondary key that never changes the top-k GSD values). By default a mapping may reuse a KG node
+or fact (any homomorphism: walks such as PathQuestion's X -spouse-> Y -spouse-> X, or MetaQA 3-hop
+answers reached through the topic itself), as the reference code allows; on equal GSD (and equal
+reversals) matches that repeat fewer entities and facts rank first (a simple path before a walk
+through the topic). `injective=True` restricts the search to injective mappings (no KG entity serves
+two pattern nodes, no fact serves two pattern edges); every result says whether its node mapping is
+injective. Distinct mappings that
 use the same set of facts (pattern automorphisms) count once (`distinct=True`). Disconnected
 patterns are searched per component. The per-query time limit is checked inside the loop.
 
@@ -157,7 +159,7 @@ class GSDConfig:
     top_k: int = 3
     node_topk: int = 16
     rel_topk: int = 16
-    injective: bool = True
+    injective: bool = False  # True: no KG entity or fact serves two pattern nodes / edges (no walks)
     direction: str = "any"  # "any": a pattern edge matches a fact either way; "same": only its own way
     distinct: bool = True  # mappings that use the same facts count once
     time_limit_s: float | None = 2.0
@@ -486,7 +488,8 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
             out = incidence.out[pos]
             total = rel_dist[j][incidence.rel[pos]]  # the relation term, then + node term + partial
             u_is_head = pattern.edges[j].head == u
-            ok = (out == u_is_head) if same_dir else None
+            # same direction: the fact runs the pattern edge's way; a self-loop (stored once) runs both ways
+            ok = ((out == u_is_head) | (nbr == mapping[u])) if same_dir else None
             node_cost = rank = None
             if tree:
                 if w in lookup_ids:

@@ -15,7 +15,7 @@ from typing import Sequence
 from ...errors import ConfigError
 from .pattern import Pattern, PatternEdge, PatternNode
 
-__all__ = ["oracle_pattern", "chain_pattern", "qtype_node_types"]
+__all__ = ["oracle_pattern", "chain_pattern", "qtype_node_types", "simple_path_answers", "MISS_CLASSES", "miss_class"]
 
 
 def qtype_node_types(qtype: str | None, hops: int) -> list[str]:
@@ -50,3 +50,57 @@ def oracle_pattern(question) -> Pattern | None:
     if not chain or not topics:
         return None
     return chain_pattern(topics[0], chain, qtype_node_types(getattr(question, "qtype", None), len(chain)))
+
+
+def simple_path_answers(kg, topic: str, chain: Sequence[tuple[str, bool]], max_paths: int = 200_000) -> set | None:
+    """End entity ids of the chain's SIMPLE paths from the topic (no entity twice), or None if too many.
+
+    The data layer's `answerable` follows the chain as a walk, which may pass through the topic again
+    (MetaQA 3-hop "films whose writers also wrote [X]" reaching X's own director via X). An injective
+    pattern match cannot use such walks; this set says what it can reach.
+    """
+    paths = [(kg.entity_id(topic),)]
+    for rel, forward in chain:
+        if not kg.has_relation(rel):
+            return set()
+        r = kg.relation_id(rel)
+        grown = []
+        for path in paths:
+            nbrs = kg.neighbors(path[-1], relation=r, direction="out" if forward else "in")[0]
+            grown.extend(path + (x,) for x in set(nbrs.tolist()) if x not in path)
+        paths = grown
+        if len(paths) > max_paths:
+            return None
+    return {p[-1] for p in paths}
+
+
+#: Why an answerable question's top-1 answer (oracle pattern) is not a gold answer.
+MISS_CLASSES = {
+    "top1_is_kb_answer_not_in_gold_list": "the top-1 node IS reached by the gold chain in this KB but is not in the "
+                                          "question's gold list: a GSD tie (usually 0) between several true KB answers; "
+                                          "MetaQA merges films of one title into one entity (e.g. [The Patriot] 1998 "
+                                          "and 2000) while the gold list holds one film's answers",
+    "needs_non_simple_path": "some gold answer is reached only by walks that revisit an entity (e.g. 3-hop "
+                             "'films whose writers also wrote [X]' answered through X itself, or a self-loop): "
+                             "an injective match cannot use them (whether it found another match or none), and "
+                             "with walks allowed a simple match of equal GSD ranks first",
+    "no_match": "no subgraph at all, although the gold answers are reached by simple paths",
+    "other": "anything else (a wrong entity candidate, a relation direction, ...)",
+}
+
+
+def miss_class(on_chain: bool, needs_walk: bool, best) -> str:
+    """The MISS_CLASSES label of an answerable question whose top-1 answer node is not a gold answer.
+
+    `on_chain`: the top-1 node is reached by the gold chain in this KB; `needs_walk`: some gold answer
+    is reached only by walks that revisit an entity; `best`: the top-1 subgraph (None: no match).
+    A question that needs a walk is labelled so even when nothing matched (an injective search finds
+    no match at all for a self-loop), so `no_match` is left for questions a simple path answers.
+    """
+    if best is not None and on_chain:
+        return "top1_is_kb_answer_not_in_gold_list"
+    if needs_walk:
+        return "needs_non_simple_path"
+    if best is None:
+        return "no_match"
+    return "other"

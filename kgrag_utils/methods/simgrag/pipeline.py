@@ -59,7 +59,7 @@ class SimGRAGSettings:
     node_topk: int = 16
     rel_topk: int = 16
     pattern_source: str = "llm"
-    injective: bool = True
+    injective: bool = False  # walks allowed (a KG entity may serve several pattern nodes); True: injective
     direction: str = "any"
     time_limit_s: float = 2.0
     family: str | None = None

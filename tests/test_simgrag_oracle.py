@@ -1,0 +1,70 @@
+"""Oracle patterns from gold relation structure, simple-path answers and the miss classifier of the
+oracle retrieval benchmark (why an answerable question's top-1 answer is not gold)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kgrag_utils.datasets.records import KGQuestion
+from kgrag_utils.kg import KG
+from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
+from kgrag_utils.methods.simgrag.oracle import MISS_CLASSES, miss_class, oracle_pattern, simple_path_answers
+
+
+def exact_retriever(kg: KG) -> GSDRetriever:
+    """One-hot embeddings: a name's nearest entity is itself, a relation's nearest relation is itself."""
+    names = [str(n) for n in kg.entity_names] + [str(r) for r in kg.relation_names]
+    table = {embedding_text(n): row for n, row in zip(names, np.eye(len(names)))}
+    vectors = np.stack(list(table.values()))
+    encode = lambda texts: np.stack([table[t] for t in texts])  # noqa: E731
+    return GSDRetriever(kg, vectors[: kg.num_entities], vectors[kg.num_entities:], encode=encode, index_kind="flat")
+
+
+def top1(kg, question, config):
+    pattern = oracle_pattern(question)
+    result, _ = exact_retriever(kg).retrieve(pattern, config)
+    best = result.best
+    return pattern, best, (None if best is None else str(kg.entity_names[best.nodes[pattern.answer]]))
+
+
+def test_a_self_loop_answer_is_found_by_default_and_labelled_a_walk_when_matching_is_injective():
+    """MetaQA's [Lemmy] starred Lemmy: the only answer is the topic itself (a self-loop)."""
+    kg = KG.from_triples([("Lemmy", "starred_actors", "Lemmy"), ("Other", "starred_actors", "Someone")])
+    q = KGQuestion("q1", "who starred in [Lemmy]", ["Lemmy"], ["Lemmy"], [("starred_actors", True)], 1, None, True)
+    _, best, answer = top1(kg, q, GSDConfig())  # the default allows walks
+    assert answer == "Lemmy" and not best.injective
+    _, best, answer = top1(kg, q, GSDConfig(injective=True))
+    assert answer == "Someone" and best.gsd > 1  # injective: only another entity's fact fits
+    _, best, answer = top1(kg, q, GSDConfig(injective=True, node_topk=1))
+    assert best is None and answer is None  # ... or nothing at all
+    simple = simple_path_answers(kg, "Lemmy", q.chain)
+    assert simple == set()  # no simple path at all: the answer is reached only by revisiting the topic
+    # the classifier checks for walks before "no match": nothing matched BECAUSE the answer needs one
+    assert miss_class(on_chain=False, needs_walk=True, best=None) == "needs_non_simple_path"
+    assert miss_class(on_chain=False, needs_walk=False, best=None) == "no_match"
+
+
+def test_a_walk_through_the_topic_is_the_default_top1_and_injective_misses_it():
+    """PathQuestion's X -children-> C -parents-> X: the answer is the topic entity again."""
+    kg = KG.from_triples([("X", "children", "C"), ("C", "parents", "X"), ("C", "parents", "Y")])
+    q = KGQuestion("q2", "who is a parent of X's child", ["X"], ["X", "Y"], [("children", True), ("parents", True)],
+                   2, None, True)
+    assert {str(kg.entity_names[i]) for i in simple_path_answers(kg, "X", q.chain)} == {"Y"}
+    _, best, answer = top1(kg, q, GSDConfig(top_k=3))
+    assert answer == "Y" and best.injective  # among equal GSDs, the match that repeats nothing ranks first
+    q_walk = KGQuestion("q3", "...", ["X"], ["X"], q.chain, 2, None, True)
+    _, best, answer = top1(kg, q_walk, GSDConfig(top_k=1))
+    assert answer == "Y"  # k = 1: the simple path wins the tie, the walk's answer X is second
+    _, _, answer_inj = top1(kg, q_walk, GSDConfig(top_k=1, injective=True))
+    assert answer_inj == "Y"
+    assert miss_class(on_chain=True, needs_walk=True, best=best) == "top1_is_kb_answer_not_in_gold_list"
+    assert miss_class(on_chain=False, needs_walk=True, best=best) == "needs_non_simple_path"
+    assert miss_class(on_chain=False, needs_walk=False, best=best) == "other"
+    assert set(MISS_CLASSES) == {"top1_is_kb_answer_not_in_gold_list", "needs_non_simple_path", "no_match", "other"}
+
+
+def test_simple_path_answers_of_an_unknown_relation_is_empty_and_too_many_paths_is_none():
+    kg = KG.from_triples([("a", "r", f"b{i}") for i in range(5)])
+    assert simple_path_answers(kg, "a", [("missing", True)]) == set()
+    assert len(simple_path_answers(kg, "a", [("r", True)])) == 5
+    assert simple_path_answers(kg, "a", [("r", True)], max_paths=3) is None
