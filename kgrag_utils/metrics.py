@@ -1,6 +1,6 @@
 """Answer and retrieval metrics, with one convention for missing outputs and missing gold.
 
-Conventions (METHODS.md, cross-cutting rules):
+Conventions (docs/METRICS.md defines every metric; docs/METHODS.md#shared-rules):
 - A None / empty prediction counts as wrong (0.0); it is never dropped.
 - Strict and lenient answer metrics are separate functions: ``hits_at_1`` (the first predicted
   answer, normalised, equals a gold answer) and ``containment`` (some gold answer, normalised, is

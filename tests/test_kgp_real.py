@@ -16,7 +16,7 @@ def _run(ds, cfg):
 
 
 def test_tfidf_over_own_paragraphs_matches_the_measured_reference(real_data):
-    # METHODS.md: MuSiQue recall@5 0.61, SF-EM@5 0.31; HotpotQA recall@5 0.84, SF-EM@5 0.68 (100 questions)
+    # docs/METHODS.md#kgp-reference-measurements: MuSiQue recall@5 0.61, SF-EM@5 0.31; HotpotQA recall@5 0.84, SF-EM@5 0.68 (100 questions)
     cfg = KGPConfig(traversal="tfidf", set_passages=0, split_rule="paragraph", reader=False)
     _, mus = _run(load_dataset("musique", split="all"), cfg)
     assert mus["recall@5"] == pytest.approx(0.61, abs=0.03) and mus["sf_em@5"] == pytest.approx(0.31, abs=0.04)

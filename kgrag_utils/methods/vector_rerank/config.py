@@ -34,7 +34,8 @@ PUBLISHED_RECALL5 = {
     "2wiki": {"naive": 73.7, "vector-graph-rag (padded)": 94.1, "HippoRAG 2": 90.4},
 }
 
-#: naive MiniLM dense retrieval over the 1,890-passage MuSiQue corpus, 100 questions (METHODS.md section 3)
+#: naive MiniLM dense retrieval over the 1,890-passage MuSiQue corpus, 100 questions
+#: (docs/METHODS.md#vector-rerank-measurements; benchmarks/results/vector_rerank_musique.json)
 MEASURED_NAIVE_MUSIQUE = {"recall@2": 47.2, "recall@5": 62.2}
 
 _TITLE_GOLD = ("hotpotqa", "2wiki")
