@@ -262,6 +262,52 @@ def test_pq_file_loader_guesses_the_kb(tmp_path):
         load_dataset("pq-file", split="all")
 
 
+# PathQuestion-large (PQL) lines as released: a leading space, no <end> marker, entity names that hold
+# parentheses themselves, and answer sets whose names hold parentheses too (invented names)
+PQL_LINES = [
+    " what is the films of Anna_Lee 's film ?\tBig_(film)(Big_(film)/)\tAnna_Lee#__film__actor__film#Xyz#__film__sequel#Big_(film)",
+    " which version of Solo 's version ?\tSolo_(T4_Remix)(Solo/Solo_(T4_Remix)/Solo_(original)/)"
+    "\tSolo#__music__single__versions#Solo#__music__single__versions#Solo_(T4_Remix)",
+    " what is the rating of Quake 's track ?\tPG_(USA)(PG_(USA)/)\tQuake#__music__recording__tracks#Quake#__film__rating#PG_(USA)",
+    " a plain one ?\tParis(Paris/)\tAnna_Lee#__born_in#Lyon#__capital_of#Paris",
+    " a line whose answer field names another entity ?\tRome(Rome/)\tAnna_Lee#__born_in#Lyon#__capital_of#Paris",
+    " a line without a path ?\tParis(Paris/)",
+]
+PQL_KB = ["Anna_Lee\t__film__actor__film\tXyz", "Xyz\t__film__sequel\tBig_(film)",
+          "Solo\t__music__single__versions\tSolo", "Solo\t__music__single__versions\tSolo_(T4_Remix)",
+          "Solo\t__music__single__versions\tSolo_(original)", "Quake\t__music__recording__tracks\tQuake",
+          "Quake\t__film__rating\tPG_(USA)", "Anna_Lee\t__born_in\tLyon", "Lyon\t__capital_of\tParis"]
+
+
+def test_answers_whose_names_hold_parentheses_are_the_path_answer_and_its_alternatives():
+    rec = pathquestion.parse_pq_line(PQL_LINES[0])
+    assert rec["answers"] == ["Big_(film)"]
+    assert rec["paths"] == [("Anna_Lee", ["__film__actor__film", "__film__sequel"], ["Xyz", "Big_(film)"])]
+    rec = pathquestion.parse_pq_line(PQL_LINES[1])
+    assert rec["answers"] == ["Solo_(T4_Remix)", "Solo", "Solo_(original)"]
+    assert pathquestion.split_answer_field("PG_(USA)(PG_(USA)/)", "PG_(USA)") == ("PG_(USA)", ["PG_(USA)"])
+    assert pathquestion.split_answer_field("PG_(USA)", "PG_(USA)") == ("PG_(USA)", [])  # no list at all
+    with pytest.raises(ConfigError, match="path's answer"):
+        pathquestion.split_answer_field("Rome(Rome/)", "Paris")
+    with pytest.raises(ConfigError):
+        pathquestion.parse_pq_line(PQL_LINES[4])
+
+
+def test_pq_file_counts_the_lines_that_do_not_parse_and_answers_the_rest(tmp_path):
+    _write(tmp_path / "PQL-2H.txt", PQL_LINES)
+    _write(tmp_path / "PQL2-KB.txt", PQL_KB)
+    with pytest.warns(UserWarning, match="2 line"):
+        ds = load_dataset("pq-file", split="all", path=str(tmp_path / "PQL-2H.txt"))
+    assert ds.info["kb_file"] == "PQL2-KB.txt"
+    assert ds.info["n_file"] == 6 and ds.info["unparsed_lines"] == 2 and len(ds) == 4
+    assert ds.info["unparsed_examples"][0].startswith("line 5: ") and ds.info["unparsed_examples"][1].startswith("line 6: ")
+    assert [q.answers[0] for q in ds] == ["Big_(film)", "Solo_(T4_Remix)", "PG_(USA)", "Paris"]
+    assert all(q.answerable for q in ds)  # the parenthesised names are the KB's entities, so they score
+    assert [q.qid for q in ds] == ["pql-2h-00000", "pql-2h-00001", "pql-2h-00002", "pql-2h-00003"]
+    with pytest.raises(ConfigError, match="line 5"):  # the reader alone stays strict
+        pathquestion.read_pq_file(tmp_path / "PQL-2H.txt")
+
+
 # ----------------------------------------------------------------------------- CLUTRR
 
 RULES_YAML = {

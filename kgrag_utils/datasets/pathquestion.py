@@ -9,7 +9,9 @@ fact a line (2H-kb.txt, 3H-kb.txt, WC2014.txt).
 
 The answer set in parentheses holds every entity the path reaches (e.g. both "male" and "female"
 when a person has children of both genders); `answers` is the main answer followed by the rest
-of that set. The question text is kept as in the file (topic names keep their underscores).
+of that set. The main answer is the path's last entity, which may hold parentheses of its own
+(`Big_(film)(Big_(film)/)`); a line that still does not parse is left out and counted by the
+loader (`info["unparsed_lines"]`), never dropped silently. The question text is kept as in the file (topic names keep their underscores).
 
 There is no official split: `split_indices` shuffles question indices with a fixed seed and cuts
 80/10/10 into train/dev/test (the proportions IRN used), so every run sees the same split.
@@ -25,13 +27,12 @@ import numpy as np
 from ..errors import ConfigError, DatasetMissingError
 from .records import KGQuestion
 
-__all__ = ["parse_path", "parse_pq_line", "read_pq_file", "guess_kb", "split_indices",
+__all__ = ["parse_path", "parse_pq_line", "split_answer_field", "read_pq_file", "guess_kb", "split_indices",
            "PQ_SPLIT_SEED", "PQ_SPLIT_FRACTIONS", "SPLITS"]
 
 PQ_SPLIT_SEED = 20190101  # fixed: the split must not move when a user changes the sampling seed
 PQ_SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
 SPLITS = ("train", "dev", "test", "all")
-_ANSWER = re.compile(r"^(?P<main>.*?)\((?P<alts>[^()]*)\)\s*$")
 
 
 def _answer_set(text: str) -> list[str]:
@@ -50,26 +51,47 @@ def parse_path(path: str) -> tuple[str, list[str], list[str]]:
     return tokens[0], tokens[1::2], tokens[2::2]
 
 
+def split_answer_field(field: str, answer: str) -> tuple[str, list[str]]:
+    """(main answer, alternatives) of an answer field, guided by the path's answer.
+
+    The released format writes `answer(alt1/alt2/)`, and entity names may hold parentheses
+    themselves: `Big_(film)(Big_(film)/)` is the answer `Big_(film)` with one alternative. The
+    path's last entity is the answer, so the field must be that name, optionally followed by one
+    parenthesised list of alternatives (names split on '/'). Anything else raises ConfigError.
+    """
+    field = field.strip()
+    if field == answer:
+        return answer, []
+    rest = field[len(answer):].strip() if answer and field.startswith(answer) else None
+    if rest is not None and rest.startswith("(") and rest.endswith(")"):
+        return answer, _answer_set(rest[1:-1])
+    raise ConfigError(f"answer field {field[:80]!r} is not the path's answer {answer[:60]!r} "
+                      "followed by '(alt1/alt2/)'")
+
+
 def parse_pq_line(line: str) -> dict:
-    """Fields of one line (PathQuestion or WC2014 style); raises ConfigError on a malformed line."""
+    """Fields of one line (PathQuestion or WC2014 style); raises ConfigError on a malformed line.
+
+    The answer is the path's last entity (every path of a conjunctive line must end there); the
+    alternatives come from the parentheses after it (PathQuestion) or the fourth column (WC2014).
+    """
     parts = line.rstrip("\r\n").split("\t")
     if len(parts) < 3:
         raise ConfigError(f"expected at least 3 tab-separated fields (question, answer, path): {line[:80]!r}")
     question, answer_field, path_field = parts[0].strip(), parts[1].strip(), parts[2].strip()
-    match = _ANSWER.match(answer_field)
-    if match:
-        main, alts = match.group("main").strip(), _answer_set(match.group("alts"))
-    else:
-        main, alts = answer_field, []
-    if len(parts) > 3 and "#" not in parts[3]:
-        alts = alts or _answer_set(parts[3])
-    answers = [main] if main else []
-    for alt in alts:
-        if alt not in answers:
-            answers.append(alt)
     paths = [parse_path(p) for p in path_field.split("*") if p.strip()]
     if not paths:
         raise ConfigError(f"no relation path in line {line[:80]!r}")
+    ends = {entities[-1] for _, _, entities in paths}
+    if len(ends) > 1:
+        raise ConfigError(f"the paths of a conjunctive line end at different entities ({', '.join(sorted(ends))[:80]})")
+    main, alts = split_answer_field(answer_field, ends.pop())
+    if len(parts) > 3 and "#" not in parts[3]:
+        alts = alts or _answer_set(parts[3])
+    answers = [main]
+    for alt in alts:
+        if alt not in answers:
+            answers.append(alt)
     return {"question": question, "answers": answers, "paths": paths, "extra": parts[3:]}
 
 
@@ -95,8 +117,13 @@ def guess_kb(qa_path: Path) -> Path:
     )
 
 
-def read_pq_file(path: Path, prefix: str | None = None) -> list[KGQuestion]:
-    """Every question of a PathQuestion-format file, in file order (blank lines skipped)."""
+def read_pq_file(path: Path, prefix: str | None = None, unparsed: list | None = None) -> list[KGQuestion]:
+    """Every question of a PathQuestion-format file, in file order (blank lines skipped).
+
+    A line that does not parse raises ConfigError, unless `unparsed` is a list: then the line is
+    left out and `(line number, reason)` is appended to it, so the caller can count and report it.
+    Question ids follow the line's position among the non-blank lines, so they do not shift.
+    """
     path = Path(path)
     if not path.is_file():
         raise DatasetMissingError(f"question file {path} not found")
@@ -108,7 +135,10 @@ def read_pq_file(path: Path, prefix: str | None = None) -> list[KGQuestion]:
         try:
             rec = parse_pq_line(line)
         except ConfigError as exc:
-            raise ConfigError(f"{path.name} line {i + 1}: {exc}") from None
+            if unparsed is None:
+                raise ConfigError(f"{path.name} line {i + 1}: {exc}") from None
+            unparsed.append((i + 1, str(exc)))
+            continue
         paths = rec["paths"]
         meta = {"line": i, "file": path.name,
                 "paths": [{"topic": t, "relations": r, "entities": e} for t, r, e in paths]}

@@ -10,6 +10,7 @@ formats and read by the same loaders.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,13 +115,19 @@ def load_pq_file(path: Path, kb: Path | None = None, split: str = "all", answera
     kb_path = Path(kb) if kb is not None else pathquestion.guess_kb(path)
     if not kb_path.is_file():
         raise DatasetMissingError(f"KB file {kb_path} not found; pass an existing kb=.")
-    questions = pathquestion.read_pq_file(path)
+    unparsed: list[tuple[int, str]] = []
+    questions = pathquestion.read_pq_file(path, unparsed=unparsed)
+    if unparsed:  # counted and reported, never dropped silently
+        line, why = unparsed[0]
+        warnings.warn(f"{path.name}: {len(unparsed)} line(s) do not parse and are left out "
+                      f"(first: line {line}: {why}); see info['unparsed_lines'].", stacklevel=3)
     kg = load_kg_file(kb_path, sep="\t", name=kb_path.stem)
     if answerable:
         _attach_answerable(questions, kg, [path, kb_path], tag="pq")
     keep = pathquestion.split_indices(len(questions), split)
     items = [questions[i] for i in keep]
-    info = {"qa_file": path.name, "kb_file": kb_path.name, "n_file": len(questions),
+    info = {"qa_file": path.name, "kb_file": kb_path.name, "n_file": len(questions) + len(unparsed),
+            "unparsed_lines": len(unparsed), "unparsed_examples": [f"line {n}: {why}" for n, why in unparsed[:5]],
             "split_rule": (f"seeded shuffle (seed {pathquestion.PQ_SPLIT_SEED}) cut "
                            f"{'/'.join(str(int(f * 100)) for f in pathquestion.PQ_SPLIT_FRACTIONS)} "
                            "into train/dev/test by question index"),
