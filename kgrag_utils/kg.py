@@ -14,7 +14,6 @@ range expansion (`np.repeat` / `cumsum`), so there is no Python loop per edge an
 
 from __future__ import annotations
 
-import csv
 import difflib
 import os
 import tempfile
@@ -181,17 +180,9 @@ def _detect_separator(line: str, path: Path) -> str:
     )
 
 
-def _pyarrow_available() -> bool:
-    """pyarrow's CSV reader is several times faster and leaner; pandas' reader is the fallback."""
-    try:
-        import pyarrow.csv  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _read_columns_pyarrow(path: Path, sep: str):
-    """Three stripped string columns as pyarrow arrays (multi-threaded C++ reader)."""
+def _read_columns(path: Path, sep: str):
+    """Three stripped string columns as pyarrow arrays (pyarrow's multi-threaded C++ CSV reader; pyarrow is a
+    core dependency)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyarrow import csv as pacsv
@@ -225,75 +216,32 @@ def _read_columns_pyarrow(path: Path, sep: str):
     return [pc.utf8_trim_whitespace(table.column(c).combine_chunks()) for c in "hrt"]
 
 
-def _read_columns_pandas(path: Path, sep: str) -> list[np.ndarray]:
-    """Three stripped string columns as object arrays (pandas reader; the fallback without pyarrow)."""
-    options = dict(sep=sep, header=None, names=["h", "r", "t"], dtype=object, index_col=False,
-                   keep_default_na=False, na_filter=False, quoting=csv.QUOTE_NONE, skip_blank_lines=True,
-                   encoding="utf-8")
-    try:
-        frame = pd.read_csv(path, engine="c", on_bad_lines="error", **options)
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}); re-encode it as UTF-8.") from None
-    except pd.errors.ParserError:
-        # The C engine cannot hand bad lines to a callable: re-read with the python engine to
-        # tell lines of separators only (blank) from real malformed facts.
-        bad: list[list[str]] = []
-
-        def on_bad(fields: list[str]):
-            if any(f.strip() for f in fields):
-                bad.append(fields)
-            return None
-
-        frame = pd.read_csv(path, engine="python", on_bad_lines=on_bad, **options)
-        if bad:
-            raise ConfigError(
-                f"{path} is not a 3-column fact file with separator {sep!r} (bad line {sep.join(bad[0])[:80]!r}); "
-                "fix the line or pass sep=."
-            ) from None
-    return [frame[c].astype(object).str.strip().to_numpy(dtype=object) for c in "hrt"]
-
-
 def _encode_columns(cols, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Drop blank rows, check for empty fields, and factorise names to ids (first-appearance order)."""
+    """Drop blank rows, check for empty fields, and factorise names to ids (first-appearance order).
+
+    `cols` are the three pyarrow string arrays of `_read_columns`."""
     if len(cols[0]) == 0:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty, np.empty(0, dtype=object), np.empty(0, dtype=object)
-    if not isinstance(cols[0], np.ndarray):  # pyarrow arrays
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-        lens = [pc.utf8_length(c) for c in cols]
-        nonempty = [pc.greater(n, 0) for n in lens]
-        any_field = pc.or_(pc.or_(nonempty[0], nonempty[1]), nonempty[2])
-        all_fields = pc.and_(pc.and_(nonempty[0], nonempty[1]), nonempty[2])
-        if not pc.all(pc.equal(any_field, all_fields)).as_py():
-            row = int(pc.index(pc.not_equal(any_field, all_fields), True).as_py())
-            shown = " | ".join(str(c[row].as_py()) for c in cols)
-            raise ConfigError(f"{path}: a fact has an empty head, relation or tail ({shown!r}); fix or remove that line.")
-        if not pc.all(any_field).as_py():
-            cols = [c.filter(any_field) for c in cols]
-        ents = pa.concat_arrays([cols[0], cols[2]]).dictionary_encode()
-        codes = ents.indices.to_numpy(zero_copy_only=False)
-        entity_names = np.asarray(ents.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-        rel_enc = cols[1].dictionary_encode()
-        rels = rel_enc.indices.to_numpy(zero_copy_only=False)
-        relation_names = np.asarray(rel_enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    else:
-        h, r, t = cols
-        lens = [np.fromiter((len(x) for x in c), dtype=np.int64, count=len(c)) > 0 for c in cols]
-        any_field = lens[0] | lens[1] | lens[2]
-        all_fields = lens[0] & lens[1] & lens[2]
-        if not np.array_equal(any_field, all_fields):
-            row = int(np.flatnonzero(any_field != all_fields)[0])
-            raise ConfigError(
-                f"{path}: a fact has an empty head, relation or tail ({h[row]!r} | {r[row]!r} | {t[row]!r}); "
-                "fix or remove that line."
-            )
-        h, r, t = h[any_field], r[any_field], t[any_field]
-        codes, entity_names = pd.factorize(np.concatenate([h, t]))
-        rels, relation_names = pd.factorize(r)
-        entity_names = np.asarray(entity_names, dtype=object)
-        relation_names = np.asarray(relation_names, dtype=object)
+    lens = [pc.utf8_length(c) for c in cols]
+    nonempty = [pc.greater(n, 0) for n in lens]
+    any_field = pc.or_(pc.or_(nonempty[0], nonempty[1]), nonempty[2])
+    all_fields = pc.and_(pc.and_(nonempty[0], nonempty[1]), nonempty[2])
+    if not pc.all(pc.equal(any_field, all_fields)).as_py():
+        row = int(pc.index(pc.not_equal(any_field, all_fields), True).as_py())
+        shown = " | ".join(str(c[row].as_py()) for c in cols)
+        raise ConfigError(f"{path}: a fact has an empty head, relation or tail ({shown!r}); fix or remove that line.")
+    if not pc.all(any_field).as_py():
+        cols = [c.filter(any_field) for c in cols]
+    ents = pa.concat_arrays([cols[0], cols[2]]).dictionary_encode()
+    codes = ents.indices.to_numpy(zero_copy_only=False)
+    entity_names = np.asarray(ents.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    rel_enc = cols[1].dictionary_encode()
+    rels = rel_enc.indices.to_numpy(zero_copy_only=False)
+    relation_names = np.asarray(rel_enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
     n = codes.size // 2
     return codes[:n], np.asarray(rels), codes[n:], entity_names, relation_names
 
@@ -443,8 +391,7 @@ class KG:
         sep = _detect_separator(first, path) if sep is None else sep
         if len(sep) != 1:
             raise ConfigError(f"sep must be a single character such as '|' or '\\t' (got {sep!r}).")
-        reader = _read_columns_pyarrow if _pyarrow_available() else _read_columns_pandas
-        cols = reader(path, sep)
+        cols = _read_columns(path, sep)
         heads, rels, tails, entity_names, relation_names = _encode_columns(cols, path)
         del cols
         return cls._build(heads, rels, tails, entity_names, relation_names, name, check=False)

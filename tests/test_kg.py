@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kgrag_utils.kg as kg_module
 from kgrag_utils.errors import ConfigError, DatasetMissingError
 from kgrag_utils.kg import KG, ChainResult
 from kgrag_utils.synthetic import synthetic_ids, synthetic_kg
@@ -312,18 +311,8 @@ def test_subgraph_kg(movies):
 # ----------------------------------------------------------------------------- files
 
 
-@pytest.fixture(params=["pyarrow", "pandas"])
-def reader(request, monkeypatch):
-    """Run load() tests through both text readers."""
-    if request.param == "pyarrow":
-        pytest.importorskip("pyarrow")
-    else:
-        monkeypatch.setattr(kg_module, "_pyarrow_available", lambda: False)
-    return request.param
-
-
 @pytest.mark.parametrize("sep", ["|", "\t"])
-def test_load_both_separators(tmp_path, reader, sep):
+def test_load_both_separators(tmp_path, sep):
     lines = ["", "  m1 {s} directed_by {s} d1  ", "m2{s}directed_by{s}d1", "", "m1{s}directed_by{s}d1",
              "NA{s}has_tags{s}null", 'Say "Hi"{s}has_tags{s}don\'t', "   ", "m2{s}in_language{s}Français", ""]
     path = tmp_path / "kb.txt"
@@ -338,7 +327,7 @@ def test_load_both_separators(tmp_path, reader, sep):
     assert KG.load(path, name="named").name == "named"
 
 
-def test_load_rejects_malformed_files(tmp_path, reader):
+def test_load_rejects_malformed_files(tmp_path):
     missing = tmp_path / "nope.txt"
     with pytest.raises(DatasetMissingError):
         KG.load(missing)
@@ -364,7 +353,7 @@ def test_load_rejects_malformed_files(tmp_path, reader):
         KG.load(latin)
 
 
-def test_load_blank_files_give_empty_kg(tmp_path, reader):
+def test_load_blank_files_give_empty_kg(tmp_path):
     for text in ("", "\n\n   \n"):
         path = tmp_path / "blank.txt"
         path.write_text(text, encoding="utf-8")

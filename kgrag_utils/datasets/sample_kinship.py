@@ -8,7 +8,9 @@ shuffled), but every name, sentence template and rule below is written for this 
 The world: monogamous couples, every child has both parents in the family and shares them with
 all siblings, nobody remarries, and the people of a story are distinct. Under those assumptions
 every composition rule in `COMPOSITIONS` is a fact of kinship, so every derivation of a story's
-chain yields the true relation (the tests check that all CKY derivations agree with the target).
+chain yields the true relation (tests/test_samples.py composes every story's chain over all
+bracketings and checks that each derivation gives the target). The generator itself needs no
+composition: it splits the query relation into a chain, rule by rule, so the target is known.
 
 Reading convention (CLUTRR's): an edge (A, r, B) says "B is A's r"; `target` is the relation of
 the query's second person to its first.
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 import yaml
 
 __all__ = ["RELATIONS", "SURFACE", "COMPOSITIONS", "INVERSE", "SYMMETRIC", "EDGE_RELATIONS",
-           "TARGET_RELATIONS", "CSV_COLUMNS", "FamilyTree", "compose_chain", "generate_kinship", "rules_yaml",
+           "TARGET_RELATIONS", "CSV_COLUMNS", "FamilyTree", "generate_kinship", "rules_yaml",
            "relations_yaml", "surface", "surface_to_relation"]
 
 #: Gender-neutral relation -> (word for a male relative, word for a female relative).
@@ -221,24 +223,6 @@ class FamilyTree:
 # ---------------------------------------------------------------------------------------------
 # Stories
 # ---------------------------------------------------------------------------------------------
-def compose_chain(relations: list[str]) -> set[str]:
-    """Every relation derivable for the chain's ends by any bracketing of the rules (CKY)."""
-    n = len(relations)
-    table: dict[tuple[int, int], set[str]] = {(i, i + 1): {r} for i, r in enumerate(relations)}
-    for span in range(2, n + 1):
-        for i in range(0, n - span + 1):
-            j = i + span
-            cell: set[str] = set()
-            for m in range(i + 1, j):
-                for x in table[(i, m)]:
-                    for y in table[(m, j)]:
-                        r = COMPOSITIONS.get((x, y))
-                        if r is not None:
-                            cell.add(r)
-            table[(i, j)] = cell
-    return table[(0, n)] if n else set()
-
-
 _RULES_FOR: dict[str, list[tuple[str, str]]] = {}
 for (_r1, _r2), _r in sorted(COMPOSITIONS.items()):
     _RULES_FOR.setdefault(_r, []).append((_r1, _r2))

@@ -145,11 +145,6 @@ def _topic_ids(kg, names: Iterable[str]) -> tuple[list[int], list[str]]:
     return ids, missing
 
 
-def _training_items(dataset, train) -> list:
-    """The training split's items (loaded by name unless given); refuses to train on the evaluated split."""
-    return _training_data(dataset, train)[0]
-
-
 def _training_data(dataset, train, source: QuestionKGs | None = None) -> tuple[list, QuestionKGs | None]:
     """(training items, where their KGs come from). The training split is loaded by name unless given;
     with per-question subgraphs it must be a Dataset (its items' subgraphs live in it)."""
