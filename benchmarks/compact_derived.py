@@ -90,9 +90,9 @@ def main(argv=None) -> dict:
     progress = not args.no_progress
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from kgrag_utils.progress import progress_bar
 
-        bar = tqdm(total=len(items), desc=f"derive {args.dataset}", unit="item", file=sys.stderr)
+        bar = progress_bar(total=len(items), desc=f"derive {args.dataset}", unit="item")
     for start in range(0, len(items), 256):
         batch = items[start:start + 256]
         records.extend(method.derive_many(batch))

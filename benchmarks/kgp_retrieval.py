@@ -55,8 +55,7 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
                 only_done: bool = False):
     """One (graph, traversal) configuration over the dataset: (entry with summary + set/graph/latency
     stats, the KGP object so that the next variant reuses its loaded models)."""
-    from tqdm.auto import tqdm
-
+    from kgrag_utils.progress import progress_bar
     from kgrag_utils.methods.kgp import KGP, summarize_run
     from kgrag_utils.records import RunRecorder
 
@@ -72,7 +71,7 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
     done = {r["id"] for r in rows}
     t0 = time.perf_counter()
     todo = [] if only_done else [q for q in ds.items if q.qid not in done]
-    for q in tqdm(todo, desc=f"{ds.name} {cfg.graph}/{cfg.traversal}", disable=not progress):
+    for q in progress_bar(todo, desc=f"{ds.name} {cfg.graph}/{cfg.traversal}", enabled=progress):
         row = kgp.run(q)
         rows.append(row)
         if rec is not None:
@@ -383,8 +382,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     JSON). Each question's document set is rebuilt (it is seeded by the question id) and must hold
     every recorded passage. Records go through RunRecorder (resumable); the summary holds the new
     EM / F1 / containment over every question and the recorded ones beside them."""
-    from tqdm.auto import tqdm
-
+    from kgrag_utils.progress import progress_bar
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import IntegrityError
     from kgrag_utils.methods.kgp import KGP, KGPConfig, metric_keys
@@ -413,7 +411,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
         _set_batch_threads(llm, llm_threads)
     kgp = KGP(ds, cfg, llm=llm)
     t0 = time.perf_counter()
-    for q in tqdm(todo, desc="reader", disable=not progress):
+    for q in progress_bar(todo, desc="reader", enabled=progress):
         old = recorded[q.qid]
         row = {"id": q.qid, "question": q.question, "answers": list(q.answers), "failed": False,
                "answer_v1": old.get("answer"), "em_v1": old.get("em"), "f1_v1": old.get("f1"),

@@ -351,9 +351,9 @@ class Embedder:
         show = missing.size >= _PROGRESS_MIN if progress is None else bool(progress)
         bar = None
         if show:
-            from tqdm.auto import tqdm
+            from .progress import progress_bar
 
-            bar = tqdm(total=int(missing.size), desc=f"embedding ({self.model_id.rsplit('/', 1)[-1]})", unit="text")
+            bar = progress_bar(total=int(missing.size), desc=f"embedding ({self.model_id.rsplit('/', 1)[-1]})", unit="text")
         try:
             for s in range(0, missing.size, chunk):
                 idx = missing[s : s + chunk]

@@ -36,6 +36,7 @@ from typing import Any, Mapping, Sequence
 
 from . import settings
 from .errors import ConfigError, MissingDependencyError
+from .progress import progress_bar, text_progress_in_children
 from .records import RUN_FILE, atomic_write_json, atomic_write_text, params_hash, read_run, to_jsonable
 
 DEFAULT_TIMEOUT = 3600  # seconds per cell
@@ -219,10 +220,11 @@ def run_notebook(
         log.write(f"notebook: {path}\nparameters: {json.dumps(to_jsonable(params))}\n\n")
         log.flush()
         try:
-            pm.execute_notebook(
-                str(path), str(out_nb), parameters=params, kernel_name="python3", cwd=str(path.parent),
-                execution_timeout=timeout, progress_bar=False, log_output=True, stdout_file=log, stderr_file=log,
-            )
+            with text_progress_in_children():  # nobody watches this kernel's widgets: its bars print plain lines
+                pm.execute_notebook(
+                    str(path), str(out_nb), parameters=params, kernel_name="python3", cwd=str(path.parent),
+                    execution_timeout=timeout, progress_bar=False, log_output=True, stdout_file=log, stderr_file=log,
+                )
         except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
             error = _short_error(exc)
             log.write("\n" + "".join(traceback.format_exception(exc)))
@@ -373,11 +375,7 @@ def run_grid(
 
 
 def _progress(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="run")
+    return progress_bar(total=total, desc=desc, unit="run", enabled=enabled) if enabled else None
 
 
 def _tick(bar, outcome: RunOutcome) -> None:

@@ -262,9 +262,9 @@ class LLM(ABC):
         order = sorted(todo.values(), key=lambda i: len(chat_text(chats[i])))
         bar = None
         if progress and order:
-            from tqdm.auto import tqdm
+            from ..progress import progress_bar
 
-            bar = tqdm(total=len(order), desc=f"{self.backend_name}:{self.preset.name}", unit="prompt")
+            bar = progress_bar(total=len(order), desc=f"{self.backend_name}:{self.preset.name}", unit="prompt")
         fresh: dict[str, LLMResult] = {}
         size = max(1, int(self.batch_size))
         for start in range(0, len(order), size):

@@ -470,9 +470,9 @@ class CompactMethod:
         out: list[dict] = []
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from ...progress import progress_bar
 
-            bar = tqdm(total=len(items), initial=len(items) - len(todo), desc="compact", unit="q")
+            bar = progress_bar(total=len(items), initial=len(items) - len(todo), desc="compact", unit="q")
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
             records = self.derive_many(batch)

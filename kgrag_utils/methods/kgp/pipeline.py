@@ -199,8 +199,8 @@ def evaluate(dataset: Dataset, config: KGPConfig, questions: Sequence[PassageQue
     kgp = KGP(dataset, config, llm=llm, embedder=embedder)
     questions = list(dataset.items if questions is None else questions)
     if progress:
-        from tqdm.auto import tqdm
+        from ...progress import progress_bar
 
-        questions = tqdm(questions, desc=f"{config.graph}/{config.traversal}")
+        questions = progress_bar(questions, desc=f"{config.graph}/{config.traversal}")
     rows = [kgp.run(q) for q in questions]
     return rows, summarize_run(rows, config.ks, config.reader)

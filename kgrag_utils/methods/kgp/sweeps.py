@@ -74,9 +74,9 @@ def density_sweep(kgp: KGP, questions: Iterable[PassageQuestion], constructor: s
     questions = list(questions)
     it = questions
     if progress:
-        from tqdm.auto import tqdm
+        from ...progress import progress_bar
 
-        it = tqdm(questions, desc=f"density sweep {constructor}")
+        it = progress_bar(questions, desc=f"density sweep {constructor}")
     agent = None
     for q in it:
         dset = kgp.corpus.question_set(q, base.set_passages, base.seed)
@@ -114,9 +114,9 @@ def branching_sweep(kgp: KGP, questions: Iterable[PassageQuestion], values: Sequ
     per_value: dict[int, list[dict]] = {v: [] for v in values}
     it = questions
     if progress:
-        from tqdm.auto import tqdm
+        from ...progress import progress_bar
 
-        it = tqdm(questions, desc="branching sweep")
+        it = progress_bar(questions, desc="branching sweep")
     original = kgp.cfg
     try:
         for q in it:

@@ -145,9 +145,9 @@ class SimGRAG:
             raise ConfigError("answering needs an llm: pass one, or call run(..., answer=False) for retrieval only.")
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from ...progress import progress_bar
 
-            bar = tqdm(total=len(todo), desc=f"SimGRAG ({self.settings.pattern_source} patterns)", unit="q")
+            bar = progress_bar(total=len(todo), desc=f"SimGRAG ({self.settings.pattern_source} patterns)", unit="q")
         out: list[dict] = []
         try:
             for start in range(0, len(todo), max(1, int(batch_size))):

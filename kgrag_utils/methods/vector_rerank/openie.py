@@ -120,9 +120,9 @@ def extract_openie(passages: Sequence["Passage"], llm: "LLM", tag: str, batch_si
     todo = [p for p in passages if p.pid not in done]
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from ...progress import progress_bar
 
-        bar = tqdm(total=len(passages), initial=len(passages) - len(todo), desc=f"OpenIE {tag}", unit="passage")
+        bar = progress_bar(total=len(passages), initial=len(passages) - len(todo), desc=f"OpenIE {tag}", unit="passage")
     t_start = time.perf_counter()
     store.parent.mkdir(parents=True, exist_ok=True)
     with open(store, "a", encoding="utf-8") as fh:

@@ -148,9 +148,9 @@ class VectorRerank:
         records = {r.get("id"): r for r in (getattr(recorder, "examples", []) if recorder is not None else [])}
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from ...progress import progress_bar
 
-            bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc="vector-rerank", unit="q")
+            bar = progress_bar(total=len(questions), initial=len(questions) - len(todo), desc="vector-rerank", unit="q")
         for s in range(0, len(todo), max(1, int(batch_size))):
             for rec in self._run_chunk(todo[s:s + batch_size]):
                 records[rec["id"]] = rec
