@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -15,7 +16,8 @@ import yaml
 from kgrag_utils.datasets import (KGQuestion, answerable_flags, compute_answerable, list_datasets, load_dataset,
                                   normalize_name, sample_items)
 from kgrag_utils.datasets import clutrr, download, metaqa, passages, pathquestion
-from kgrag_utils.errors import (BackendUnavailableError, ConfigError, DatasetMissingError, IntegrityError)
+from kgrag_utils.errors import (BackendUnavailableError, ConfigError, DatasetMissingError, IntegrityError,
+                                MissingDependencyError)
 from kgrag_utils.kg import KG
 
 # ----------------------------------------------------------------------------- fixtures
@@ -603,6 +605,65 @@ def test_fetch_rejects_a_file_that_does_not_match_its_pin(tmp_path, monkeypatch)
     monkeypatch.setitem(download.GROUPS, "pathquestion", download.Group("PathQuestion", (bad,), "p", "l"))
     with pytest.raises(IntegrityError, match="sha256"):
         download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
+
+
+def test_fetch_a_mismatched_download_leaves_nothing_behind(tmp_path, monkeypatch):
+    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
+    bad = download.RemoteFile(group.files[0].url, "PQ-2H.txt", "0" * 64, None)
+    monkeypatch.setitem(download.GROUPS, "pathquestion", download.Group("PathQuestion", (bad,), "p", "l"))
+    monkeypatch.setattr(download, "DOWNLOAD_RETRIES", 0)
+    with pytest.raises(IntegrityError) as info:
+        download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
+    assert "\n" not in str(info.value) and "by hand" in str(info.value)
+    assert list((tmp_path / "data" / "PathQuestion").iterdir()) == []  # no file, no temporary left over
+
+
+def test_fetch_retries_a_failed_transfer_through_pooch(tmp_path, monkeypatch):
+    import requests
+
+    group = _file_group(tmp_path, {"PQ-2H.txt": "\n".join(PQ_LINES).encode() + b"\n"})
+    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
+    monkeypatch.setattr(download, "DOWNLOAD_RETRIES", 1)
+    calls = []
+
+    def flaky(url, output_file, pooch):
+        calls.append(url)
+        if len(calls) == 1:
+            raise requests.exceptions.ConnectionError("connection reset")
+        download._file_downloader(url, output_file, pooch)
+
+    monkeypatch.setattr(download, "_downloader_for", lambda url, pooch: flaky)
+    folder = download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
+    assert len(calls) == 2
+    assert (folder / "PQ-2H.txt").read_bytes() == (tmp_path / "remote" / "PQ-2H.txt").read_bytes()
+
+
+def test_fetch_a_failed_forced_refetch_keeps_the_good_copy(tmp_path, monkeypatch):
+    import requests
+
+    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
+    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
+    folder = download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
+
+    def down(url, output_file, pooch):
+        raise requests.exceptions.ConnectionError("host went away")
+
+    monkeypatch.setattr(download, "DOWNLOAD_RETRIES", 0)
+    monkeypatch.setattr(download, "_downloader_for", lambda url, pooch: down)
+    with pytest.raises(BackendUnavailableError) as info:
+        download.fetch("pq-2hop", dest=tmp_path / "data", force=True, log=lambda s: None)
+    assert "\n" not in str(info.value) and "ConnectionError" in str(info.value)
+    assert (folder / "PQ-2H.txt").read_bytes() == b"good\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["PQ-2H.txt"]
+
+
+def test_fetch_without_pooch_names_the_extra(tmp_path, monkeypatch):
+    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
+    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
+    monkeypatch.setitem(sys.modules, "pooch", None)  # import pooch -> ImportError
+    with pytest.raises(MissingDependencyError) as info:
+        download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
+    assert "\n" not in str(info.value) and ".[data]" in str(info.value)
 
 
 def test_fetch_offline_fails_fast_with_one_line(tmp_path, monkeypatch):

@@ -15,9 +15,12 @@ Sources (documented in data/README.md):
   relations_for_final.pickle from that repository. WebQSP / CWQ: RoG's parquet releases on the
   Hugging Face hub (rmanluo/RoG-webqsp, rmanluo/RoG-cwq; needs `huggingface_hub`). IIRC: AI2's S3
   bucket iirc-dataset.s3.us-west-2.amazonaws.com. Formats, sizes, licenses: data/FORMATS.md.
-Files are verified (sha256 and size where pinned, line or row counts where known) and written
-atomically; a file that is already present and verifies is not downloaded again. Without network
-the first connection fails within a few seconds with one line that says what to do by hand.
+Plain files go through `pooch` (the `data` extra): it streams to a temporary file, checks the
+pinned sha256 before the file is moved into place, and retries after network errors. On top of it
+we keep: the offline probe (without network the first connection fails within a few seconds with
+one line that says what to do by hand), size and line / row counts where known, the check that
+skips files already present and verified, Google Drive (gdown), the Hugging Face hub client, and
+archive extraction that refuses paths outside the target.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ import socket
 import sys
 import tarfile
 import tempfile
-import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -46,6 +48,8 @@ __all__ = ["RemoteFile", "GROUPS", "fetch", "status", "group_of"]
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 60.0
+#: pooch retries a download this many times after a network error or a checksum mismatch
+DOWNLOAD_RETRIES = 2
 _IRN = "https://raw.githubusercontent.com/zmtkeke/IRN/master"
 _HIPPO = "https://raw.githubusercontent.com/OSU-NLP-Group/HippoRAG/legacy"
 _CLUTRR = "https://raw.githubusercontent.com/facebookresearch/clutrr/main"
@@ -215,32 +219,60 @@ def _count_lines(path: Path) -> int:
     return sum(1 for line in data.splitlines() if line.strip())
 
 
-def _download(url: str, dest: Path, log: Callable[[str], None]) -> None:
-    """Stream a URL to `dest` atomically (temporary file in the same folder, then rename)."""
+def _file_downloader(url: str, output_file, pooch) -> None:  # noqa: ARG001 - pooch's downloader signature
+    """A pooch downloader for file:// URLs (local mirrors; the tests' sources)."""
+    src = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+    if hasattr(output_file, "write"):
+        with open(src, "rb") as fh:
+            shutil.copyfileobj(fh, output_file)
+    else:
+        shutil.copyfile(src, output_file)
+
+
+def _downloader_for(url: str, pooch_module):
+    """pooch's HTTP downloader with our time limits and User-Agent, or a local copy for file:// URLs."""
+    if urllib.parse.urlsplit(url).scheme == "file":
+        return _file_downloader
+    return pooch_module.HTTPDownloader(timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+                                       headers={"User-Agent": "kgrag-utils data fetch"})
+
+
+def _download(url: str, dest: Path, log: Callable[[str], None], sha256: str | None = None) -> None:
+    """Download a URL to `dest` through pooch; the file appears at `dest` only once it verified.
+
+    pooch streams into a temporary file, checks the pinned sha256 before moving it, and retries
+    `DOWNLOAD_RETRIES` times after a network error or a mismatch. We stage that in a temporary
+    folder beside `dest`, so a failed or forced re-download never removes a good copy, and turn
+    pooch's errors into this project's one-line errors.
+    """
+    pooch = require("pooch", "data", "Downloading benchmark files")
+    import requests
+
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    try:
-        request = urllib.request.Request(url, headers={"User-Agent": "kgrag-utils data fetch"})
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(request, timeout=READ_TIMEOUT_S) as resp:
-            total = 0
-            for block in iter(lambda: resp.read(1 << 20), b""):
-                out.write(block)
-                total += len(block)
-        log(f"  {dest.name}: {total:,} bytes")
-        os.replace(tmp, dest)
-    except (urllib.error.URLError, socket.timeout, ConnectionError) as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise BackendUnavailableError(f"download of {url} failed ({exc}); retry, or fetch it by hand into {dest.parent}.") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.") as stage:
+        fetcher = pooch.create(path=stage, base_url="", registry={dest.name: f"sha256:{sha256}" if sha256 else None},
+                               urls={dest.name: url}, retry_if_failed=DOWNLOAD_RETRIES)
+        try:
+            got = Path(fetcher.fetch(dest.name, downloader=_downloader_for(url, pooch)))
+        except ValueError as exc:
+            if "hash" not in str(exc):
+                raise
+            raise IntegrityError(f"{url} does not match its pinned sha256 {str(sha256)[:12]}... after "
+                                 f"{1 + DOWNLOAD_RETRIES} tries: fetch it by hand into {dest.parent} and check it.") from None
+        except (requests.exceptions.RequestException, OSError) as exc:
+            raise BackendUnavailableError(f"download of {url} failed ({exc.__class__.__name__}: "
+                                          f"{str(exc).splitlines()[0][:120] if str(exc) else 'no detail'}); retry, "
+                                          f"or fetch it by hand into {dest.parent}.") from None
+        log(f"  {dest.name}: {got.stat().st_size:,} bytes")
+        os.replace(got, dest)
 
 
-def _verify(path: Path, spec: RemoteFile) -> None:
+def _verify(path: Path, spec: RemoteFile, hashed: bool = False) -> None:
+    """Size, sha256 (unless pooch just checked it: `hashed`) and line count against the pins."""
     size = path.stat().st_size
     if spec.size is not None and size != spec.size:
         raise IntegrityError(f"{path} has {size:,} bytes, expected {spec.size:,}: delete it and fetch again.")
-    if spec.sha256 is not None:
+    if spec.sha256 is not None and not hashed:
         digest = _sha256(path)
         if digest != spec.sha256:
             raise IntegrityError(f"{path} sha256 {digest[:12]}... differs from the pinned {spec.sha256[:12]}...: "
@@ -473,8 +505,8 @@ def fetch(name: str, dest: Path | str | None = None, force: bool = False,
         _check_reachable(todo[0].url, group, folder)
     for spec in todo:
         target = folder / spec.dest
-        _download(spec.url, target, log)
-        _verify(target, spec)
+        _download(spec.url, target, log, sha256=spec.sha256)
+        _verify(target, spec, hashed=True)
     for spec in g.files:
         if spec.lines is not None and spec not in todo:
             _verify(folder / spec.dest, spec)
