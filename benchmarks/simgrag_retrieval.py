@@ -37,7 +37,8 @@ import numpy as np
 
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.oracle import MISS_CLASSES, miss_class, oracle_pattern, simple_path_answers
+from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, gold_answer_ids, miss_class, oracle_pattern,
+                                                simple_gold_answer_ids)
 from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
 from kgrag_utils.metrics import normalize_answer
 
@@ -98,13 +99,12 @@ def run_real(args) -> dict:
         evidence = {normalize_answer(str(data.kg.entity_names[x])) for x in result.evidence_entities()}
         # is the top-1 answer a true answer of the gold chain in this KG (gold lists can be incomplete,
         # e.g. MetaQA merges films of the same title into one entity)?
-        topic = q.topic_entities[0] if q.topic_entities else None
-        known_topic = topic is not None and data.kg.has_entity(topic)  # the reconstructed KB lacks a few
-        reached = data.kg.follow_chain([data.kg.entity_id(topic)], q.chain).reached if q.chain and known_topic else []
-        on_chain = best is not None and int(best.nodes[p.answer]) in set(np.asarray(reached).tolist())
-        simple = simple_path_answers(data.kg, topic, q.chain) if q.chain and known_topic else set()
+        # (the reconstructed MetaQA KB lacks a few topics; conjunctive questions intersect their branches)
+        reached = gold_answer_ids(data.kg, q) or set()
+        on_chain = best is not None and int(best.nodes[p.answer]) in reached
+        simple = simple_gold_answer_ids(data.kg, q) if reached else set()
         simple_names = {normalize_answer(str(data.kg.entity_names[x])) for x in (simple or ())}
-        reached_names = {normalize_answer(str(data.kg.entity_names[x])) for x in np.asarray(reached).tolist()}
+        reached_names = {normalize_answer(str(data.kg.entity_names[x])) for x in reached}
         hit = float(pred is not None and normalize_answer(pred) in gold)
         answerable_simple = bool(q.answerable) and simple is not None and bool(gold) and gold <= simple_names
         # answerable, yet some gold answer is reached only by a walk that revisits an entity

@@ -264,6 +264,27 @@ def test_pq_file_loader_guesses_the_kb(tmp_path):
         load_dataset("pq-file", split="all")
 
 
+def test_conjunctive_lines_become_branches_meeting_at_the_answer_and_answerable_intersects_them(tmp_path):
+    conj = "name a player at {a} in club {b} ?\t{m}\t{a}#plays_position_inverse#{m}#<end>#{m}*{b}#plays_in_club_inverse#{m}#<end>#{m}\t{s}\tfacts"
+    _write(tmp_path / "WC-C.txt", [conj.format(a="Forward", b="Club_A", m="P1", s="P1/"),
+                                   conj.format(a="Forward", b="Club_A", m="P1", s="P1/P2/"),  # P2 is no forward
+                                   conj.format(a="Forward", b="Club_B", m="P3", s="P3/")])
+    _write(tmp_path / "WC2014.txt", ["Forward\tplays_position_inverse\tP1", "Forward\tplays_position_inverse\tP3",
+                                     "Defender\tplays_position_inverse\tP2", "Club_A\tplays_in_club_inverse\tP1",
+                                     "Club_A\tplays_in_club_inverse\tP2", "Club_B\tplays_in_club_inverse\tP2"])
+    ds = load_dataset("pq-file", split="all", path=str(tmp_path / "WC-C.txt"))
+    q = ds[0]
+    assert q.chain is None and q.conjunctive and q.topic_entities == ["Forward", "Club_A"]
+    assert q.gold_branches() == [("Forward", [("plays_position_inverse", True)]),
+                                 ("Club_A", [("plays_in_club_inverse", True)])]
+    assert q.answers == ["P1"] and q.hops == 1 and q.qtype == "plays_position_inverse*plays_in_club_inverse"
+    # answerable = every gold answer lies where BOTH chains arrive (P2 is in Club_A but no forward; P3 not in Club_B)
+    assert [x.answerable for x in ds] == [True, False, False]
+    single = KGQuestion("s", "", ["Club_A"], ["P2"], [("plays_in_club_inverse", True)], 1, None)
+    assert single.gold_branches() == [("Club_A", [("plays_in_club_inverse", True)])] and not single.conjunctive
+    assert compute_answerable([single, q], ds.kg).tolist() == [True, True]
+
+
 # PathQuestion-large (PQL) lines as released: a leading space, no <end> marker, entity names that hold
 # parentheses themselves, and answer sets whose names hold parentheses too (invented names)
 PQL_LINES = [

@@ -8,7 +8,8 @@ import numpy as np
 from kgrag_utils.datasets.records import KGQuestion
 from kgrag_utils.kg import KG
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.oracle import MISS_CLASSES, miss_class, oracle_pattern, simple_path_answers
+from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, branches_pattern, gold_answer_ids, miss_class, oracle_pattern,
+                                                simple_path_answers)
 
 
 def exact_retriever(kg: KG) -> GSDRetriever:
@@ -68,3 +69,51 @@ def test_simple_path_answers_of_an_unknown_relation_is_empty_and_too_many_paths_
     assert simple_path_answers(kg, "a", [("missing", True)]) == set()
     assert len(simple_path_answers(kg, "a", [("r", True)])) == 5
     assert simple_path_answers(kg, "a", [("r", True)], max_paths=3) is None
+
+
+# ----------------------------------------------------------------------------- conjunctive questions
+
+
+def test_a_conjunctive_question_gives_a_tree_pattern_whose_branches_meet_at_the_answer():
+    from kgrag_utils.datasets import load_dataset
+
+    ds = load_dataset("fixture-wc2014-conj", split="all")
+    q = ds[0]
+    assert q.conjunctive and q.chain is None
+    pattern = oracle_pattern(q)
+    (t1, c1), (t2, c2) = q.gold_branches()
+    assert [n.label for n in pattern.nodes if n.known] == [t1, t2]
+    assert not pattern.nodes[pattern.answer].known
+    # every edge touches the answer (one-hop branches) and points the way the KG's facts do
+    assert [(pattern.nodes[e.head].label, e.relation, e.tail) for e in pattern.edges] == \
+        [(t1, c1[0][0], pattern.answer), (t2, c2[0][0], pattern.answer)]
+    assert len(pattern.components()) == 1
+
+
+def test_tree_patterns_retrieve_the_intersection_of_the_branches_on_the_fixture_world():
+    """Oracle retrieval on every conjunctive question of the generated WC2014 world: the top-1 answer is a
+    gold answer (an entity both branches reach), and a single branch alone would often not be."""
+    from kgrag_utils.datasets import load_dataset
+
+    ds = load_dataset("fixture-wc2014-conj", split="all")
+    retriever = exact_retriever(ds.kg)
+    hits, single_branch_ambiguous = 0, 0
+    for q in ds:
+        result, _ = retriever.retrieve(oracle_pattern(q), GSDConfig(top_k=1))
+        answer = str(ds.kg.entity_names[result.best.nodes[oracle_pattern(q).answer]])
+        hits += answer in q.answers
+        assert gold_answer_ids(ds.kg, q) == set(ds.kg.entity_ids(q.answers).tolist())
+        topic, chain = q.gold_branches()[0]
+        single = ds.kg.follow_chain([ds.kg.entity_id(topic)], chain).reached
+        single_branch_ambiguous += len(single) > len(q.answers)
+    assert hits == len(ds)
+    assert single_branch_ambiguous > len(ds) // 2  # one branch alone reaches more than the answers
+
+
+def test_branches_pattern_builds_longer_branches_with_their_own_unknowns():
+    pattern = branches_pattern([("A", [("r1", True), ("r2", False)]), ("B", [("r3", True)])])
+    labels = [n.label for n in pattern.nodes]
+    assert labels[0].startswith("UNKNOWN") and pattern.answer == 0
+    assert [(e.head, e.relation, e.tail) for e in pattern.edges] == [(1, "r1", 2), (0, "r2", 2), (3, "r3", 0)]
+    assert branches_pattern([("A", [("r1", True)])]).edges == oracle_pattern(
+        KGQuestion("q", "", ["A"], ["x"], [("r1", True)], 1, None)).edges

@@ -34,7 +34,7 @@ from .records import KGQuestion
 
 __all__ = ["normalize_name", "compute_answerable", "answerable_flags", "cached_answerable", "NameIndex"]
 
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: conjunctive questions follow their branches
 
 
 def normalize_name(name: str) -> str:
@@ -118,6 +118,8 @@ def compute_answerable(questions: Sequence[KGQuestion], kg, mode: str = "chain")
     """
     if mode not in ("chain", "khop"):
         raise ConfigError(f"mode must be 'chain' or 'khop' (got {mode!r}).")
+    if mode == "chain" and any(getattr(q, "conjunctive", False) for q in questions):
+        return _conjunctive_answerable(questions, kg)
     n_q = len(questions)
     flags = np.zeros(n_q, dtype=bool)
     if n_q == 0:
@@ -179,6 +181,24 @@ def compute_answerable(questions: Sequence[KGQuestion], kg, mode: str = "chain")
         needed = np.diff(gold.indptr)
         flags[np.asarray(members)] = ok & (covered == needed)
     return flags
+
+
+def _conjunctive_answerable(questions: Sequence[KGQuestion], kg) -> np.ndarray:
+    """Chain flags where conjunctive questions count as answerable when EVERY branch (topic, chain)
+    reaches every gold answer, i.e. the gold answers lie in the intersection of what the chains reach."""
+    expanded, owner = [], []
+    for i, q in enumerate(questions):
+        if getattr(q, "conjunctive", False):
+            for j, (topic, chain) in enumerate(q.gold_branches()):
+                expanded.append(KGQuestion(f"{q.qid}#{j}", "", [topic], list(q.answers), list(chain), len(chain), None))
+                owner.append(i)
+        else:
+            expanded.append(q)
+            owner.append(i)
+    flags = compute_answerable(expanded, kg, mode="chain")
+    out = np.ones(len(questions), dtype=bool)
+    np.logical_and.at(out, np.asarray(owner, dtype=np.int64), flags)
+    return out
 
 
 def _fingerprint(files: Sequence[Path]) -> list:

@@ -1,4 +1,4 @@
-"""Small files in exactly the released formats of FactKG, RoG-WebQSP, RoG-CWQ and IIRC.
+"""Small files in exactly the released formats of FactKG, RoG-WebQSP, RoG-CWQ, IIRC and WC2014.
 
 Why: those benchmarks are not on the development machines, yet their loaders and the notebooks'
 code paths must be exercised. `ensure_fixture(kind)` writes one fixture under
@@ -17,6 +17,8 @@ Layouts:
   dbpedia_2015_undirected_light.pickle, relations_for_final.pickle
 * webqsp -> RoG-webqsp/data/{train,validation,test}-00000-of-00001.parquet (cwq -> RoG-cwq/...)
 * iirc -> IIRC/: train.json, dev.json, iirc_test.json, context_articles.json
+* wc2014 -> WC2014/: WC2014.txt (KB), WC-P1.txt, WC-P2.txt, WC-C.txt (conjunctive: two paths joined by
+  '*', each ending at the answer); a generated football world (invented players, clubs, countries)
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ..errors import ConfigError
 from ..fileio import atomic_write_bytes
 
 __all__ = ["FIXTURE_KINDS", "FIXTURE_VERSION", "FIXTURE_FOLDERS", "generate_fixture", "ensure_fixture",
-           "fixture_is_current", "factkg_world", "rog_questions", "iirc_world"]
+           "fixture_is_current", "factkg_world", "rog_questions", "iirc_world", "wc2014_world"]
 
 FIXTURE_VERSION = 1
 _MARKER_DIR = ".sample-markers"
@@ -467,12 +469,125 @@ def generate_iirc(seed: int = 0) -> dict[str, bytes]:
             "IIRC/iirc_test.json": _json(world["test"]), "IIRC/context_articles.json": _json(world["articles"])}
 
 
+# ----------------------------------------------------------------------------- WC2014 (IRN's WorldCup2014)
+
+_WC_COUNTRIES = ("Arvonia", "Belmora", "Corvania", "Dravik")
+_WC_CLUBS = (("FC_Halvern", "Arvonia"), ("Ostrel_United", "Arvonia"), ("Real_Mosca", "Belmora"),
+             ("SC_Tarvis", "Belmora"), ("Kolvo_City", "Corvania"), ("AS_Pellin", "Corvania"),
+             ("Dravik_Rovers", "Dravik"), ("Nordby_FC", "Dravik"))
+_WC_POSITIONS = ("Goalkeeper", "Defender", "Midfielder", "Forward")
+_WC_FIRST = ("Tomas", "Ilan", "Marek", "Oren", "Pavel", "Ruben", "Sami", "Teo", "Vito", "Yann", "Aldo", "Bram")
+_WC_LAST = ("KARVEL", "DUSANO", "MERRIK", "OSTAVA", "PELLAN", "RUVIK", "SANDOR", "TELLIN", "VARGO", "WENDEL",
+            "ZORIC", "BALTAN")
+#: phrasings of conjunctive questions per pair of relations (topics written {a} and {b}, in path order)
+_WC_CONJ = {
+    ("plays_position_inverse", "plays_in_club_inverse"): (
+        "name a player who plays at {a} position at the club {b} ?", "who plays at position {a} for club {b} ?",
+        "name a {a} at club {b} ?"),
+    ("plays_position_inverse", "plays_for_country_inverse"): (
+        "name a player who plays at {a} from {b} ?", "who plays at position {a} for country {b} ?",
+        "which {b} footballer plays at position {a} ?"),
+    ("plays_in_club_inverse", "plays_for_country_inverse"): (
+        "which player in {a} is from {b} ?", "which {b} footballer plays for the club {a} ?",
+        "who are the {b} players at club {a} ?"),
+}
+_WC_ONE_HOP = (
+    ("plays_in_club", "which club does {t} play for ?"), ("plays_for_country", "which country does {t} play for ?"),
+    ("plays_position", "what position does {t} play ?"), ("is_aged", "how old is {t} ?"),
+    ("wears_number", "which number does {t} wear ?"),
+)
+
+
+def wc2014_world(seed: int = 0) -> dict:
+    """A small football world in WC2014's shape: players with club, country, position, age and
+    number (each stored with the `_inverse` relations WC2014.txt holds), clubs in countries."""
+    import random
+
+    rng = random.Random(seed)
+    club_country = dict(_WC_CLUBS)
+    players = []
+    names = [f"{f}_{l}" for f, l in zip(_WC_FIRST * 4, _WC_LAST[3:] + _WC_LAST[:3] + _WC_LAST[7:] + _WC_LAST[:7]
+                                        + _WC_LAST[5:] + _WC_LAST[:5] + _WC_LAST)]
+    for i, name in enumerate(dict.fromkeys(names)):
+        club = _WC_CLUBS[i % len(_WC_CLUBS)][0]
+        # most play for their club's country, some abroad (so club and country are not redundant)
+        country = club_country[club] if rng.random() < 0.7 else rng.choice(_WC_COUNTRIES)
+        players.append({"name": name, "club": club, "country": country, "position": _WC_POSITIONS[(i // 3) % 4],
+                        "age": str(rng.randint(19, 35)), "number": str(rng.randint(1, 23))})
+    facts = []
+    for c, country in _WC_CLUBS:
+        facts += [(c, "is_in_country", country), (country, "is_in_country_inverse", c)]
+    for pl in players:
+        n = pl["name"]
+        facts += [(n, "plays_in_club", pl["club"]), (pl["club"], "plays_in_club_inverse", n),
+                  (n, "plays_for_country", pl["country"]), (pl["country"], "plays_for_country_inverse", n),
+                  (n, "plays_position", pl["position"]), (pl["position"], "plays_position_inverse", n),
+                  (n, "is_aged", pl["age"]), (n, "wears_number", pl["number"])]
+    return {"players": players, "facts": facts}
+
+
+def _wc_facts_field(facts, entities) -> str:
+    return "///".join(f"{h}#{r}#{t}" for h, r, t in facts if h in entities)
+
+
+def generate_wc2014(seed: int = 0) -> dict[str, bytes]:
+    """WC2014.txt (KB) and WC-P1 / WC-P2 / WC-C question files in the released line format:
+    question<TAB>answer<TAB>path<TAB>answer set 'a/b/'<TAB>facts 'h#r#t///...'; conjunctive paths
+    are joined by '*', each written `topic#relation#answer#<end>#answer`."""
+    world = wc2014_world(seed)
+    facts, players = world["facts"], world["players"]
+    kb = "".join(f"{h}\t{r}\t{t}\n" for h, r, t in facts)
+    out_of: dict[tuple[str, str], list[str]] = {}
+    for h, r, t in facts:
+        out_of.setdefault((h, r), []).append(t)
+
+    def line(question, answer, path, answer_set, entities):
+        return "\t".join([question, answer, path, "".join(a + "/" for a in answer_set),
+                          _wc_facts_field(facts, entities)]) + "\n"
+
+    p1, p2, conj = [], [], []
+    for pl in players:
+        n = pl["name"]
+        for rel, text in _WC_ONE_HOP:
+            ans = out_of[(n, rel)]
+            p1.append(line(text.format(t=n), ans[0], f"{n}#{rel}#{ans[0]}", ans, {n}))
+        club = pl["club"]
+        country = out_of[(club, "is_in_country")][0]
+        p2.append(line(f"where is the football club that {n} plays for ?", country,
+                       f"{n}#plays_in_club#{club}#is_in_country#{country}", [country], {n, club}))
+    for country in _WC_COUNTRIES:
+        clubs = sorted({out_of[(p, "plays_in_club")][0] for p in out_of.get((country, "plays_for_country_inverse"), [])})
+        for k, text in enumerate(("name a soccer club that has a player from {t} ?", "which club has a footballer of {t} ?")):
+            first = out_of[(country, "plays_for_country_inverse")][k % len(out_of[(country, "plays_for_country_inverse")])]
+            club = out_of[(first, "plays_in_club")][0]
+            p2.append(line(text.format(t=country), club, f"{country}#plays_for_country_inverse#{first}#plays_in_club#{club}",
+                           clubs, {first}))
+    topics = {"plays_position_inverse": _WC_POSITIONS, "plays_in_club_inverse": [c for c, _ in _WC_CLUBS],
+              "plays_for_country_inverse": _WC_COUNTRIES}
+    for (ra, rb), phrasings in _WC_CONJ.items():
+        k = 0
+        for a in topics[ra]:
+            for b in topics[rb]:
+                both = [x for x in out_of.get((a, ra), []) if x in set(out_of.get((b, rb), []))]
+                if not both:
+                    continue
+                for text in phrasings:
+                    main = both[k % len(both)]
+                    k += 1
+                    path = f"{a}#{ra}#{main}#<end>#{main}*{b}#{rb}#{main}#<end>#{main}"
+                    conj.append(line(text.format(a=a, b=b), main, path, both, {main, a, b}))
+    enc = lambda rows: "".join(rows).encode("utf-8")  # noqa: E731
+    return {"WC2014/WC2014.txt": kb.encode("utf-8"), "WC2014/WC-P1.txt": enc(p1), "WC2014/WC-P2.txt": enc(p2),
+            "WC2014/WC-C.txt": enc(conj)}
+
+
 # ----------------------------------------------------------------------------- writing
 
 FIXTURE_KINDS: dict[str, Callable[..., dict[str, bytes]]] = {
     "factkg": generate_factkg, "webqsp": generate_webqsp, "cwq": generate_cwq, "iirc": generate_iirc,
+    "wc2014": generate_wc2014,
 }
-FIXTURE_FOLDERS = {"factkg": "FactKG", "webqsp": "RoG-webqsp", "cwq": "RoG-cwq", "iirc": "IIRC"}
+FIXTURE_FOLDERS = {"factkg": "FactKG", "webqsp": "RoG-webqsp", "cwq": "RoG-cwq", "iirc": "IIRC", "wc2014": "WC2014"}
 
 
 def _check(kind: str) -> None:

@@ -4,7 +4,9 @@ Line format (tab-separated; PathQuestion):
     question<TAB>answer(alt1/alt2/)<TAB>topic#rel1#e1#rel2#answer#<end>#answer
 WC2014 files put the answer set in a fourth column and add more columns after it:
     question<TAB>answer<TAB>path<TAB>alt1/alt2/<TAB>facts...
-and conjunctive questions (WC-C) join two paths with '*'. The KB is one `head<TAB>rel<TAB>tail`
+and conjunctive questions (WC-C) join two paths with '*', each ending at the answer
+(`POS#plays_position_inverse#P#<end>#P*CLUB#plays_in_club_inverse#P#<end>#P`): such a question
+gets `chain=None` and one branch (topic, chain) per path (`KGQuestion.branches`). The KB is one `head<TAB>rel<TAB>tail`
 fact a line (2H-kb.txt, 3H-kb.txt, WC2014.txt).
 
 The answer set in parentheses holds every entity the path reaches (e.g. both "male" and "female"
@@ -142,17 +144,20 @@ def read_pq_file(path: Path, prefix: str | None = None, unparsed: list | None = 
         paths = rec["paths"]
         meta = {"line": i, "file": path.name,
                 "paths": [{"topic": t, "relations": r, "entities": e} for t, r, e in paths]}
+        branches = None
         if len(paths) == 1:
             topic, rels, _ = paths[0]
             chain = [(r, True) for r in rels]
             topics, hops, qtype = [topic], len(rels), "#".join(rels)
-        else:  # conjunctive: the answer meets several paths; no single chain
+        else:  # conjunctive: several chains, one per path, meet at the answer
             chain = None
+            branches = [(t, [(r, True) for r in rels]) for t, rels, _ in paths]
             topics = list(dict.fromkeys(t for t, _, _ in paths))
             hops = max(len(r) for _, r, _ in paths)
             qtype = "*".join("#".join(r) for _, r, _ in paths)
         out.append(KGQuestion(qid=f"{prefix}-{i:05d}", question=rec["question"], topic_entities=topics,
-                              answers=rec["answers"], chain=chain, hops=hops, qtype=qtype, meta=meta))
+                              answers=rec["answers"], chain=chain, hops=hops, qtype=qtype, meta=meta,
+                              branches=branches))
     return out
 
 

@@ -29,6 +29,12 @@ class KGQuestion:
     `answerable` is True when every gold answer is reachable from the topic entities along the
     gold chain (or within `hops` hops when there is no chain) in the KG actually loaded; it is
     computed from the KB and the gold answers only, never from a model's output.
+
+    The gold relation structure is one or more chains meeting at the answer. A single-chain
+    question (MetaQA, PathQuestion) has `chain` and no `branches`. A conjunctive question (WC2014's
+    "a player at position P in club C") has `chain=None` and `branches`: one (topic, chain) per
+    path, every chain ending at the answer, so the answers are the intersection of what the
+    chains reach. `gold_branches()` gives the structure of either kind in one form.
     """
 
     qid: str
@@ -40,6 +46,20 @@ class KGQuestion:
     qtype: str | None
     answerable: bool | None = None
     meta: dict = field(default_factory=dict)
+    branches: list[tuple[str, list[ChainStep]]] | None = None
+
+    @property
+    def conjunctive(self) -> bool:
+        """True when the answer is where several chains (from several topics) meet."""
+        return bool(self.branches) and len(self.branches) > 1
+
+    def gold_branches(self) -> list[tuple[str, list[ChainStep]]]:
+        """[(topic, chain), ...] of the gold structure: the branches, or [(first topic, chain)], or []."""
+        if self.branches:
+            return [(str(t), list(c)) for t, c in self.branches]
+        if self.chain and self.topic_entities:
+            return [(self.topic_entities[0], list(self.chain))]
+        return []
 
 
 @dataclass

@@ -298,6 +298,11 @@ for _suffix, _file in (("1hop", "WC-P1.txt"), ("2hop", "WC-P2.txt"), ("conj", "W
         loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
         params={"file": _file, "kb": "WC2014.txt"},
         description=f"WorldCup2014 ({_suffix}) questions from the IRN repository; seeded 80/10/10 split"))
+    _register(DatasetSpec(
+        name=f"fixture-wc2014-{_suffix}", kind="kgqa", source="sample", folder="WC2014",
+        required=((_file,), ("WC2014.txt",)), loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
+        params={"file": _file, "kb": "WC2014.txt"}, sample_key="fixture-wc2014",
+        description=f"a small generated football world in the released format of WC2014 ({_suffix})"))
 _register(DatasetSpec(
     name="pq-file", kind="kgqa", source="real", folder="", required=(), loader=_load_pq_any,
     splits=pathquestion.SPLITS, options=("path", "kb", "answerable"),

@@ -4,7 +4,9 @@ A chain [(r1, f1), (r2, f2), ...] from topic T becomes the path T - U1 - U2 - ..
 node per hop; a forward step writes (prev, r, next), a backward step (next, r, prev), so the
 pattern's edges point the way the KG's facts do. The answer node is the last unknown. Node types
 come from MetaQA's question type (`actor_to_movie_to_director` -> movie, director) and default to
-"entity" (PathQuestion has no types). Feeding these patterns to the retriever isolates retrieval
+"entity" (PathQuestion has no types). A conjunctive question (several chains meeting at the
+answer, `KGQuestion.branches`) becomes a tree: one such path per branch, all ending at one shared
+answer node. Feeding these patterns to the retriever isolates retrieval
 from the LLM, as in the paper's stage-wise error analysis.
 """
 
@@ -12,10 +14,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ...errors import ConfigError
 from .pattern import Pattern, PatternEdge, PatternNode
 
-__all__ = ["oracle_pattern", "chain_pattern", "qtype_node_types", "simple_path_answers", "MISS_CLASSES", "miss_class"]
+__all__ = ["oracle_pattern", "chain_pattern", "branches_pattern", "gold_answer_ids", "simple_gold_answer_ids",
+           "qtype_node_types", "simple_path_answers", "MISS_CLASSES", "miss_class"]
 
 
 def qtype_node_types(qtype: str | None, hops: int) -> list[str]:
@@ -43,13 +48,68 @@ def chain_pattern(topic: str, chain: Sequence[tuple[str, bool]], types: Sequence
     return Pattern(nodes, edges, answer=len(nodes) - 1, source="oracle")
 
 
+def branches_pattern(branches: Sequence[tuple[str, Sequence[tuple[str, bool]]]]) -> Pattern:
+    """The tree pattern of several chains meeting at the answer: one path per (topic, chain), all
+    ending at one shared UNKNOWN answer node (WC2014's "a player at position P in club C" is
+    P -plays_position_inverse-> ?x <-plays_in_club_inverse- C). One branch gives `chain_pattern`."""
+    branches = [(t, list(c)) for t, c in branches]
+    if not branches or any(not c for _, c in branches):
+        raise ConfigError("an oracle pattern needs at least one branch, each with a non-empty relation chain.")
+    if len(branches) == 1:
+        return chain_pattern(branches[0][0], branches[0][1])
+    nodes = [PatternNode("UNKNOWN entity 0", False, "entity")]  # the answer
+    edges = []
+    for topic, chain in branches:
+        prev = len(nodes)
+        nodes.append(PatternNode(topic, True))
+        for i, (relation, forward) in enumerate(chain):
+            if i == len(chain) - 1:
+                nxt = 0
+            else:
+                nxt = len(nodes)
+                nodes.append(PatternNode(f"UNKNOWN entity {nxt}", False, "entity"))
+            edges.append(PatternEdge(prev, str(relation), nxt) if forward else PatternEdge(nxt, str(relation), prev))
+            prev = nxt
+    return Pattern(nodes, edges, answer=0, source="oracle")
+
+
 def oracle_pattern(question) -> Pattern | None:
-    """The gold pattern of a KGQuestion (None when it has no chain or no topic entity)."""
+    """The gold pattern of a KGQuestion: a path from its gold chain, or a tree from its branches
+    (conjunctive questions); None when it has no gold structure or no topic entity."""
+    if getattr(question, "conjunctive", False):
+        return branches_pattern(question.gold_branches())
     chain = getattr(question, "chain", None)
     topics = getattr(question, "topic_entities", None) or []
     if not chain or not topics:
         return None
     return chain_pattern(topics[0], chain, qtype_node_types(getattr(question, "qtype", None), len(chain)))
+
+
+def gold_answer_ids(kg, question) -> set | None:
+    """Entity ids the gold structure reaches in `kg`: the chain's walk from the topic, intersected over
+    the branches of a conjunctive question (None when a topic is not in the KG or there is no chain)."""
+    reached = None
+    for topic, chain in question.gold_branches():
+        if not kg.has_entity(topic):
+            return None
+        ids = set(np.asarray(kg.follow_chain([kg.entity_id(topic)], chain).reached).tolist())
+        reached = ids if reached is None else reached & ids
+    return reached
+
+
+def simple_gold_answer_ids(kg, question, max_paths: int = 200_000) -> set | None:
+    """`simple_path_answers` of the gold structure, intersected over branches (None: unknown, too many
+    paths, a topic missing from the KG or no chain). For several branches this is each branch's simple
+    paths, not a check that the branches share no entity besides the answer."""
+    out = None
+    for topic, chain in question.gold_branches():
+        if not kg.has_entity(topic):
+            return None
+        ids = simple_path_answers(kg, topic, chain, max_paths)
+        if ids is None:
+            return None
+        out = ids if out is None else out & ids
+    return out
 
 
 def simple_path_answers(kg, topic: str, chain: Sequence[tuple[str, bool]], max_paths: int = 200_000) -> set | None:
