@@ -225,46 +225,61 @@ def compact_context(kg, topic_ids: Sequence[int], chain, max_facts: int | None =
 
 def _cap_paths(kg, chain, result, answers: np.ndarray, max_facts: int) -> tuple[np.ndarray, np.ndarray]:
     """Greedy whole-path selection under the cap (see the module docstring)."""
-    steps = _step_arrays(kg, chain, result.step_edge_ids)
-    # per step: edges grouped by arrival entity, for the backward walk
-    by_dst = []
-    for edges, src, dst in steps:
-        order = np.lexsort((edges, dst))
-        by_dst.append((dst[order], src[order], edges[order]))
-    # support of every entity on every position (paths from the topic to it), for preferences
-    support_at = [dict()]
-    for e in result.step_entities[0]:
-        support_at[0][int(e)] = 1.0
-    for edges, src, dst in steps:
-        nxt: dict[int, float] = {}
-        for s, d in zip(src.tolist(), dst.tolist()):
-            nxt[d] = nxt.get(d, 0.0) + support_at[-1].get(s, 0.0)
-        support_at.append(nxt)
+    return _cap_paths_multi(kg, [(chain, result)], answers, max_facts)
+
+
+def _cap_paths_multi(kg, branches, answers: np.ndarray, max_facts: int) -> tuple[np.ndarray, np.ndarray]:
+    """The whole-path cap rule over one or several (chain, followed result) branches that all end at
+    the answers: per answer, one path per branch (the rule's preferences within each branch); an
+    answer enters only with all its paths, unless that would pass the cap (the first always enters)."""
+    walks = []
+    for chain, result in branches:
+        steps = _step_arrays(kg, chain, result.step_edge_ids)
+        # per step: edges grouped by arrival entity, for the backward walk
+        by_dst = []
+        for edges, src, dst in steps:
+            order = np.lexsort((edges, dst))
+            by_dst.append((dst[order], src[order], edges[order]))
+        # support of every entity on every position (paths from the topic to it), for preferences
+        support_at = [dict()]
+        for e in result.step_entities[0]:
+            support_at[0][int(e)] = 1.0
+        for edges, src, dst in steps:
+            nxt: dict[int, float] = {}
+            for s, d in zip(src.tolist(), dst.tolist()):
+                nxt[d] = nxt.get(d, 0.0) + support_at[-1].get(s, 0.0)
+            support_at.append(nxt)
+        walks.append((len(steps), by_dst, support_at, [set() for _ in range(len(steps) + 1)]))
     kept: set[int] = set()
-    on_path: list[set[int]] = [set() for _ in range(len(steps) + 1)]
     covered = []
     for answer in answers.tolist():
-        path_edges, path_nodes, node = [], [answer], answer
-        for i in range(len(steps) - 1, -1, -1):
-            dsts, srcs, eids = by_dst[i]
-            lo, hi = np.searchsorted(dsts, node, "left"), np.searchsorted(dsts, node, "right")
-            if lo == hi:  # cannot happen on pruned steps; guard anyway
-                path_edges = None
+        chosen = []
+        for n_steps, by_dst, support_at, on_path in walks:
+            path_edges, path_nodes, node = [], [answer], answer
+            for i in range(n_steps - 1, -1, -1):
+                dsts, srcs, eids = by_dst[i]
+                lo, hi = np.searchsorted(dsts, node, "left"), np.searchsorted(dsts, node, "right")
+                if lo == hi:  # cannot happen on pruned steps; guard anyway
+                    path_edges = None
+                    break
+                cands = list(zip(srcs[lo:hi].tolist(), eids[lo:hi].tolist()))
+                src, eid = min(cands, key=lambda c: (c[1] not in kept, c[0] not in on_path[i],
+                                                     -support_at[i].get(c[0], 0.0), c[1]))
+                path_edges.append(eid)
+                path_nodes.append(src)
+                node = src
+            if path_edges is None:
                 break
-            cands = list(zip(srcs[lo:hi].tolist(), eids[lo:hi].tolist()))
-            src, eid = min(cands, key=lambda c: (c[1] not in kept, c[0] not in on_path[i],
-                                                 -support_at[i].get(c[0], 0.0), c[1]))
-            path_edges.append(eid)
-            path_nodes.append(src)
-            node = src
-        if path_edges is None:
+            chosen.append((path_edges, path_nodes, on_path))
+        if len(chosen) < len(walks):
             continue
-        new = [e for e in path_edges if e not in kept]
+        new = list(dict.fromkeys(e for path_edges, _, _ in chosen for e in path_edges if e not in kept))
         if kept and len(kept) + len(new) > max_facts:
             continue
         kept.update(new)
-        for pos, n in enumerate(reversed(path_nodes)):
-            on_path[pos].add(n)
+        for _, path_nodes, on_path in chosen:
+            for pos, n in enumerate(reversed(path_nodes)):
+                on_path[pos].add(n)
         covered.append(answer)
         if len(kept) >= max_facts:
             break

@@ -21,14 +21,16 @@ import numpy as np
 
 from ...errors import ConfigError
 from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain
-from .lexicon import mask_topic
+from .lexicon import mask_topic, other_topics
 
 __all__ = ["KNNVote", "masked_text"]
 
 
 def masked_text(question) -> str:
-    """The text that is embedded: the question with its topic mention replaced by [X]."""
-    return " ".join(mask_topic(question.question, question.topic_entities, mark="[X]").split())
+    """The text that is embedded: the question with its topic mention replaced by [X] (and, for one
+    branch of a conjunctive question, the other branches' topics by [Y])."""
+    return " ".join(mask_topic(question.question, question.topic_entities, mark="[X]", others=other_topics(question),
+                               other_mark="[Y]").split())
 
 
 class KNNVote(RelationKnowledge):
@@ -62,7 +64,9 @@ class KNNVote(RelationKnowledge):
         return list(dict.fromkeys(c for c in chains if c))
 
     def fit(self, train_items: Sequence, **_) -> "KNNVote":
-        items = [q for q in train_items if getattr(q, "chain", None)]
+        from .conjunctive import expand_branches
+
+        items = [q for q in expand_branches(train_items) if getattr(q, "chain", None)]
         if not items:
             raise ConfigError("the kNN vote needs training questions with annotated chains.")
         per_item = [self.item_chains(q) or [as_chain(q.chain)] for q in items]

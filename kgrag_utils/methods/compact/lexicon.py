@@ -21,6 +21,10 @@ Two pieces of learned relation knowledge predict a question's chain (relations, 
    Word order is what fixes the order and the directions of the steps; the derivability check
    (a chain that derives nothing from the topic entity is not the chain) then picks among the
    ranked proposals.
+
+A conjunctive question (several chains meeting at the answer) is learned and read once per branch
+(`conjunctive.branch_views`): that branch's topic is <X>, the others are <Y>, so the template
+tells the branches apart; its words are aligned with the relations of all its branches.
 """
 
 from __future__ import annotations
@@ -36,33 +40,61 @@ from ...errors import ConfigError
 from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain
 
 __all__ = [
-    "TOPIC_MARK", "question_tokens", "mask_topic", "align_counts", "LiftLexicon", "TemplateKey",
+    "TOPIC_MARK", "OTHER_MARK", "question_tokens", "mask_topic", "other_topics", "alignment_relations", "align_counts",
+    "LiftLexicon", "TemplateKey",
 ]
 
 TOPIC_MARK = "<X>"
+OTHER_MARK = "<Y>"  # another branch's topic in a conjunctive question
 NULL = "<null>"
 _TOKEN = re.compile(r"'s\b|[^\W_]+(?:-[^\W_]+)*")
 _BRACKETS = re.compile(r"\[[^\]]*\]")
 
 
-def mask_topic(question: str, topics: Sequence[str] = (), mark: str = TOPIC_MARK) -> str:
-    """The question with its topic mention replaced by `mark`.
+def _slot(i: int) -> str:
+    """A placeholder no entity name contains (Unicode private-use characters)."""
+    return "\ue000" + chr(0xE100 + i) + "\ue000"
+
+
+def mask_topic(question: str, topics: Sequence[str] = (), mark: str = TOPIC_MARK, others: Sequence[str] = (),
+               other_mark: str = OTHER_MARK) -> str:
+    """The question with its topic mention replaced by `mark` (and other topics' by `other_mark`).
 
     A bracketed span (MetaQA's `[Joel Zwick]`) is the mention; otherwise each topic name is
     searched case-insensitively (PathQuestion writes `princess_louise_charlotte_of_denmark`).
+    `others` are the topics of a conjunctive question's other branches: the question is read
+    once per branch, with that branch's topic as `mark` and the rest as `other_mark`.
     """
     text = str(question)
     if "[" in text and "]" in text:
         return _BRACKETS.sub(f" {mark} ", text)
-    for name in sorted((t for t in topics if t), key=len, reverse=True):
-        text = re.sub(re.escape(name), f" {mark} ", text, flags=re.IGNORECASE)
+    names = [(t, mark) for t in topics if t] + [(o, other_mark) for o in others if o and o not in topics]
+    # placeholders first, so a later name cannot match inside an inserted mark
+    for i, (name, _) in enumerate(sorted(names, key=lambda nm: len(nm[0]), reverse=True)):
+        text = re.sub(re.escape(name), f" {_slot(i)} ", text, flags=re.IGNORECASE)
+    for i, (_, m) in enumerate(sorted(names, key=lambda nm: len(nm[0]), reverse=True)):
+        text = text.replace(_slot(i), m)
     return text
 
 
-def question_tokens(question: str, topics: Sequence[str] = ()) -> list[str]:
-    """Lower-cased word tokens ("'s" split off) with the topic mention as one TOPIC_MARK token."""
-    masked = mask_topic(question, topics, mark=" qqtopicqq ")
-    return [TOPIC_MARK if t == "qqtopicqq" else t for t in _TOKEN.findall(masked.lower())]
+def question_tokens(question: str, topics: Sequence[str] = (), others: Sequence[str] = ()) -> list[str]:
+    """Lower-cased word tokens ("'s" split off) with the topic mention as one TOPIC_MARK token
+    (and the other branches' topics, if any, as OTHER_MARK tokens)."""
+    masked = mask_topic(question, topics, mark=" qqtopicqq ", others=others, other_mark=" qqotherqq ")
+    marks = {"qqtopicqq": TOPIC_MARK, "qqotherqq": OTHER_MARK}
+    return [marks.get(t, t) for t in _TOKEN.findall(masked.lower())]
+
+
+def other_topics(question) -> list[str]:
+    """The topics of a conjunctive question's other branches, as a branch view records them."""
+    return list((getattr(question, "meta", None) or {}).get("other_topics", ()))
+
+
+def alignment_relations(question) -> list[str]:
+    """The relations a question's words are aligned with: its chain's, or for a branch of a
+    conjunctive question, every branch's (its words name all of them)."""
+    rels = (getattr(question, "meta", None) or {}).get("align_relations")
+    return list(rels) if rels else [r for r, _ in question.chain]
 
 
 def align_counts(token_lists: Sequence[Sequence[int]], relation_lists: Sequence[Sequence[int]],
@@ -163,18 +195,20 @@ class LiftLexicon(RelationKnowledge):
     # ------------------------------------------------------------------ fitting
     def fit(self, train_items: Sequence, threshold: float | None = None, **_) -> "LiftLexicon":
         """Learn alignment counts, the lexicon and the template tables from questions with chains."""
-        items = [q for q in train_items if getattr(q, "chain", None)]
+        from .conjunctive import expand_branches
+
+        items = [q for q in expand_branches(train_items) if getattr(q, "chain", None)]
         if not items:
             raise ConfigError("the lexicon needs training questions with annotated chains (e.g. MetaQA dev with qtypes).")
         if threshold is not None:
             self.threshold = float(threshold)
-        tokens = [question_tokens(q.question, q.topic_entities) for q in items]
+        tokens = [question_tokens(q.question, q.topic_entities, other_topics(q)) for q in items]
         word_index: dict[str, int] = {}
         rel_index: dict[str, int] = {NULL: 0}
         tok_ids, rel_ids = [], []
         for toks, q in zip(tokens, items):
             tok_ids.append([word_index.setdefault(t, len(word_index)) for t in toks if t != TOPIC_MARK])
-            rel_ids.append([0] + [rel_index.setdefault(r, len(rel_index)) for r, _ in q.chain])
+            rel_ids.append([0] + [rel_index.setdefault(r, len(rel_index)) for r in alignment_relations(q)])
         self.words = list(word_index)
         self.relations = list(rel_index)
         self.counts = align_counts(tok_ids, rel_ids, len(self.words), len(self.relations), self.iterations)
@@ -222,7 +256,7 @@ class LiftLexicon(RelationKnowledge):
         """Cue-word template, skeleton and variable bindings of a tokenised question."""
         words, skeleton, bindings = [], [], []
         for tok in tokens:
-            if tok == TOPIC_MARK:
+            if tok in (TOPIC_MARK, OTHER_MARK):
                 words.append(tok)
                 skeleton.append(tok)
                 continue
@@ -236,7 +270,7 @@ class LiftLexicon(RelationKnowledge):
         return TemplateKey(tuple(words), tuple(skeleton), tuple(bindings))
 
     def key_of(self, question) -> TemplateKey:
-        return self.reduce(question_tokens(question.question, question.topic_entities))
+        return self.reduce(question_tokens(question.question, question.topic_entities, other_topics(question)))
 
     def propose(self, item) -> list[ChainProposal]:
         """Template proposals, then skeleton proposals, then every training chain (backoff)."""

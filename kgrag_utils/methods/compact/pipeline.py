@@ -11,6 +11,10 @@
 Every record keeps the intermediate artifacts (proposals with their sources, the chosen chain,
 facts, derived answers, checks, gate, prompts, raw LLM output, parsed answers, tokens, scores).
 
+A conjunctive question (several chains meeting at the answer, WC2014's WC-C) is read once per topic
+entity, each branch's chain is derived from its topic and the derived answers are the intersection
+(conjunctive.py); relation knowledge learns from the training questions' branches the same way.
+
 Each question is answered from its own KG as `QuestionKGs` gives it: the dataset's KG (MetaQA,
 PathQuestion) or the question's released subgraph (WebQSP and CWQ as released by RoG, whose
 training chains are the shortest topic-to-answer chains; see graphs.py). The reader's score for
@@ -27,7 +31,9 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...metrics import containment, hits_at_1
-from .checks import context_derivation, kg_consistency, kinship_consistency, relation_ids, select_derivable
+from .checks import (ConsistencyReport, context_derivation, kg_consistency, kinship_consistency, relation_ids,
+                     select_derivable)
+from .conjunctive import branch_views, conjunctive_context, expand_branches, select_conjunctive
 from .config import CompactConfig
 from .context import (choose_topic_policy, compact_context, kinship_facts, kinship_sentence, topk_contexts,
                       topk_contexts_per_question)
@@ -231,7 +237,7 @@ class CompactMethod:
             name = auto_knowledge(dataset) if config.knowledge == "auto" else config.knowledge
             if name == "rules":
                 raise ConfigError("the kinship rules apply to kinship stories: use knowledge='lexicon' or 'knn' here.")
-            policy, policy_table = choose_topic_policy(train_source, fit_items, seed=config.seed)
+            policy, policy_table = choose_topic_policy(train_source, expand_branches(fit_items), seed=config.seed)
             tuning.update({"topic_policy": policy, "topic_policy_table": policy_table, "kg": source.describe()})
             functional = None
             if source.per_question:  # one subgraph is too small to tell functional relations: count them on training
@@ -246,8 +252,8 @@ class CompactMethod:
                 if config.lift_threshold:
                     tuning.update({"threshold": config.lift_threshold, "threshold_source": "given"})
                 else:
-                    th, table = tune_lift_threshold(knowledge, val_items, train_source, config.threshold_grid,
-                                                    config.max_candidates, policy)
+                    th, table = tune_lift_threshold(knowledge, expand_branches(val_items), train_source,
+                                                    config.threshold_grid, config.max_candidates, policy)
                     tuning.update({"threshold": th, "threshold_source": "validation", "threshold_table": table})
             method = cls("kgqa", config, knowledge, kg=dataset.kg, topic_policy=policy, tuning=tuning,
                          embedder=embedder, token_counter=token_counter,
@@ -290,9 +296,23 @@ class CompactMethod:
 
     # ------------------------------------------------------------------ derive (no LLM)
     def derive_many(self, items: Sequence, source: QuestionKGs | None = None) -> list[dict]:
-        """Derive records for items; `source` gives their KGs (default: the evaluated dataset's)."""
-        proposals = self.knowledge.propose_many(items) if self.kind == "kgqa" else [None] * len(items)
-        return [self.derive(item, props, source) for item, props in zip(items, proposals)]
+        """Derive records for items; `source` gives their KGs (default: the evaluated dataset's).
+        A conjunctive question is proposed for once per branch (one view per topic entity)."""
+        if self.kind != "kgqa":
+            return [self.derive(item, None, source) for item in items]
+        views = [self._views(item) for item in items]
+        flat = self.knowledge.propose_many([v for vs in views for v in vs])
+        out, at = [], 0
+        for item, vs in zip(items, views):
+            props = flat[at:at + len(vs)]
+            at += len(vs)
+            out.append(self.derive(item, props if getattr(item, "conjunctive", False) else props[0], source))
+        return out
+
+    @staticmethod
+    def _views(item) -> list:
+        """The single-chain questions relation knowledge reads for an item (see conjunctive.py)."""
+        return branch_views(item)
 
     def derive(self, item, proposals=None, source: QuestionKGs | None = None) -> dict:
         if self.kind != "kgqa":
@@ -301,6 +321,8 @@ class CompactMethod:
         return self._derive_kgqa(item, proposals, source.kg_for(item), per_question=source.per_question)
 
     def _derive_kgqa(self, q, proposals=None, kg=None, per_question: bool = False) -> dict:
+        if getattr(q, "conjunctive", False):
+            return self._derive_conjunctive(q, proposals, self.kg if kg is None else kg, per_question)
         cfg = self.config
         kg = self.kg if kg is None else kg
         t0 = time.perf_counter()
@@ -334,6 +356,71 @@ class CompactMethod:
             "gold_chain_seen": bool(golds & known) if golds and known is not None else None,
             "derivable": sel.derivable,
             "derived_answers": derived[:50], "derived_support": [float(s) for s in ctx.support[:50]],
+            "n_derived": len(derived),
+            "derived_hits1": hits_at_1(derived, q.answers),
+            "compact_facts": [list(f) for f in facts], "n_facts": ctx.n_facts, "n_facts_full": ctx.n_facts_full,
+            "capped": ctx.capped, "answers_in_context": int(ctx.answers_in_context.size),
+            "compact_has_gold": bool(gold_norm & {t for f in facts for t in (f[0], f[2])}),
+            "consistency": cons.to_record(), "consistent": cons.consistent,
+            "seconds_derive": time.perf_counter() - t0,
+        }
+        if per_question:
+            rec["subgraph_facts"] = int(kg.num_edges)
+        rec["derived_correct"] = bool(rec["derived_hits1"] == 1.0)
+        rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
+        return rec
+
+    def _derive_conjunctive(self, q, proposals=None, kg=None, per_question: bool = False) -> dict:
+        """Derive each branch's chain from its topic and intersect (see conjunctive.py); the record has
+        the single-chain keys (chains joined by ' * ') plus `branches`, one entry per branch."""
+        cfg = self.config
+        t0 = time.perf_counter()
+        views = branch_views(q)
+        if proposals is None:
+            proposals = [self.knowledge.propose(v) for v in views]
+        topics = [_topic_ids(kg, v.topic_entities) for v in views]
+        sels, meet = select_conjunctive(kg, [t[0] for t in topics], proposals, cfg.max_candidates, self.topic_policy)
+        derivable = bool(meet.size)
+        tops = [sel.proposal if derivable else (props[0] if props else None) for sel, props in zip(sels, proposals)]
+        chains = [top.chain if top is not None else None for top in tops]
+        if derivable:
+            ctx = conjunctive_context(kg, [t[0] for t in topics], chains, cfg.max_facts or None, self.topic_policy)
+        else:
+            ctx = compact_context(kg, [], (), None)
+        derived = [str(x) for x in kg.entity_names[ctx.answers]]
+        functional = relation_ids(kg, self.functional_names) if self.functional_names is not None else None
+        reports = [kg_consistency(kg, sel, ctx.edge_ids if b == 0 else [], cfg.rival_min_score, functional)
+                   for b, sel in enumerate(sels)]  # functional conflicts once, over the whole context
+        cons = ConsistencyReport({k: any(r.applicable[k] for r in reports) for k in reports[0].applicable},
+                                 {k: [c for r in reports for c in r.conflicts[k]] for k in reports[0].conflicts})
+        known = self._known_chains()
+        golds = [gold_chains(v) for v in views]
+        correct = [(c in g) if g else None for c, g in zip(chains, golds)]
+        sources = [top.source if top is not None else None for top in tops]
+        facts = kg.triples(ctx.edge_ids)
+        gold_norm = set(q.answers)
+        rec = {
+            "id": q.qid, "question": q.question, "topic_entities": list(q.topic_entities),
+            "topic_missing": [m for t in topics for m in t[1]],
+            "answers": list(q.answers), "answerable": q.answerable, "hops": q.hops, "qtype": q.qtype,
+            "knowledge": self.knowledge.name, "conjunctive": True,
+            "gold_chain": " * ".join(format_chain(v.chain) for v in views),
+            "proposals": [t for sel in sels for t in sel.tried],
+            "chain": " * ".join(format_chain(c) for c in chains),
+            "chain_steps": [],  # one chain per branch: see `branches`
+            # the weakest evidence among the branches speaks for the whole (a backoff chain in any branch)
+            "chain_source": next((src for src in sources if src and src.endswith("fallback")), sources[0]),
+            "chain_score": min((float(top.score) for top in tops if top is not None), default=None),
+            "chain_correct": all(correct) if all(c is not None for c in correct) else None,
+            "n_gold_chains": 1,
+            "gold_chain_seen": (all(bool(g & known) for g in golds) if known is not None and all(golds) else None),
+            "branches": [{"topic": v.topic_entities[0], "gold_chain": format_chain(v.chain), "chain": format_chain(c),
+                          "chain_steps": [[r, f] for r, f in c] if c else [], "chain_source": src,
+                          "chain_correct": ok, "n_reached": int(sel.answers_by_index[sel.index].size)
+                          if sel.derivable else 0, "proposals": sel.tried}
+                         for v, c, src, ok, sel in zip(views, chains, sources, correct, sels)],
+            "derivable": derivable,
+            "derived_answers": derived[:50], "derived_support": [float(x) for x in ctx.support[:50]],
             "n_derived": len(derived),
             "derived_hits1": hits_at_1(derived, q.answers),
             "compact_facts": [list(f) for f in facts], "n_facts": ctx.n_facts, "n_facts_full": ctx.n_facts_full,
@@ -399,9 +486,14 @@ class CompactMethod:
                                    k=self.config.top_k, pool=self.config.baseline_pool, progress=progress)
         for rec, item, rf, kg in zip(records, items, ranked, kgs):
             facts = kg.triples(rf.edge_ids)
-            chain = [(r, bool(f)) for r, f in rec.get("chain_steps", [])]
-            derived = (context_derivation(kg, item.topic_entities, chain, rf.edge_ids, self.topic_policy)
-                       if rec.get("derivable") else [])
+            if rec.get("derivable") and rec.get("branches"):  # conjunctive: every branch, intersected
+                sets = [set(context_derivation(kg, [b["topic"]], [(r, bool(f)) for r, f in b["chain_steps"]],
+                                               rf.edge_ids, self.topic_policy)) for b in rec["branches"]]
+                derived = sorted(set.intersection(*sets)) if sets else []
+            else:
+                chain = [(r, bool(f)) for r, f in rec.get("chain_steps", [])]
+                derived = (context_derivation(kg, item.topic_entities, chain, rf.edge_ids, self.topic_policy)
+                           if rec.get("derivable") else [])
             rec.update({"baseline_kind": f"top{self.config.top_k}", "top100_facts": [list(f) for f in facts],
                         "top100_scores": [round(float(x), 4) for x in rf.scores],
                         "top100_n_facts": rf.n_facts, "top100_pool": rf.pool_size,
