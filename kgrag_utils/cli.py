@@ -54,7 +54,7 @@ def _cmd_grid(args) -> int:
     if args.validate_only:
         print(f"{len(outcomes)} runs validated (parameters accepted by their notebooks); nothing executed.")
         return 0
-    failed = [o for o in outcomes if o.status == "failed"]
+    failed = [o for o in outcomes if o.status not in ("ok", "skipped")]
     print(f"\n{len(outcomes) - len(failed)} ok/skipped, {len(failed)} failed; summary in {settings.runs_dir()}")
     return 1 if failed else 0
 

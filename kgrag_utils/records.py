@@ -2,9 +2,19 @@
 
 A run lives in `results/<run_name>/`:
 - `run.json`       parameters, environment, status ("running" / "ok" / "failed"), summary, timings, tokens;
-                   rewritten atomically (temp file + os.replace) at the start and at the end of a run;
+                   rewritten atomically (temp file + os.replace) at the start and at the end of a run; a
+                   finished record's `n_examples` is counted from the examples on disk;
 - `examples.jsonl` one line per example, appended and flushed as each example finishes, so a run killed
-                   half-way keeps every finished example and `RunRecorder(..., resume=True)` continues from there.
+                   half-way keeps every finished example and `RunRecorder(..., resume=True)` continues from there;
+                   every append starts on a fresh line, and a line torn by a crash is skipped and counted;
+- `.lock`          one writer per run folder: an OS file lock (`fcntl.flock`) held by the writing process
+                   (the runner, or the recorder itself outside the runner) and released by the OS when that
+                   process ends, however it ends; it names its holder, so a second writer is refused in
+                   one line that names the first.
+
+Resume is keyed by `run_key(params)`: the hash of the parameters that change results (all of them but
+`EXECUTION_PARAMS`), and by the example ids. The batch runner computes that key from the notebook's full
+parameters and hands it to the notebook's recorder (environment of the kernel), so both use one hash.
 
 `load_runs()` turns a results folder into a pandas DataFrame (one row per run); `load_examples()` reads one
 run's examples.
@@ -19,13 +29,15 @@ import json
 import math
 import os
 import platform
+import re
 import sys
+import uuid
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import settings
 from .fileio import atomic_write_text
-from .errors import ConfigError
+from .errors import ConfigError, KgragError
 
 RUN_FILE = "run.json"
 EXAMPLES_FILE = "examples.jsonl"
@@ -81,8 +93,197 @@ def params_hash(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
 
+# Parameters that change how a run executes, never what it records: they are left out of the run key, so a
+# run resumed with another batch size (after running out of memory) or thread count keeps its examples.
+EXECUTION_PARAMS = frozenset({"run_name", "batch_size", "llm_threads"})
+
+
+def run_key(params: Mapping[str, Any]) -> str:
+    """The resume key of a run: the hash of the parameters that change results (runner and recorder alike)."""
+    return params_hash({k: v for k, v in params.items() if k not in EXECUTION_PARAMS})
+
+
 def default_run_name(method: str, params: Mapping[str, Any]) -> str:
-    return f"{method}-{params_hash({k: v for k, v in params.items() if k != 'run_name'})}"
+    return f"{method}-{run_key(params)}"
+
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=@,-]*")
+MAX_NAME = 200
+
+
+def check_run_name(name: Any, what: str = "run_name") -> str:
+    """A run or grid name is a folder name: letters, digits and `_.+=@,-`; no separators, no `..`."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{what} must be a non-empty name such as 'simgrag-2hop', got {name!r}.")
+    if len(name) > MAX_NAME or not _NAME.fullmatch(name) or ".." in name:
+        raise ConfigError(
+            f"{what} {name!r} is not a plain name: use letters, digits and _.+=@,- only (no '/', '\\', "
+            f"'..' or leading '.'), at most {MAX_NAME} characters, e.g. {_suggest_name(name)!r}."
+        )
+    return name
+
+
+def _suggest_name(name: Any) -> str:
+    text = re.sub(r"[^A-Za-z0-9_.+=@,-]+", "-", str(name)).replace("..", "")
+    return text.strip("-.")[:MAX_NAME] or "my-run"
+
+
+# ----------------------------------------------------------------------------- one writer per run folder
+LOCK_FILE = ".lock"
+# The batch runner holds a run folder's lock while the notebook's kernel (its child) writes the record; it
+# tells the kernel's recorder through these variables, so that the recorder knows the lock is held for it.
+ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN = "KGRAG_RUN_DIR", "KGRAG_RUN_KEY", "KGRAG_RUN_TOKEN"
+
+
+class RunLockedError(KgragError):
+    """Another process is writing this run folder."""
+
+
+class RunRecordError(KgragError):
+    """A run record on disk is damaged."""
+
+
+def _lock_info_text(token: str) -> str:
+    import socket
+
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": _now(), "token": token,
+                       "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:160]})
+
+
+def read_lock_info(run_dir: Path | str) -> dict:
+    """What the lock file says about its (last) holder; {} when empty or unreadable."""
+    try:
+        text = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8")
+        info = json.loads(text) if text.strip() else {}
+        return info if isinstance(info, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _holder_alive(info: Mapping[str, Any]) -> bool:
+    """Whether the process a lock file names still runs (on this host; another host's counts as alive)."""
+    import socket
+
+    pid = info.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if info.get("host") not in (None, socket.gethostname()):
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunLock:
+    """An exclusive, non-blocking OS lock on `<run_dir>/.lock`, released by the OS when the process dies."""
+
+    def __init__(self, run_dir: Path | str):
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_FILE
+        self.token = uuid.uuid4().hex
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> "RunLock":
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _lock_fd(fd)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunLockedError(_locked_message(self.run_dir)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        data = _lock_info_text(self.token).encode("utf-8")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            os.ftruncate(fd, 0)  # a lock file that names nobody: its holder finished
+        finally:
+            _unlock_fd(fd)
+            os.close(fd)
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _lock_fd(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            raise BlockingIOError from None
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _unlock_fd(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _locked_message(run_dir: Path) -> str:
+    info = read_lock_info(run_dir)
+    who = (f"pid {info.get('pid')} on {info.get('host')} ({info.get('command')}), since {info.get('since')}"
+           if info.get("pid") else "another process (it has not written its name yet)")
+    return (f"run folder {run_dir} is being written by {who}: wait for it to finish, or give this run "
+            f"another run_name.")
+
+
+# A recorder process holds each run folder's lock once, whichever of its recorders took it (a notebook cell
+# re-run in the same kernel builds a new recorder for the same folder).
+_HELD: dict[str, RunLock] = {}
+
+
+def _claim(run_dir: Path) -> RunLock | None:
+    """Take the run folder for this process; None when the batch runner holds it for this kernel."""
+    key = str(run_dir.resolve())
+    if os.environ.get(ENV_RUN_DIR) and os.environ.get(ENV_RUN_TOKEN):
+        if str(Path(os.environ[ENV_RUN_DIR]).resolve()) == key:
+            if read_lock_info(run_dir).get("token") == os.environ[ENV_RUN_TOKEN]:
+                return None  # held for us by the runner that started this kernel
+    held = _HELD.get(key)
+    if held is not None and held.held:
+        return held
+    lock = RunLock(run_dir).acquire()
+    _HELD[key] = lock
+    return lock
+
+
+def _runner_key(run_dir: Path) -> str | None:
+    """The run key the batch runner computed for this folder (from the notebook's full parameters)."""
+    if os.environ.get(ENV_RUN_DIR) and os.environ.get(ENV_RUN_KEY):
+        if str(Path(os.environ[ENV_RUN_DIR]).resolve()) == str(run_dir.resolve()):
+            return os.environ[ENV_RUN_KEY]
+    return None
 
 
 # ----------------------------------------------------------------------------- environment
@@ -138,6 +339,9 @@ class RunRecorder:
     ...     if ex.qid in rec.done_ids: continue         # resume after a crash
     ...     rec.add({"id": ex.qid, ...})
     >>> rec.finish(summary={"hits@1": 0.9}, tokens=llm.stats)
+
+    The recorder is the only writer of its folder (a second process is refused with `RunLockedError`);
+    it resumes when the folder holds a record with the same run key, and starts over otherwise.
     """
 
     def __init__(
@@ -153,36 +357,68 @@ class RunRecorder:
             raise ConfigError("RunRecorder needs a method name such as 'simgrag'.")
         self.method = method
         self.params = dict(params)
-        self.params_hash = params_hash({k: v for k, v in self.params.items() if k != "run_name"})
-        self.run_name = run_name or self.params.get("run_name") or default_run_name(method, self.params)
+        self.run_name = check_run_name(run_name or self.params.get("run_name") or default_run_name(method, self.params))
         self.id_key = id_key
         self.root = Path(root) if root else settings.results_dir()
         self.run_dir = self.root / self.run_name
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = _claim(self.run_dir)
+        # held for this kernel by the runner, its parent: if that parent dies, the OS frees the lock, so this
+        # kernel must stop writing (it checks before every append)
+        self._runner_parent = os.getppid() if self._lock is None else None
+        self.params_hash = _runner_key(self.run_dir) or run_key(self.params)
         self.examples_path = self.run_dir / EXAMPLES_FILE
         self.run_path = self.run_dir / RUN_FILE
         self.started = _now()
         self.examples: list[dict] = []
+        self._index: dict[Any, int] = {}
+        self.torn_lines = 0
+        self._environment = environment_info()
         previous = read_run(self.run_dir) if self.run_path.exists() else None
         same = previous is not None and previous.get("params_hash") == self.params_hash
         if resume and same and self.examples_path.exists():
-            self.examples = list(_read_jsonl(self.examples_path))
+            rows, self.torn_lines = read_examples(self.examples_path)
+            for ex in rows:
+                self._remember(ex)
+            _end_with_newline(self.examples_path)
         else:
-            self.examples_path.write_text("", encoding="utf-8")
-        self.done_ids = {ex.get(id_key) for ex in self.examples if ex.get(id_key) is not None}
+            atomic_write_text(self.examples_path, "")
+        self.done_ids = set(self._index)
         self._write_run(status="running", summary=None)
 
     # -- writing
+    def _remember(self, ex: dict) -> None:
+        key = ex.get(self.id_key)
+        if key is None:
+            self.examples.append(ex)
+        elif key in self._index:  # the same example recorded again: the last one counts
+            self.examples[self._index[key]] = ex
+        else:
+            self._index[key] = len(self.examples)
+            self.examples.append(ex)
+
     def add(self, example: Mapping[str, Any]) -> None:
-        """Append one example (flushed at once)."""
+        """Append one example as one whole line (flushed at once)."""
+        self._check_owner()
         ex = to_jsonable(dict(example))
-        line = json.dumps(ex, ensure_ascii=False)
-        with open(self.examples_path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-        self.examples.append(ex)
+        data = (json.dumps(ex, ensure_ascii=False) + "\n").encode("utf-8")
+        fd = os.open(self.examples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        self._remember(ex)
         if ex.get(self.id_key) is not None:
             self.done_ids.add(ex[self.id_key])
+
+    def _check_owner(self) -> None:
+        if self._runner_parent is not None and os.getppid() != self._runner_parent:
+            raise RunLockedError(
+                f"the batch runner (pid {self._runner_parent}) that holds {self.run_dir} for this kernel has ended, "
+                f"so this kernel no longer owns the run: nothing more is written; rerun it with `kgrag run`."
+            )
 
     def finish(
         self,
@@ -192,13 +428,28 @@ class RunRecorder:
         extra: Mapping[str, Any] | None = None,
     ) -> Path:
         """Mark the run finished and store its summary; returns the run folder."""
-        self._write_run("ok", summary, timings=timings, tokens=tokens, extra=extra)
+        self._write_run("ok", summary, timings=timings, tokens=tokens, extra=extra, final=True)
+        self.close()
         return self.run_dir
 
     def fail(self, error: BaseException | str, extra: Mapping[str, Any] | None = None) -> None:
-        self._write_run("failed", None, error=f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error), extra=extra)
+        message = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+        self._write_run("failed", None, error=message, extra=extra, final=True)
+        self.close()
 
-    def _write_run(self, status, summary, timings=None, tokens=None, error=None, extra=None) -> None:
+    def close(self) -> None:
+        """Give the run folder back (finish and fail do; the OS does when the process ends)."""
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            _HELD.pop(str(self.run_dir.resolve()), None)
+            lock.release()
+
+    def _write_run(self, status, summary, timings=None, tokens=None, error=None, extra=None, final=False) -> None:
+        self._check_owner()
+        n, torn = len(self.examples), self.torn_lines
+        if final:  # the count a finished record states is the count on disk
+            rows, torn = read_examples(self.examples_path)
+            n = len(rows)
         record = {
             "run_name": self.run_name,
             "method": self.method,
@@ -207,12 +458,13 @@ class RunRecorder:
             "params_hash": self.params_hash,
             "started": self.started,
             "updated": _now(),
-            "n_examples": len(self.examples),
+            "n_examples": n,
+            "torn_lines": torn,
             "summary": summary,
             "timings": timings,
             "tokens": tokens,
             "error": error,
-            "environment": environment_info(),
+            "environment": self._environment,
         }
         if extra:
             clash = sorted(set(extra) & set(record))
@@ -224,24 +476,75 @@ class RunRecorder:
 
 
 # ----------------------------------------------------------------------------- reading
-def _read_jsonl(path: Path) -> Iterable[dict]:
-    """Read JSONL, ignoring a torn last line left by a killed process."""
-    with open(path, encoding="utf-8") as fh:
+def _end_with_newline(path: Path) -> None:
+    """Make the next append start on a fresh line (a torn last line stays a line of its own, skipped)."""
+    with open(path, "rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() == 0:
+            return
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) != b"\n":
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int]:
+    """(examples, torn lines): every JSON line once per id (the last wins), lines that do not parse counted."""
+    rows: list[dict] = []
+    index: dict[Any, int] = {}
+    torn = 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             line = line.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                ex = json.loads(line)
+            except ValueError:
+                torn += 1
                 continue
+            if not isinstance(ex, dict):
+                torn += 1
+                continue
+            key = ex.get(id_key)
+            if key is not None and key in index:
+                rows[index[key]] = ex
+                continue
+            if key is not None:
+                index[key] = len(rows)
+            rows.append(ex)
+    return rows, torn
+
+
+def _read_jsonl(path: Path) -> Iterable[dict]:
+    """Read JSONL, skipping lines torn by a killed process (see `read_examples` for the count)."""
+    return read_examples(path)[0]
 
 
 def read_run(run_dir: Path | str) -> dict:
+    """A run's run.json; a damaged one is a one-line `RunRecordError` naming the file and the fix."""
     path = Path(run_dir) / RUN_FILE
     if not path.exists():
         raise ConfigError(f"no run record at {path}: run the notebook first, or check the results folder.")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunRecordError(
+            f"run record {path} is damaged ({type(exc).__name__} at {_where(exc)}): move the folder "
+            f"{path.parent} aside to keep it, or rerun with --force to start the run over."
+        ) from None
+    if not isinstance(rec, dict):
+        raise RunRecordError(f"run record {path} holds a {type(rec).__name__}, not a record: move the folder "
+                             f"{path.parent} aside, or rerun with --force to start the run over.")
+    if rec.get("status") == "running" and not _holder_alive(read_lock_info(path.parent)):
+        rec["status"] = "interrupted"  # its writer ended without finishing (killed, or the machine stopped)
+    return rec
+
+
+def _where(exc: BaseException) -> str:
+    pos = getattr(exc, "pos", None)
+    return f"character {pos}" if pos is not None else "decoding"
 
 
 def load_examples(run: str | Path, root: Path | str | None = None):
@@ -266,11 +569,12 @@ def load_runs(root: Path | str | None = None):
     if root.exists():
         for run_file in sorted(root.glob(f"*/{RUN_FILE}")):
             try:
-                rec = json.loads(run_file.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, OSError) as exc:
+                rec = read_run(run_file.parent)
+            except (KgragError, OSError) as exc:
                 rows.append({"run_name": run_file.parent.name, "status": "unreadable", "error": str(exc)})
                 continue
-            row = {k: rec.get(k) for k in ("run_name", "method", "status", "n_examples", "started", "updated", "error")}
+            row = {k: rec.get(k) for k in ("run_name", "method", "status", "n_examples", "torn_lines", "started",
+                                           "updated", "error")}
             for k, v in (rec.get("params") or {}).items():
                 row[f"params.{k}"] = v
             for k, v in (rec.get("summary") or {}).items():

@@ -37,7 +37,9 @@ from typing import Any, Mapping, Sequence
 from . import settings
 from .errors import ConfigError, MissingDependencyError
 from .progress import progress_bar, text_progress_in_children
-from .records import RUN_FILE, atomic_write_json, atomic_write_text, params_hash, read_run, to_jsonable
+from .records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RUN_FILE, RunLock, RunLockedError, RunRecordError,
+                      atomic_write_json, atomic_write_text, check_run_name, read_examples, read_run, run_key,
+                      to_jsonable)
 
 DEFAULT_TIMEOUT = 3600  # seconds per cell
 _NOT_TYPED = object()
@@ -117,6 +119,16 @@ def validate_parameters(notebook: Path | str, overrides: Mapping[str, Any], stri
     return merged
 
 
+def check_run_parameters(notebook: Path | str, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything a run is checked for before a kernel starts (runs and grids alike); the merged parameters."""
+    path = resolve_notebook(notebook)
+    params = validate_parameters(path, overrides)
+    check_known_names(path, params)
+    if params.get("run_name"):
+        check_run_name(params["run_name"])
+    return params
+
+
 def resolve_notebook(notebook: Path | str) -> Path:
     p = Path(notebook)
     candidates = [p] if p.is_absolute() else [settings.notebooks_dir() / p, settings.repo_root() / p, Path.cwd() / p]
@@ -147,31 +159,36 @@ REPORT_METHOD = "report"  # the RunRecorder method name of notebooks that summar
 
 
 def run_name_for(notebook: Path | str, params: Mapping[str, Any]) -> str:
-    stem = Path(notebook).stem
-    return f"{stem}-{params_hash({k: v for k, v in params.items() if k != 'run_name'})}"
+    """The run's name: its `run_name` parameter when given, else the notebook's stem and the run key."""
+    given = params.get("run_name")
+    return given if given else f"{Path(notebook).stem}-{run_key(params)}"
 
 
-def _finished_ok(run_name: str, phash: str) -> dict | None:
-    run_dir = settings.results_dir() / run_name
+def _finished_ok(run_dir: Path, key: str) -> dict | None:
+    """The run's record when it finished ok with this run key (read under the run folder's lock)."""
     if not (run_dir / RUN_FILE).exists():
         return None
-    try:
-        rec = read_run(run_dir)
-    except (ConfigError, json.JSONDecodeError):
-        return None
-    # the runner stamps the hash of the notebook's full parameters into the record (`runner`); a notebook's
-    # own RunRecorder may hash a subset of them, so that hash alone cannot tell two runs apart
+    rec = read_run(run_dir)  # a damaged record stops here with a one-line RunRecordError
+    # records written before the recorder took the runner's key carry the runner's hash in `runner`
     runner_hash = (rec.get("runner") or {}).get("params_hash")
-    if rec.get("status") == "ok" and phash in (runner_hash, rec.get("params_hash")):
+    if rec.get("status") == "ok" and key in (runner_hash, rec.get("params_hash")):
         return rec
     return None
 
 
-def _stamp_runner(run_dir: Path, notebook: str, phash: str, seconds: float) -> None:
+def _stamp_runner(run_dir: Path, notebook: str, key: str, seconds: float) -> None:
     """Mark a finished record as produced by this notebook with these exact parameters (for skip/resume)."""
     rec = read_run(run_dir)
-    rec["runner"] = {"notebook": notebook, "params_hash": phash, "seconds": round(seconds, 2)}
+    rec["runner"] = {"notebook": notebook, "params_hash": key, "seconds": round(seconds, 2)}
     atomic_write_json(run_dir / RUN_FILE, rec)
+
+
+def _set_aside(run_dir: Path) -> None:
+    """Move a damaged record out of the way (kept beside it, never deleted) so the run starts over."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for name in (RUN_FILE, EXAMPLES_FILE):
+        if (run_dir / name).exists():
+            os.replace(run_dir / name, run_dir / f"{name}.damaged-{stamp}")
 
 
 def _prefer_project_kernel() -> None:
@@ -183,6 +200,21 @@ def _prefer_project_kernel() -> None:
             os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(share), paths) if p)
 
 
+def _kernel_manager_class(extra_env: Mapping[str, str]):
+    """A kernel manager that starts its kernel with these environment variables added (per run, thread-safe)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    extra = {str(k): str(v) for k, v in extra_env.items()}
+
+    class RunKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            env = dict(kw.pop("env", None) or os.environ)
+            env.update(extra)
+            return await super().start_kernel(env=env, **kw)
+
+    return RunKernelManager
+
+
 def run_notebook(
     notebook: Path | str,
     parameters: Mapping[str, Any] | None = None,
@@ -191,58 +223,79 @@ def run_notebook(
     timeout: int = DEFAULT_TIMEOUT,
     force: bool = False,
     always: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> RunOutcome:
-    """Execute one notebook with papermill in a fresh kernel; skip it when an identical run finished."""
+    """Execute one notebook with papermill in a fresh kernel; skip it when an identical run finished.
+
+    Everything is checked before a kernel starts (parameters, names, the record on disk); the run folder
+    is locked for this process until the record is complete (`RunLockedError` when another process has it).
+    `env` adds environment variables to the kernel (e.g. CUDA_VISIBLE_DEVICES).
+    """
     try:
         import papermill as pm
     except ImportError as exc:  # pragma: no cover
         raise MissingDependencyError("the batch runner needs papermill: run `pip install -e .`.") from exc
     path = resolve_notebook(notebook)
-    params = validate_parameters(path, dict(parameters or {}))
+    params = check_run_parameters(path, dict(parameters or {}))
     if "run_name" not in params:
         raise ConfigError(f"{path.name} has no 'run_name' parameter; every method notebook must accept one.")
     given = run_name or (parameters or {}).get("run_name") or ""
-    name = given or run_name_for(path, params)
+    name = check_run_name(given) if given else run_name_for(path, {**params, "run_name": ""})
+    check_run_name(grid, "grid name")
     params["run_name"] = name
-    phash = params_hash({k: v for k, v in params.items() if k != "run_name"})
-    out_dir = settings.runs_dir() / grid
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out_nb, log_path = out_dir / f"{name}.ipynb", out_dir / f"{name}.log"
-    if not force and not always:
-        rec = _finished_ok(name, phash)
-        # a report reads other runs' records, so its own finished record never makes it current
-        if rec is not None and rec.get("method") != REPORT_METHOD:
-            return RunOutcome(path.name, name, "skipped", 0.0, params, str(out_nb), str(log_path), summary=rec.get("summary") or {})
-    _prefer_project_kernel()
-    t0 = time.perf_counter()
-    error = None
-    with open(log_path, "w", encoding="utf-8") as log:
-        log.write(f"notebook: {path}\nparameters: {json.dumps(to_jsonable(params))}\n\n")
-        log.flush()
-        try:
-            with text_progress_in_children():  # nobody watches this kernel's widgets: its bars print plain lines
-                pm.execute_notebook(
-                    str(path), str(out_nb), parameters=params, kernel_name="python3", cwd=str(path.parent),
-                    execution_timeout=timeout, progress_bar=False, log_output=True, stdout_file=log, stderr_file=log,
-                )
-        except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
-            error = _short_error(exc)
-            log.write("\n" + "".join(traceback.format_exception(exc)))
-    seconds = time.perf_counter() - t0
-    summary: dict = {}
+    key = run_key(params)
     run_dir = settings.results_dir() / name
-    if error is None:
+    out_dir = settings.runs_dir() / grid
+    out_nb, log_path = out_dir / f"{name}.ipynb", out_dir / f"{name}.log"
+    with RunLock(run_dir) as lock:
         try:
-            rec = read_run(run_dir)
-            summary = rec.get("summary") or {}
-            if rec.get("status") != "ok":
-                error = f"the notebook finished but its run record says status={rec.get('status')!r}"
-            else:
-                _stamp_runner(run_dir, path.name, phash, seconds)
-        except ConfigError:
-            error = "the notebook finished without writing a run record (missing RunRecorder.finish)"
-    if error is not None:
-        _record_failure(run_dir, path.name, name, params, phash, error, str(log_path))
+            rec = _finished_ok(run_dir, key)
+        except RunRecordError:
+            if not force:
+                raise
+            _set_aside(run_dir)
+            rec = None
+        # a report reads other runs' records, so its own finished record never makes it current
+        if not force and not always and rec is not None and rec.get("method") != REPORT_METHOD:
+            return RunOutcome(path.name, name, "skipped", 0.0, params, str(out_nb), str(log_path), summary=rec.get("summary") or {})
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _prefer_project_kernel()
+        kernel_env = {**(env or {}), ENV_RUN_DIR: str(run_dir.resolve()), ENV_RUN_KEY: key, ENV_RUN_TOKEN: lock.token}
+        t0 = time.perf_counter()
+        error = None
+        with open(log_path, "w", encoding="utf-8") as log:
+            log.write(f"notebook: {path}\nparameters: {json.dumps(to_jsonable(params))}\n\n")
+            log.flush()
+            try:
+                with text_progress_in_children():  # nobody watches this kernel's widgets: its bars print plain lines
+                    pm.execute_notebook(
+                        str(path), str(out_nb), parameters=params, kernel_name="python3", cwd=str(path.parent),
+                        execution_timeout=timeout, progress_bar=False, log_output=True, stdout_file=log,
+                        stderr_file=log, kernel_manager_class=_kernel_manager_class(kernel_env),
+                    )
+            except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
+                error = _short_error(exc)
+                log.write("\n" + "".join(traceback.format_exception(exc)))
+            except KeyboardInterrupt:
+                _record_failure(run_dir, path.name, name, params, key, "KeyboardInterrupt: interrupted by the user",
+                                str(log_path))
+                raise
+        seconds = time.perf_counter() - t0
+        summary: dict = {}
+        if error is None:
+            try:
+                rec = read_run(run_dir)
+                summary = rec.get("summary") or {}
+                if rec.get("status") != "ok":
+                    error = f"the notebook finished but its run record says status={rec.get('status')!r}"
+                else:
+                    _stamp_runner(run_dir, path.name, key, seconds)
+            except RunRecordError as exc:
+                error = str(exc)
+            except ConfigError:
+                error = "the notebook finished without writing a run record (missing RunRecorder.finish)"
+        if error is not None:
+            _record_failure(run_dir, path.name, name, params, key, error, str(log_path))
     return RunOutcome(path.name, name, "failed" if error else "ok", seconds, params, str(out_nb), str(log_path), error, summary)
 
 
@@ -254,19 +307,22 @@ def _short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
 
 
-def _record_failure(run_dir: Path, notebook: str, name: str, params: dict, phash: str, error: str, log: str) -> None:
-    run_file = run_dir / RUN_FILE
+def _record_failure(run_dir: Path, notebook: str, name: str, params: dict, key: str, error: str, log: str) -> None:
+    """Mark the record failed, keeping what the notebook wrote and counting the examples on disk."""
     rec: dict[str, Any] = {}
-    if run_file.exists():
+    if (run_dir / RUN_FILE).exists():
         try:
-            rec = json.loads(run_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            rec = {}
+            rec = read_run(run_dir)
+        except RunRecordError:
+            _set_aside(run_dir)  # keep the damaged file beside the new record
+    examples = run_dir / EXAMPLES_FILE
+    n, torn = read_examples(examples) if examples.exists() else ([], 0)
     rec.update({
-        "run_name": name, "notebook": notebook, "status": "failed", "params": params, "params_hash": phash,
-        "error": error, "log": log, "method": rec.get("method") or Path(notebook).stem,
+        "run_name": name, "notebook": notebook, "status": "failed", "params": rec.get("params") or params,
+        "params_hash": key, "error": error, "log": log, "method": rec.get("method") or Path(notebook).stem,
+        "n_examples": len(n), "torn_lines": torn,
     })
-    atomic_write_json(run_file, rec)
+    atomic_write_json(run_dir / RUN_FILE, rec)
 
 
 # ----------------------------------------------------------------------------- grids
@@ -286,6 +342,7 @@ def load_grid(config: Path | str) -> dict:
     if not isinstance(cfg.get("runs"), list) or not cfg["runs"]:
         raise ConfigError(f"{p.name} needs a non-empty 'runs:' list of {{notebook, parameters, grid}} entries.")
     cfg.setdefault("name", p.stem)
+    check_run_name(cfg["name"], "grid name")
     return cfg
 
 
@@ -305,9 +362,17 @@ def expand_grid(cfg: Mapping[str, Any]) -> list[tuple[Path, dict]]:
         for combo in itertools.product(*(axes[k] if isinstance(axes[k], list) else [axes[k]] for k in keys)):
             params = dict(base)
             params.update(dict(zip(keys, combo)))
-            validate_parameters(path, params)
-            check_known_names(path, params)
+            check_run_parameters(path, params)
             runs.append((path, params))
+    seen: dict[str, int] = {}
+    for j, (path, params) in enumerate(runs):
+        name = run_name_for(path, check_run_parameters(path, params))
+        if name in seen:
+            raise ConfigError(
+                f"grid '{cfg.get('name')}' has two runs named {name!r} ({path.name}, runs {seen[name] + 1} and {j + 1} "
+                f"of the expanded grid): give them different parameters or run_names, or drop one."
+            )
+        seen[name] = j
     return runs
 
 
@@ -339,7 +404,7 @@ def run_grid(
     if final:
         notebook_parameters(resolve_notebook(final))
     if validate_only:
-        return [RunOutcome(p.name, run_name_for(p, validate_parameters(p, prm)), "validated", 0.0, prm)
+        return [RunOutcome(p.name, run_name_for(p, check_run_parameters(p, prm)), "validated", 0.0, prm)
                 for p, prm in runs]
     timeout = int(cfg.get("timeout", DEFAULT_TIMEOUT))
     grid = str(cfg["name"])
@@ -348,7 +413,14 @@ def run_grid(
 
     def _one(item):
         path, prm = item
-        return run_notebook(path, prm, grid=grid, timeout=timeout, force=force)
+        try:
+            return run_notebook(path, prm, grid=grid, timeout=timeout, force=force)
+        except RunLockedError as exc:  # another process is writing this run: leave its record alone
+            return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "locked", 0.0, prm,
+                              error=str(exc))
+        except RunRecordError as exc:
+            return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "failed", 0.0, prm,
+                              error=str(exc))
 
     if workers <= 1:
         for item in runs:
@@ -362,7 +434,7 @@ def run_grid(
                 outcome = fut.result()
                 outcomes.append(outcome)
                 _tick(bar, outcome)
-        order = {run_name_for(p, validate_parameters(p, prm)): i for i, (p, prm) in enumerate(runs)}
+        order = {run_name_for(p, check_run_parameters(p, prm)): i for i, (p, prm) in enumerate(runs)}
         outcomes.sort(key=lambda o: order.get(o.run_name, 0))
     if final:
         outcome = run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout, always=True)

@@ -180,7 +180,8 @@ def test_rerun_is_skipped_when_the_notebook_records_only_some_parameters(tmp_pat
     first = runner.run_notebook(nb, {"shots": 8}, grid="t")
     assert first.status == "ok", first.error
     rec = records.read_run(settings.results_dir() / first.run_name)
-    assert rec["runner"]["params_hash"] != rec["params_hash"]
+    # one key: the runner's (all parameters that change results), taken over by the notebook's recorder
+    assert rec["runner"]["params_hash"] == rec["params_hash"] == records.run_key(first.parameters)
     assert runner.run_notebook(nb, {"shots": 8}, grid="t").status == "skipped"
     other = runner.run_notebook(nb, {"shots": 12}, grid="t")
     assert other.status == "ok" and other.run_name != first.run_name
