@@ -54,7 +54,7 @@ def _error_patterns(records, kind: str, n: int = 10) -> list[dict]:
 def main(argv=None) -> dict:
     from kgrag_utils import settings
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.compact import CompactConfig, CompactMethod, gate_table, load_token_counter, summarize_records
+    from kgrag_utils.methods.compact import CompactConfig, Compact, gate_table, load_token_counter, summarize_records
     from kgrag_utils.methods.compact.config import KNOWLEDGE_SOURCES
     from kgrag_utils.records import atomic_write_json, environment_info
 
@@ -81,7 +81,7 @@ def main(argv=None) -> dict:
                            seed=args.seed)
     counter = load_token_counter()
     t0 = time.perf_counter()
-    method = CompactMethod.prepare(ds, config, token_counter=counter)
+    method = Compact.prepare(ds, config, token_counter=counter)
     timings["prepare"] = time.perf_counter() - t0
 
     items = list(ds.items)
@@ -110,16 +110,16 @@ def main(argv=None) -> dict:
         t0 = time.perf_counter()
         sub_items, sub_records = items[:m], records[:m]
         method.add_baselines(sub_records, sub_items, progress=progress)
-        method.count_prompt_tokens(sub_records, sub_items, ("top100",))
+        method.count_prompt_tokens(sub_records, sub_items, ("topk",))
         timings["baseline"] = time.perf_counter() - t0
         comp = np.array([r["prompt_tokens_compact"] for r in sub_records], dtype=float)
-        base = np.array([r["prompt_tokens_top100"] for r in sub_records], dtype=float)
+        base = np.array([r["prompt_tokens_topk"] for r in sub_records], dtype=float)
         token_comparison = {
             "n": m, "counter": counter.name, "baseline": sub_records[0].get("baseline_kind"),
-            "compact_mean": float(comp.mean()), "top100_mean": float(base.mean()),
+            "compact_mean": float(comp.mean()), "topk_mean": float(base.mean()),
             "ratio_of_means": float(base.mean() / max(comp.mean(), 1e-9)),
             "median_ratio": float(np.median(base / np.maximum(comp, 1))),
-            "top100_facts_mean": float(np.mean([r["top100_n_facts"] for r in sub_records])),
+            "topk_facts_mean": float(np.mean([r["topk_n_facts"] for r in sub_records])),
         }
     summary = summarize_records(records, method.kind, llm=False)
     result = {
@@ -146,12 +146,12 @@ def _goals(dataset: str, summary: dict, tokens: dict | None) -> dict:
     """The issue's goals, checked on this run (None where a goal does not apply)."""
     goals: dict = {}
     if dataset.startswith("metaqa"):
-        goals["derived_hits1_answerable>=0.97"] = summary.get("derived_hits1_answerable", 0) >= 0.97
+        goals["derived_hits@1_answerable>=0.97"] = summary.get("derived_hits@1_answerable", 0) >= 0.97
         goals["mean_facts<=15"] = summary.get("facts_per_context", {}).get("mean", 99) <= 15
     if dataset == "clutrr":
-        goals["derived_accuracy>=0.98"] = summary.get("derived_hits1", 0) >= 0.98
+        goals["derived_accuracy>=0.98"] = summary.get("derived_hits@1", 0) >= 0.98
     if tokens is not None and dataset != "clutrr":
-        goals["top100_tokens>=4x_compact"] = tokens["ratio_of_means"] >= 4.0
+        goals["topk_tokens>=4x_compact"] = tokens["ratio_of_means"] >= 4.0
     return goals
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from kgrag_utils import settings
 from kgrag_utils.records import write_result
-from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGSettings, summarize_records
+from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, summarize_records
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop") + \
     ("sample-movies-1hop", "sample-movies-2hop", "sample-movies-3hop")
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--preset", default=DEFAULT_CPU_PRESET)
     ap.add_argument("--backend", default=None, help="the preset's default when omitted (llamacpp for GGUF presets)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads; 0 = the backend's default")
-    ap.add_argument("--shots", type=int, default=SimGRAGSettings.shots)
+    ap.add_argument("--shots", type=int, default=SimGRAGConfig.shots)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="auto", choices=("auto", "flat", "hnsw"),
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     data = load_dataset(args.dataset, split=args.split, limit=args.limit or None, seed=args.seed)
-    method_settings = SimGRAGSettings(shots=args.shots, pattern_source="llm")
+    method_settings = SimGRAGConfig(shots=args.shots, pattern_source="llm")
     params = {"dataset": args.dataset, "split": args.split, "limit": args.limit, "seed": args.seed,
               "llm_preset": args.preset, "llm_backend": args.backend or "", "embedder": args.embedder,
               **method_settings.to_dict()}

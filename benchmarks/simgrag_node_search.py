@@ -11,7 +11,7 @@ neighbour, as for a good embedding of a mention).
     python benchmarks/simgrag_node_search.py --edges 10000000 --indexes ivf,hnsw,flat \
         --out benchmarks/results/simgrag_node_search_1M.json
 
-Per index kind: build seconds (train + add), single-query search ms (one thread, k = node_topk, one
+Per index kind: build seconds (train + add), single-query search ms (one thread, k = entity_topk, one
 pattern node per call, as in `GSDRetriever.candidates`), and quality against exact search on the same
 queries: whether the perturbed entity itself is found (the number that matters: random vectors have no
 meaningful 2nd..k-th neighbours, so recall@k of the exact top-k is reported but is low by construction). `--milvus-entities`
@@ -188,7 +188,7 @@ def run_typed(args, kg, vectors: np.ndarray, rng: np.random.Generator) -> dict:
     t0 = time.perf_counter()
     retriever = GSDRetriever(kg, vectors, rel_vectors, index_kind="flat", type_index=types)
     setup = time.perf_counter() - t0
-    config = GSDConfig(top_k=3, node_topk=args.k, rel_topk=16, type_topk=args.type_topk, time_limit_s=2.0)
+    config = GSDConfig(top_k=3, entity_topk=args.k, relation_topk=16, type_topk=args.type_topk, time_limit_s=2.0)
     facts = rng.choice(kg.num_edges, size=args.typed_queries, replace=False)
     rows = []
     for fid in facts.tolist():

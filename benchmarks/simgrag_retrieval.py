@@ -62,7 +62,7 @@ def machine() -> dict:
 
 
 def config_from(args) -> GSDConfig:
-    return GSDConfig(top_k=args.top_k, node_topk=args.node_topk, rel_topk=args.rel_topk,
+    return GSDConfig(top_k=args.top_k, entity_topk=args.entity_topk, relation_topk=args.relation_topk,
                      injective=args.injective, direction=args.direction, time_limit_s=args.time_limit)
 
 
@@ -131,7 +131,7 @@ def run_real(args) -> dict:
     node_texts = [embedding_text(p.nodes[v].label) for p in patterns if p for v in p.known_nodes]
     vecs = embedder.encode(node_texts)
     tb = time.perf_counter()
-    retriever.index.search(vecs, args.node_topk)
+    retriever.index.search(vecs, args.entity_topk)
     batched_ms = (time.perf_counter() - tb) * 1e3
     return summarize_rows(args, rows, {
         "dataset": data.name, "split": data.split, "n_questions": len(data.items),
@@ -328,8 +328,8 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--top-k", type=int, default=3)
-    ap.add_argument("--node-topk", type=int, default=16)
-    ap.add_argument("--rel-topk", type=int, default=16)
+    ap.add_argument("--entity-topk", type=int, default=16)
+    ap.add_argument("--relation-topk", type=int, default=16)
     ap.add_argument("--direction", default="any", choices=("any", "same"))
     ap.add_argument("--injective", action=argparse.BooleanOptionalAction, default=GSDConfig().injective,
                     help="injective mappings only (no walks); the default allows walks (--no-injective)")

@@ -1,6 +1,6 @@
 """Vector retrieval + LLM rerank on a KG question dataset: answers from the reranked facts (Hits@1).
 
-    python benchmarks/vector_rerank_kgqa.py --dataset metaqa-2hop --limit 100 --variant naive,expand,rerank \
+    python benchmarks/vector_rerank_kgqa.py --dataset metaqa-2hop --limit 100 --variants naive,expand,rerank \
         --entity-extraction lexical --degree 2 --out benchmarks/results/vector_rerank_kgqa.json
 
 The index is the dataset's KG (entities, facts "head relation tail"; no passages). Per-question
@@ -30,7 +30,7 @@ from kgrag_utils.methods.vector_rerank import (ANSWER_PROMPT_VERSION, PROMPT_VER
 from kgrag_utils.records import RunRecorder, atomic_write_json, environment_info, params_hash, to_jsonable  # noqa: E402
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
-          "entity_extraction", "rerank_max_tokens", "answer_max_tokens")
+          "entity_extraction", "rerank_max_new_tokens", "answer_max_new_tokens")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -38,7 +38,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="metaqa-2hop", help="metaqa-{1,2,3}hop | pq-{2,3}hop | sample-movies-{1,2,3}hop")
     ap.add_argument("--split", default="test")
-    ap.add_argument("--variant", default="all", help="all (= naive,expand,rerank) or a comma list of them")
+    ap.add_argument("--variants", default="all", help="all (= naive,expand,rerank) or a comma list of them")
     ap.add_argument("--limit", type=int, default=None, help="questions (seeded sample); default all")
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--llm", default=d.llm_preset, help="LLM preset for the rerank and answer calls")
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     ds = load_dataset(args.dataset, split=args.split, limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, split=args.split, limit=len(ds.items), seed=args.seed,
                              vector_store=args.vector_store, embedder=args.embedder, llm_preset=args.llm,
-                             llm_backend=args.llm_backend or "", variant=args.variant,
+                             llm_backend=args.llm_backend or "", variants=args.variants,
                              **{k: getattr(args, k) for k in _KNOBS})
     variants = kgqa_variants(cfg)
     llm = None

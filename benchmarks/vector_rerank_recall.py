@@ -1,8 +1,8 @@
 """Passage Recall@2 / Recall@5 of vector retrieval + LLM rerank and its baselines, on one dataset.
 
-    python benchmarks/vector_rerank_recall.py --dataset musique --variant naive,expand --limit 100 \
+    python benchmarks/vector_rerank_recall.py --dataset musique --variants naive,expand --limit 100 \
         --out benchmarks/results/vector_rerank_musique.json
-    python benchmarks/vector_rerank_recall.py --dataset musique --variant rerank,rerank-padded \
+    python benchmarks/vector_rerank_recall.py --dataset musique --variants rerank,rerank-padded \
         --llm qwen2.5-coder-0.5b --out benchmarks/results/vector_rerank_musique.json   # merges into the same file
 
 Gold passages are matched by title for HotpotQA and 2Wiki and by title + text for MuSiQue.
@@ -41,7 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     d = VectorRerankConfig()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="musique", help="musique | hotpotqa | 2wiki | sample-passages")
-    ap.add_argument("--variant", default="all", help="all, or a comma list of naive,expand,rerank,rerank-padded")
+    ap.add_argument("--variants", default="all", help="all, or a comma list of naive,expand,rerank,rerank-padded")
     ap.add_argument("--limit", type=int, default=None, help="questions (seeded sample); default all")
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--llm", default=d.llm_preset, help="LLM preset for the rerank variants and OpenIE")
@@ -76,13 +76,13 @@ def main(argv=None) -> int:
     ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, limit=len(ds.items), seed=args.seed, vector_store=args.vector_store,
                              milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
-                             llm_backend=args.llm_backend or "", variant=args.variant,
+                             llm_backend=args.llm_backend or "", variants=args.variants,
                              **{k: getattr(args, k) for k in _KNOBS})
     progress = not args.no_progress
     gold_key = gold_key_for(args.dataset)
     embedder = load_embedder(args.embedder)
     llm = None
-    needs_openie = ds.triples is None and any(v != "naive" for v in cfg.variants)
+    needs_openie = ds.triples is None and any(v != "naive" for v in cfg.variants_for("passages"))
     if cfg.needs_llm or needs_openie:
         from kgrag_utils.llm import load_llm
 
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     index, corpus_info = build_index(cfg, ds, embedder, llm, progress=progress, openie_batch=args.openie_batch)
     t_index = time.perf_counter() - t0
     run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages}
-    run_params.pop("answer_max_tokens")  # KG questions only: passage runs keep their names (and resume)
+    run_params.pop("answer_max_new_tokens")  # KG questions only: passage runs keep their names (and resume)
     if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
         run_params["prompt_version"] = PROMPT_VERSION
     run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"
@@ -113,11 +113,11 @@ def main(argv=None) -> int:
                           "published_setup": "gpt-5-mini rerank, bge-large embeddings, graph results padded with naive"},
         })
         runs = [r for r in out.get("runs", []) if r.get("params_hash") != rec.params_hash]
-        summary = summarize_records(records, cfg.variants)
+        summary = summarize_records(records, cfg.variants_for("passages"))
         runs.append({
             "run_name": rec.run_name, "params_hash": rec.params_hash, "status": status,
             "updated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "variants": list(cfg.variants), "config": cfg.to_dict(), "n_done": len(records),
+            "variants": list(cfg.variants_for("passages")), "config": cfg.to_dict(), "n_done": len(records),
             "prompt_version": run_params.get("prompt_version"),
             "corpus": {**corpus_info, **index.info}, "index_build_seconds": round(t_index, 2),
             "llm": None if llm is None else {"preset": args.llm, "backend": llm.backend_name, "model": llm.model_id,
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     for s in range(0, len(questions), max(1, args.slice)):
         records = method.run(questions[: s + args.slice], recorder=rec, progress=progress)
         write(records, "ok" if s + args.slice >= len(questions) else f"running ({len(records)}/{len(questions)})")
-    summary = summarize_records(records, cfg.variants)
+    summary = summarize_records(records, cfg.variants_for("passages"))
     rec.finish(summary=summary, tokens=llm.stats if llm is not None else None)
     index.close()
     for v, s in summary["variants"].items():

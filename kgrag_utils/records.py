@@ -59,6 +59,8 @@ def to_jsonable(obj: Any) -> Any:
         return [to_jsonable(v) for v in items]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return to_jsonable(dataclasses.asdict(obj))
+    if callable(getattr(obj, "to_dict", None)) and callable(getattr(obj, "model_dump", None)):  # a method config
+        return to_jsonable(obj.to_dict())
     if isinstance(obj, Path):
         return str(obj)
     # numpy without importing it eagerly

@@ -155,8 +155,8 @@ def _compact(rec: Mapping) -> list[dict]:
     rows = []
     n = s.get("n", len(ex))
     rows.append(_row(_base(rec, n, "derived (no LLM)", uses_llm=False), "hits@1", STRICT + " (answer derived by rules)",
-                     s.get("derived_hits1"), 0, _mean(e.get("seconds_derive") for e in ex)))
-    for ctx in ("compact", "top100"):
+                     s.get("derived_hits@1"), 0, _mean(e.get("seconds_derive") for e in ex)))
+    for ctx in ("compact", "topk"):
         llm = s.get(f"llm_{ctx}")
         if not isinstance(llm, Mapping):
             continue
@@ -167,10 +167,10 @@ def _compact(rec: Mapping) -> list[dict]:
         sec = _mean(e.get(f"seconds_{ctx}") for e in ex)
         if sec is None:  # one run reads both contexts: split the LLM time by prompt tokens
             gen = _num((rec.get("tokens") or {}).get("generate_seconds"))
-            tot = _mean(_sum_keys(e, ("prompt_tokens_compact", "prompt_tokens_top100")) for e in ex)
+            tot = _mean(_sum_keys(e, ("prompt_tokens_compact", "prompt_tokens_topk")) for e in ex)
             sec = gen / max(int(n), 1) * (tok / tot) if gen is not None and tok and tot else None
         cached = _mean(float(bool(e.get(f"cached_{ctx}"))) for e in ex) if ex else None
-        rows += [_row(base, "hits@1", STRICT, llm.get("hits1"), tok, sec, cached),
+        rows += [_row(base, "hits@1", STRICT, llm.get("hits@1"), tok, sec, cached),
                  _row(base, "containment", LENIENT, llm.get("containment"), tok, sec, cached)]
     return rows
 
@@ -324,7 +324,7 @@ def stage_errors(records: Iterable[Mapping]):
         elif method == "compact" and ex:
             counts = {"chain (relation knowledge)": sum(1 for e in ex if e.get("chain_correct") is False),
                       "not derivable": sum(1 for e in ex if e.get("derivable") is False),
-                      "LLM reading compact facts": sum(1 for e in ex if e.get("hits1_compact") == 0.0
+                      "LLM reading compact facts": sum(1 for e in ex if e.get("hits@1_compact") == 0.0
                                                        and e.get("compact_has_gold"))}
         elif method == "kgp" and ex:
             counts = {"retrieval (no gold passage in budget)": sum(1 for e in ex if _num(e.get("recall@30")) == 0.0)}

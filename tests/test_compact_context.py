@@ -197,7 +197,7 @@ def test_prompts_and_parsers():
 
 def test_config_validation():
     cfg = CompactConfig()
-    assert cfg.contexts() == ("compact", "top100")
+    assert cfg.contexts() == ("compact", "topk")
     assert cfg.replace(context="compact").contexts() == ("compact",)
     for bad in ({"knowledge": "oracle"}, {"context": "all"}, {"gate": "sometimes"}, {"lift_threshold": 0.5},
                 {"knn_k": 0}, {"max_facts": -1}, {"validation_fraction": 1.0}):

@@ -8,20 +8,8 @@ import json
 import pytest
 
 from kgrag_utils import records, runner, settings
-from kgrag_utils.datasets import dataset_names
-from kgrag_utils.methods.compact import CompactConfig
 
 NOTEBOOK = "02_compact_relations.ipynb"
-
-
-def test_notebook_defaults_equal_the_config_defaults():
-    params = runner.notebook_parameters(NOTEBOOK)
-    cfg = CompactConfig()
-    for name in ("knowledge", "lift_threshold", "knn_k", "gate", "context", "max_facts", "top_k", "llm_preset", "seed"):
-        assert params[name] == getattr(cfg, name), name
-    assert params["run_name"] == ""
-    assert params["dataset"] in dataset_names("sample") and params["kinship_dataset"] in dataset_names("sample")
-    assert params["split"] == "test" and 0 < params["limit"] <= 20
 
 
 def test_notebook_is_committed_without_outputs():
@@ -39,9 +27,9 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm(dataset):
     assert out.status == "ok", out.error
     rec = records.read_run(settings.results_dir() / out.run_name)
     assert rec["status"] == "ok" and rec["summary"]["n"] == 4
-    assert {"derived_hits1", "gate_coverage", "llm_compact", "llm_top100"} <= set(rec["summary"])
+    assert {"derived_hits@1", "gate_coverage", "llm_compact", "llm_topk"} <= set(rec["summary"])
     ex = records.load_examples(out.run_name)
-    assert len(ex) == 4 and {"prompt_compact", "prompt_top100", "gate", "derived_answers"} <= set(ex.columns)
+    assert len(ex) == 4 and {"prompt_compact", "prompt_topk", "gate", "derived_answers"} <= set(ex.columns)
     for fig in ("compact_worked_example", "compact_kinship_example", "compact_results"):
         assert (settings.figures_dir() / f"{fig}.png").exists()
 
@@ -59,9 +47,9 @@ def test_notebook_runs_on_the_rog_fixtures_through_the_runner(dataset):
     rec = records.read_run(settings.results_dir() / out.run_name)
     s = rec["summary"]
     assert rec["status"] == "ok" and s["n"] == n
-    assert {"llm_compact", "llm_top100", "gold_chain_seen_rate", "derivable_rate"} <= set(s)
+    assert {"llm_compact", "llm_topk", "gold_chain_seen_rate", "derivable_rate"} <= set(s)
     details = rec["method_details"]
     assert details["knowledge"]["name"] == "knn" and details["tuning"]["kg"]["kind"] == "per-question subgraphs"
     ex = records.load_examples(out.run_name)
-    assert len(ex) == n and {"subgraph_facts", "top100_facts", "hits1_compact", "hits1_top100"} <= set(ex.columns)
-    assert (ex["top100_n_facts"] <= ex["subgraph_facts"]).all()
+    assert len(ex) == n and {"subgraph_facts", "topk_facts", "hits@1_compact", "hits@1_topk"} <= set(ex.columns)
+    assert (ex["topk_n_facts"] <= ex["subgraph_facts"]).all()

@@ -11,7 +11,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.compact import CompactConfig, CompactMethod, split_validation, summarize_records, training_split
+from kgrag_utils.methods.compact import CompactConfig, Compact, split_validation, summarize_records, training_split
 from kgrag_utils.records import RunRecorder
 from stand_ins import HashBOW
 
@@ -35,7 +35,7 @@ def movies():
 
 @pytest.fixture(scope="module")
 def method(movies):
-    return CompactMethod.prepare(movies, CompactConfig(), embedder=hash_embedder())
+    return Compact.prepare(movies, CompactConfig(), embedder=hash_embedder())
 
 
 def test_prepare_learns_on_the_training_split_and_tunes_on_its_validation_part(movies, method):
@@ -49,13 +49,13 @@ def test_prepare_learns_on_the_training_split_and_tunes_on_its_validation_part(m
     assert method.knowledge.n_train == t["n_train"]  # refit on the whole training split
     assert t["validation_derived"]["gate_coverage"] == pytest.approx(method.gate.coverage)
     with pytest.raises(ConfigError):
-        CompactMethod.prepare(load_dataset("sample-movies-2hop", split="dev"), CompactConfig())
+        Compact.prepare(load_dataset("sample-movies-2hop", split="dev"), CompactConfig())
     with pytest.raises(ConfigError):
-        CompactMethod.prepare(movies, CompactConfig(knowledge="rules"))
+        Compact.prepare(movies, CompactConfig(knowledge="rules"))
 
 
 def test_a_named_gate_and_a_given_threshold_are_kept(movies):
-    m = CompactMethod.prepare(movies, CompactConfig(gate="consistent+unique", lift_threshold=2.0), embedder=hash_embedder())
+    m = Compact.prepare(movies, CompactConfig(gate="consistent+unique", lift_threshold=2.0), embedder=hash_embedder())
     assert m.gate.name == "consistent+unique" and m.tuning["threshold_source"] == "given"
     assert m.knowledge.threshold == 2.0 and "threshold_table" not in m.tuning
     row = next(r for r in m.gate.table if r["gate"] == "consistent+unique")
@@ -83,7 +83,7 @@ def test_derive_records_hold_every_stage(movies, method):
         if r["derivable"]:
             assert r["derived_answers"] and r["n_facts"] >= q.hops
     s = summarize_records(recs, "kgqa", llm=False)
-    assert s["n"] == 20 and 0.8 <= s["chain_accuracy"] <= 1.0 and s["derived_hits1"] > 0.8
+    assert s["n"] == 20 and 0.8 <= s["chain_accuracy"] <= 1.0 and s["derived_hits@1"] > 0.8
 
 
 def test_run_reads_both_contexts_applies_the_gate_and_resumes(movies, method):
@@ -93,53 +93,53 @@ def test_run_reads_both_contexts_applies_the_gate_and_resumes(movies, method):
     out = method.run(items, llm=llm, recorder=rec, progress=False)
     assert len(out) == 6 and len(llm.prompts_seen) == 12  # one prompt per item and context
     for r in out:
-        assert len(r["top100_facts"]) <= 100 and r["prompt_compact"] != r["prompt_top100"]
-        assert r["prompt_tokens_compact"] <= r["prompt_tokens_top100"]
+        assert len(r["topk_facts"]) <= 100 and r["prompt_compact"] != r["prompt_topk"]
+        assert r["prompt_tokens_compact"] <= r["prompt_tokens_topk"]
         expected = first_object(r["prompt_compact"])
         assert r["llm_compact"] == expected and r["answer_compact"] == [expected]
         final = r["derived_answers"][:1] if r["gate"] else r["answer_compact"]
-        assert r["hits1_compact_gated"] == float(bool(final) and final[0] in r["answers"])
+        assert r["hits@1_compact_gated"] == float(bool(final) and final[0] in r["answers"])
     # resume: a second run with the same recorder parameters generates nothing new
     llm2 = load_llm("fake", responses=first_object, cache=False)
     rec2 = RunRecorder("compact", {"dataset": "sample-movies-2hop", "limit": 6}, run_name="compact-pipeline-test")
     again = method.run(items, llm=llm2, recorder=rec2, progress=False)
     assert len(again) == 6 and llm2.prompts_seen == []
     s = summarize_records(again, "kgqa")
-    assert set(s["llm_compact"]) >= {"hits1", "containment", "hits1_gated", "n_failed"}
-    assert s["prompt_token_ratio_top100_over_compact"] >= 1.0
+    assert set(s["llm_compact"]) >= {"hits@1", "containment", "hits@1_gated", "n_failed"}
+    assert s["prompt_token_ratio_topk_over_compact"] >= 1.0
 
 
 def test_kinship_pipeline_with_rules():
     ds = load_dataset("sample-kinship", split="test", limit=12)
-    m = CompactMethod.prepare(ds, CompactConfig())
+    m = Compact.prepare(ds, CompactConfig())
     assert m.knowledge.name == "rules"
     llm = load_llm("fake", responses=lambda p: "mother", cache=False)
     recs = m.run(ds.items, llm=llm, progress=False)
     assert len(recs) == 12
     for r, s in zip(recs, ds.items):
         assert r["n_facts"] == len(r["path_relations"]) >= 2
-        assert r["answer_compact"] == "mother" and r["hits1_compact"] == float(s.target == "mother")
-        assert "Facts:" in r["prompt_top100"] and "[" not in r["prompt_top100"].split("Facts:")[1]
+        assert r["answer_compact"] == "mother" and r["hits@1_compact"] == float(s.target == "mother")
+        assert "Facts:" in r["prompt_topk"] and "[" not in r["prompt_topk"].split("Facts:")[1]
     s = summarize_records(recs, "kinship")
-    assert s["derived_hits1"] >= 0.9 and set(s["by_chain_length"]) <= {2, 3, 4, 5, 6}
+    assert s["derived_hits@1"] >= 0.9 and set(s["by_chain_length"]) <= {2, 3, 4, 5, 6}
     with pytest.raises(ConfigError):
-        CompactMethod.prepare(ds, CompactConfig(knowledge="lexicon"))
+        Compact.prepare(ds, CompactConfig(knowledge="lexicon"))
 
 
 def test_baseline_radius_is_at_least_two_hops():
     ds = load_dataset("sample-movies-1hop", split="test", limit=5)
-    m = CompactMethod.prepare(ds, CompactConfig(), embedder=hash_embedder())
+    m = Compact.prepare(ds, CompactConfig(), embedder=hash_embedder())
     recs = m.add_baselines(m.derive_many(ds.items), ds.items)
     for r, q in zip(recs, ds.items):
         topic = [ds.kg.entity_id(t) for t in q.topic_entities]
-        assert r["top100_pool"] == ds.kg.khop_edges(topic, 2, max_edges=CompactConfig().baseline_pool).size
-        assert r["top100_pool"] > ds.kg.khop_edges(topic, 1).size  # a 1-hop question still gets a 2-hop pool
-        assert r["top100_n_facts"] == min(100, r["top100_pool"])
+        assert r["topk_pool"] == ds.kg.khop_edges(topic, 2, max_edges=CompactConfig().baseline_pool).size
+        assert r["topk_pool"] > ds.kg.khop_edges(topic, 1).size  # a 1-hop question still gets a 2-hop pool
+        assert r["topk_n_facts"] == min(100, r["topk_pool"])
 
 
 def test_knn_knowledge_through_the_pipeline():
     ds = load_dataset("sample-movies-1hop", split="test", limit=20)
-    m = CompactMethod.prepare(ds, CompactConfig(knowledge="knn", knn_k=5), embedder=hash_embedder())
+    m = Compact.prepare(ds, CompactConfig(knowledge="knn", knn_k=5), embedder=hash_embedder())
     recs = m.derive_many(ds.items)
     assert all(r["chain_source"] == "knn" for r in recs if r["chain"])
     assert summarize_records(recs, "kgqa", llm=False)["chain_accuracy"] >= 0.7

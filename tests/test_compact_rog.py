@@ -14,7 +14,7 @@ from kgrag_utils.datasets.records import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.compact import CompactConfig, CompactMethod, KNNVote, summarize_records
+from kgrag_utils.methods.compact import CompactConfig, Compact, KNNVote, summarize_records
 from kgrag_utils.methods.compact.checks import kg_consistency, relation_ids, select_derivable
 from kgrag_utils.methods.compact.context import compact_context
 from kgrag_utils.methods.compact.graphs import QuestionKGs, functional_relation_names
@@ -132,7 +132,7 @@ def test_functional_relations_are_counted_over_training_subgraphs():
 def test_training_questions_recover_their_own_chains_in_their_own_subgraphs(rog):
     name, _, train = rog
     for knowledge in ("knn", "lexicon"):
-        m = CompactMethod.prepare(train, CompactConfig(knowledge=knowledge), train=train, embedder=hash_embedder())
+        m = Compact.prepare(train, CompactConfig(knowledge=knowledge), train=train, embedder=hash_embedder())
         assert m.source.per_question and m.topic_policy == "exclude_end"
         recs = m.derive_many(train.items)
         for rec, q in zip(recs, train.items):
@@ -141,14 +141,14 @@ def test_training_questions_recover_their_own_chains_in_their_own_subgraphs(rog)
             assert rec["subgraph_facts"] == len(own)
             assert {tuple(f) for f in rec["compact_facts"]} <= own
             assert rec["derived_answers"] and set(rec["derived_answers"]) <= set(q.answers)
-            assert rec["derived_hits1"] == 1.0
+            assert rec["derived_hits@1"] == 1.0
         s = summarize_records(recs, "kgqa", llm=False)
-        assert s["chain_accuracy"] == 1.0 and s["gold_chain_seen_rate"] == 1.0 and s["derived_hits1"] == 1.0
+        assert s["chain_accuracy"] == 1.0 and s["gold_chain_seen_rate"] == 1.0 and s["derived_hits@1"] == 1.0
 
 
 def test_the_pipeline_runs_per_question_with_the_fake_reader(rog):
     name, test, _ = rog
-    m = CompactMethod.prepare(test, CompactConfig(), embedder=hash_embedder())
+    m = Compact.prepare(test, CompactConfig(), embedder=hash_embedder())
     t = m.tuning
     assert m.knowledge.name == "knn" and t["kg"]["kind"] == "per-question subgraphs"
     assert t["n_fit"] + t["n_validation"] == t["n_train"] == len(load_dataset(name, split="train").items)
@@ -159,27 +159,27 @@ def test_the_pipeline_runs_per_question_with_the_fake_reader(rog):
     for rec, q in zip(recs, test.items):
         own = set(test.triples[q.qid])
         assert rec["subgraph_facts"] == len(own)
-        top = {tuple(f) for f in rec["top100_facts"]}
-        assert top <= own and 0 < rec["top100_n_facts"] <= min(len(own), 100)
+        top = {tuple(f) for f in rec["topk_facts"]}
+        assert top <= own and 0 < rec["topk_n_facts"] <= min(len(own), 100)
         assert {tuple(f) for f in rec["compact_facts"]} <= own
         assert rec["chain_correct"] == (tuple(map(tuple, rec["chain_steps"])) in gold_chains(q))
-        for ctx in ("compact", "top100"):
-            facts = rec["compact_facts"] if ctx == "compact" else rec["top100_facts"]
+        for ctx in ("compact", "topk"):
+            facts = rec["compact_facts"] if ctx == "compact" else rec["topk_facts"]
             expected = facts[0][2] if facts else "nothing"
             assert rec[f"llm_{ctx}"] == expected
-            assert rec[f"hits1_{ctx}"] == float(expected in q.answers)  # EM = strict Hits@1
+            assert rec[f"hits@1_{ctx}"] == float(expected in q.answers)  # EM = strict Hits@1
     s = summarize_records(recs, "kgqa")
     assert s["n"] == len(test.items) and {"gold_chain_seen_rate", "derivable_rate"} <= set(s)
-    assert s["llm_compact"]["hits1"] == pytest.approx(np.mean([r["hits1_compact"] for r in recs]))
+    assert s["llm_compact"]["hits@1"] == pytest.approx(np.mean([r["hits@1_compact"] for r in recs]))
 
 
 def test_cwq_test_question_with_an_unseen_chain_derives_the_wrong_answer():
     """The fixture's first CWQ test question needs a chain no training question has; the vote's
     derivable chain (the spouse's school) derives an answer, which is wrong - the paper's warning."""
     test = load_dataset("fixture-cwq", split="test")
-    m = CompactMethod.prepare(test, CompactConfig(), embedder=hash_embedder())
+    m = Compact.prepare(test, CompactConfig(), embedder=hash_embedder())
     rec = m.derive(test.items[0])
-    assert rec["gold_chain_seen"] is False and rec["derivable"] and rec["derived_hits1"] == 0.0
+    assert rec["gold_chain_seen"] is False and rec["derivable"] and rec["derived_hits@1"] == 0.0
 
 
 def test_lexicon_threshold_is_tuned_on_per_question_validation_subgraphs():
@@ -195,6 +195,6 @@ def test_per_question_training_split_must_be_a_dataset():
     test = load_dataset("fixture-webqsp", split="test")
     train = load_dataset("fixture-webqsp", split="train")
     with pytest.raises(ConfigError):
-        CompactMethod.prepare(test, CompactConfig(), train=list(train.items), embedder=hash_embedder())
+        Compact.prepare(test, CompactConfig(), train=list(train.items), embedder=hash_embedder())
     with pytest.raises(ConfigError):
-        CompactMethod.prepare(train, CompactConfig(), embedder=hash_embedder())  # would train on itself
+        Compact.prepare(train, CompactConfig(), embedder=hash_embedder())  # would train on itself

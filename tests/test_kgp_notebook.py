@@ -7,19 +7,8 @@ import json
 import pytest
 
 from kgrag_utils import runner, settings
-from kgrag_utils.methods.kgp import KGPConfig
 
 NOTEBOOK = "04_kgp.ipynb"
-
-
-def test_notebook_defaults_equal_the_config_defaults():
-    params = runner.notebook_parameters(NOTEBOOK)
-    defaults = KGPConfig().to_dict()
-    shared = set(params) & set(defaults)
-    assert shared == set(defaults), f"knobs missing from the notebook: {sorted(set(defaults) - shared)}"
-    for name in sorted(shared):
-        assert params[name] == defaults[name], name
-    assert params["run_name"] == "" and params["dataset"].startswith("sample-")
 
 
 def test_notebook_is_committed_without_outputs():

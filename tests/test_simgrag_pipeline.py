@@ -17,7 +17,7 @@ import pytest
 
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGSettings, oracle_pattern, replay_gold_llm,
+from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGConfig, oracle_pattern, replay_gold_llm,
                                          summarize_records)
 from kgrag_utils.records import RunRecorder
 
@@ -51,7 +51,7 @@ def retriever(sample_sets):
 @pytest.mark.parametrize("hops", [1, 2, 3])
 def test_oracle_retrieval_answers_every_sample_question(sample_sets, retriever, hops):
     data = sample_sets[hops]
-    method = SimGRAG(data.kg, retriever, None, SimGRAGSettings(pattern_source="oracle"), dataset=data.name)
+    method = SimGRAG(data.kg, retriever, None, SimGRAGConfig(pattern_source="oracle"), dataset=data.name)
     records = method.run(data.items, progress=False, answer=False)
     assert len(records) == len(data.items) > 50
     missed = [r["question"] for r in records if r["hits@1"] != 1.0]
@@ -96,7 +96,7 @@ def test_stage_attribution(sample_sets, retriever):
     }
     for name, (q, pattern_for, answer_for, stage) in cases.items():
         view = dataclasses.replace(data, items=[q])
-        settings = SimGRAGSettings(shots=4, rel_topk=1 if name == "wrong_pattern" else 16)
+        settings = SimGRAGConfig(shots=4, relation_topk=1 if name == "wrong_pattern" else 16)
         method = SimGRAG(data.kg, retriever, _fake(view, pattern_for, answer_for), settings, dataset=data.name)
         [rec] = method.run([q], progress=False)
         assert rec["failed_stage"] == stage, (name, rec["failed_stage"], rec["answers"], rec["pattern_triples"])
@@ -119,7 +119,7 @@ def test_run_resumes_through_the_run_recorder(sample_sets, retriever):
     data = sample_sets[2]
     items = data.items[:6]
     llm = replay_gold_llm(items)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(shots=4), dataset=data.name)
+    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(shots=4), dataset=data.name)
     rec = RunRecorder("simgrag", {"dataset": data.name, "test": "resume"}, run_name="simgrag-resume-test")
     first = method.run(items[:4], recorder=rec, progress=False)
     assert len(first) == 4
@@ -136,7 +136,7 @@ def test_run_resumes_through_the_run_recorder(sample_sets, retriever):
 def test_oracle_retrieval_with_minilm_on_the_sample(sample_sets):
     data = sample_sets[3]
     retriever = GSDRetriever.from_embedder(data.kg, "minilm")
-    method = SimGRAG(data.kg, retriever, None, SimGRAGSettings(pattern_source="oracle"), dataset=data.name)
+    method = SimGRAG(data.kg, retriever, None, SimGRAGConfig(pattern_source="oracle"), dataset=data.name)
     records = method.run(data.items, progress=False, answer=False)
     assert summarize_records(records)["all"]["hits@1"] == 1.0
 
@@ -168,7 +168,7 @@ def test_pattern_failures_are_recorded_per_example_and_counted_as_wrong(sample_s
                qs[3].qid: ""}
     seen = []
     llm = _recording_fake(data, lambda q: outputs[q.qid], _first_gold_in, seen)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(shots=4), dataset=data.name)
+    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(shots=4), dataset=data.name)
     records = method.run(qs, progress=False, batch_size=8)  # one batch: failures must not disturb the others
     assert [r["id"] for r in records] == [q.qid for q in qs]
     ok, no_triples, no_known, empty = records
@@ -201,7 +201,7 @@ def test_oracle_patterns_never_ask_the_llm_for_a_pattern_and_attribute_stages(sa
     view = dataclasses.replace(data, items=[*qs, unreachable, no_chain])
     llm = _recording_fake(view, lambda q: pytest.fail("oracle runs must not ask for a pattern"),
                           lambda q, text: wrong.get(q.qid) or _first_gold_in(q, text), seen)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(pattern_source="oracle"), dataset=data.name)
+    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(pattern_source="oracle"), dataset=data.name)
     records = {r["id"]: r for r in method.run(view.items, progress=False)}
     assert {kind for kind, _ in seen} == {"answer"} and len(seen) == 4  # no answer prompt without a pattern
     for q in qs:
@@ -224,7 +224,7 @@ def test_a_verbose_right_answer_is_a_generation_error_strictly_but_not_leniently
     q = data.items[5]
     llm = _fake(dataclasses.replace(data, items=[q]), _gold_text,
                 lambda q, text: f"Based on graph [1], the answer is {_first_gold_in(q, text)} for sure.")
-    [rec] = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(shots=4), dataset=data.name).run([q], progress=False)
+    [rec] = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(shots=4), dataset=data.name).run([q], progress=False)
     assert rec["hits@1"] == 0.0 and rec["containment"] == 1.0
     assert rec["failed_stage"] == "generation" and rec["failed_stage_lenient"] is None and not rec["failed"]
 
@@ -233,7 +233,7 @@ def test_the_replay_double_sees_no_gold_answers_and_answers_from_the_evidence(sa
     data = sample_sets[3]
     items = data.items[:5]
     blind = [dataclasses.replace(q, answers=["(hidden)"]) for q in items]
-    records = SimGRAG(data.kg, retriever, replay_gold_llm(blind), SimGRAGSettings(shots=4), dataset=data.name).run(
+    records = SimGRAG(data.kg, retriever, replay_gold_llm(blind), SimGRAGConfig(shots=4), dataset=data.name).run(
         items, progress=False)
     # the replayed patterns are the gold ones with spaces in the relation names, as a model writes them
     for rec, q in zip(records, items):

@@ -247,15 +247,15 @@ def test_pipeline_variants_records_and_recall(index):
 
 
 def test_pipeline_without_llm_runs_the_no_llm_variants_only(index):
-    cfg = VectorRerankConfig(variant="naive,expand")
+    cfg = VectorRerankConfig(variants="naive,expand")
     recs = VectorRerank(index, cfg, None).run(QUESTIONS[:1], progress=False)
     assert set(recs[0]["variants"]) == {"naive", "expand"} and "rerank" not in recs[0]
     with pytest.raises(ConfigError, match="need an LLM"):
-        VectorRerank(index, VectorRerankConfig(variant="rerank"), None)
+        VectorRerank(index, VectorRerankConfig(variants="rerank"), None)
 
 
 def test_expand_variant_orders_passages_by_relation_similarity(index):
-    cfg = VectorRerankConfig(variant="expand", degree=1, candidate_cap=50)
+    cfg = VectorRerankConfig(variants="expand", degree=1, candidate_cap=50)
     method = VectorRerank(index, cfg)
     rec = method.retrieve(QUESTIONS[1])
     cands = rec["graph"]["expand"]["candidates"]
@@ -265,7 +265,7 @@ def test_expand_variant_orders_passages_by_relation_similarity(index):
 
 def test_title_gold_matches_by_title(index):
     q = PassageQuestion("t", "Who directed Paper Lantern?", [], [], ["Paper Lantern"], ["Paper Lantern"], None)
-    rec = VectorRerank(index, VectorRerankConfig(dataset="2wiki", variant="naive")).retrieve(q)
+    rec = VectorRerank(index, VectorRerankConfig(dataset="2wiki", variants="naive")).retrieve(q)
     assert rec["gold_key"] == "title" and rec["variants"]["naive"]["recall@5"] == 1.0
     assert gold_key_for("musique") == "pid" and gold_key_for("hotpotqa") == "title"
 
@@ -273,7 +273,7 @@ def test_title_gold_matches_by_title(index):
 def test_run_resumes_from_recorder(index, tmp_path):
     from kgrag_utils.records import RunRecorder
 
-    cfg = VectorRerankConfig(variant="naive,expand")
+    cfg = VectorRerankConfig(variants="naive,expand")
     rec = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-resume", root=tmp_path)
     VectorRerank(index, cfg).run(QUESTIONS[:1], recorder=rec, progress=False)
     again = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-resume", root=tmp_path)
@@ -300,7 +300,7 @@ def test_config_validates_and_parses_variants():
         VectorRerankConfig(degree=5)
     with pytest.raises(ConfigError):
         VectorRerankConfig(candidate_cap=0)
-    assert VectorRerankConfig(variant="naive").needs_llm is False
+    assert VectorRerankConfig(variants="naive").needs_llm is False
 
 
 # --------------------------------------------------------------------------------------------- OpenIE

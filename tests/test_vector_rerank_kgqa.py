@@ -152,7 +152,7 @@ def test_failures_count_as_wrong_and_skip_the_answer_call(index):
 
 
 def test_no_llm_variants_and_summary(index):
-    cfg = VectorRerankConfig(dataset="toy", variant="naive,expand", entity_extraction="lexical", degree=1,
+    cfg = VectorRerankConfig(dataset="toy", variants="naive,expand", entity_extraction="lexical", degree=1,
                              entity_min_score=0.5, final_k=2)
     recs = FactRerank(index, cfg).run([Q_LANG, Q_PQ], progress=False)
     assert all(set(r["variants"]) == {"naive", "expand"} and "rerank" not in r for r in recs)
@@ -170,15 +170,15 @@ def test_no_llm_variants_and_summary(index):
 def test_kgqa_variants_and_llm_requirement(index):
     assert kgqa_variants(VectorRerankConfig()) == KGQA_VARIANTS
     with pytest.raises(ConfigError, match="KG question"):
-        kgqa_variants(VectorRerankConfig(variant="rerank,rerank-padded"))
+        kgqa_variants(VectorRerankConfig(variants="rerank,rerank-padded"))
     with pytest.raises(ConfigError, match="needs an LLM"):
-        FactRerank(index, VectorRerankConfig(variant="rerank"))
-    with pytest.raises(ConfigError, match="answer_max_tokens"):
-        VectorRerankConfig(answer_max_tokens=0)
+        FactRerank(index, VectorRerankConfig(variants="rerank"))
+    with pytest.raises(ConfigError, match="answer_max_new_tokens"):
+        VectorRerankConfig(answer_max_new_tokens=0)
 
 
 def test_run_resumes_from_recorder(index, tmp_path):
-    cfg = VectorRerankConfig(variant="naive,expand", entity_extraction="lexical")
+    cfg = VectorRerankConfig(variants="naive,expand", entity_extraction="lexical")
     rec = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-kgqa-resume", root=tmp_path)
     FactRerank(index, cfg).run([Q_LANG], recorder=rec, progress=False)
     again = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-kgqa-resume", root=tmp_path)
@@ -191,7 +191,7 @@ def test_build_index_gives_the_fact_index_for_kg_question_datasets():
     from kgrag_utils.datasets import load_dataset
 
     ds = load_dataset("sample-movies-2hop", limit=4, seed=0)
-    cfg = VectorRerankConfig(dataset="sample-movies-2hop", variant="naive,expand", entity_extraction="lexical")
+    cfg = VectorRerankConfig(dataset="sample-movies-2hop", variants="naive,expand", entity_extraction="lexical")
     idx, info = build_index(cfg, ds, hash_embedder(), progress=False)
     assert idx.num_relations == len(ds.kg) and idx.num_passages == 0 and info["triples_source"] == "the dataset's KG"
     recs = FactRerank(idx, cfg).run(ds.items, progress=False)

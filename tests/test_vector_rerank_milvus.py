@@ -84,7 +84,7 @@ def test_musique_no_llm_variants_agree_on_faiss_and_milvus_lite(real_data, tmp_p
     gold = {pid for q in ds.items for pid in q.supporting}
     corpus = [p for i, p in enumerate(ds.corpus) if i < 400 or p.pid in gold]
     emb = load_embedder("minilm")
-    cfg = VectorRerankConfig(dataset="musique", variant="naive,expand")
+    cfg = VectorRerankConfig(dataset="musique", variants="naive,expand")
     passages = {}
     for backend in ("faiss", "milvus"):
         index = GraphIndex.build(corpus, ds.triples, emb, backend=backend, milvus_uri=str(tmp_path / "mq.db"),

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 
 from kgrag_utils import settings
-from kgrag_utils.methods.vector_rerank import VARIANTS, VectorRerankConfig
+from kgrag_utils.methods.vector_rerank import VARIANTS
 from kgrag_utils.records import read_run
-from kgrag_utils.runner import notebook_parameters, run_notebook
+from kgrag_utils.runner import run_notebook
 
 NOTEBOOK = "03_vector_rerank.ipynb"
-
-
-def test_notebook_defaults_equal_the_config_defaults():
-    params = notebook_parameters(NOTEBOOK)
-    defaults = VectorRerankConfig().to_dict()
-    assert {k: params[k] for k in defaults} == defaults
-    assert set(params) - set(defaults) == {"example", "run_name"}
-    assert params["run_name"] == ""
-    assert [f.name for f in dataclasses.fields(VectorRerankConfig)] == list(defaults)
 
 
 @pytest.mark.slow

@@ -413,18 +413,18 @@ def _sample_root(spec: DatasetSpec) -> Path:
 
 
 def sample_items(items: list, limit: int | None, seed: int = 0) -> tuple[list, np.ndarray]:
-    """A seeded random subset of `limit` items, kept in their original order (all when limit is None)."""
+    """A seeded random subset of `limit` items, kept in their original order (all when limit is None or 0)."""
     n = len(items)
-    if limit is None or limit >= n:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
+        raise ConfigError(f"limit must be a non-negative int (0 = all) or None (got {limit!r}).")
+    if not limit or limit >= n:
         return list(items), np.arange(n)
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
-        raise ConfigError(f"limit must be a non-negative int or None (got {limit!r}).")
     keep = np.sort(np.random.default_rng(seed).choice(n, size=int(limit), replace=False))
     return [items[i] for i in keep], keep
 
 
 def load_dataset(name: str, split: str = "test", limit: int | None = None, seed: int = 0, **options) -> Dataset:
-    """Load a registered dataset split; `limit` keeps a seeded random sample in file order.
+    """Load a registered dataset split; `limit` keeps a seeded random sample in file order (None or 0 = all).
 
     Options by dataset: MetaQA `variant` ("vanilla" | "ntm"), `answerable` (compute the flag,
     default True); CLUTRR `chain_lengths` (int or list); MuSiQue `openie` (default True);

@@ -7,9 +7,9 @@ chosen on validation, when the derived answer replaces the LLM's. The baseline c
 top-100 facts of the topic's neighbourhood by embedding similarity, read by the same LLM.
 
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.compact import CompactConfig, CompactMethod
+    from kgrag_utils.methods.compact import CompactConfig, Compact
     ds = load_dataset("sample-movies-2hop", split="test")
-    method = CompactMethod.prepare(ds, CompactConfig())
+    method = Compact.prepare(ds, CompactConfig())
     records = method.run(ds.items, llm=None, contexts=("compact",))
 
 WebQSP and CWQ as released by RoG (`load_dataset("webqsp")`, `"cwq"`) have one subgraph per question
@@ -26,14 +26,14 @@ from .graphs import QuestionKGs, functional_relation_names
 from .knn import KNNVote
 from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain, format_chain
 from .lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
-from .pipeline import (HUMAN_WRITTEN, PAPER, CompactMethod, auto_knowledge, gold_chains, split_validation,
+from .pipeline import (HUMAN_WRITTEN, PAPER, Compact, CompactMethod, auto_knowledge, gold_chains, split_validation,
                        summarize_records, training_split, tune_lift_threshold)
 from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
 from .rules import KinshipDerivation, KinshipRuleKnowledge, check_rules, compose_cky, story_graph
 from .tokens import TokenCounter, load_token_counter
 
 __all__ = [
-    "CompactConfig", "CompactMethod", "KNOWLEDGE_SOURCES", "CONTEXTS", "PAPER",
+    "CompactConfig", "Compact", "CompactMethod", "KNOWLEDGE_SOURCES", "CONTEXTS", "PAPER",
     "RelationKnowledge", "ChainProposal", "Chain", "as_chain", "format_chain",
     "LiftLexicon", "align_counts", "mask_topic", "question_tokens", "KNNVote",
     "KinshipRuleKnowledge", "KinshipDerivation", "check_rules", "compose_cky", "story_graph",

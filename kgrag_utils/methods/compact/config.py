@@ -11,31 +11,33 @@ SubgraphRAG ranks, are 2-hop neighbourhoods).
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from typing import Literal
 
 from ...errors import ConfigError
-from ...llm import DEFAULT_CPU_PRESET
+from ..base import MethodConfig
 from .gate import GATES
 
 __all__ = ["CompactConfig", "KNOWLEDGE_SOURCES", "CONTEXTS"]
 
 KNOWLEDGE_SOURCES = ("auto", "rules", "lexicon", "knn")
-CONTEXTS = ("compact", "top100", "both")
+CONTEXTS = ("compact", "topk", "both")
 
 
-@dataclass(frozen=True)
-class CompactConfig:
-    """Parameters of the method. `replace(**changes)` returns a validated copy."""
+class CompactConfig(MethodConfig):
+    """Parameters of the method (and of its run). `replace(**changes)` returns a validated copy."""
 
+    RENAMED = {"max_new_tokens": "reader_max_new_tokens"}
+
+    dataset: str = "sample-movies-2hop"
+    limit: int = 8
     # relation knowledge
-    knowledge: str = "auto"          # auto: rules for kinship stories, knn for WebQSP/CWQ (human-written), lexicon otherwise
+    knowledge: Literal["auto", "rules", "lexicon", "knn"] = "auto"  # auto: rules for kinship stories, knn for
+    #                                  WebQSP/CWQ (human-written), lexicon otherwise
     lift_threshold: float = 0.0      # 0 = choose on validation from threshold_grid
-    threshold_grid: tuple[float, ...] = field(default=(1.5, 2.0, 3.0, 5.0))
+    threshold_grid: tuple[float, ...] = (1.5, 2.0, 3.0, 5.0)
     min_pair_count: float = 2.0      # minimum expected (aligned) count of a kept word-relation pair
     align_iterations: int = 10       # EM iterations of the word-relation alignment
     knn_k: int = 10
-    embedder: str = "minilm"
     validation_fraction: float = 0.2  # share of the training split held out to tune threshold and gate
     max_validation: int = 2000
     # chains, contexts and checks
@@ -44,45 +46,33 @@ class CompactConfig:
     rival_min_score: float = 0.2     # a rival chain needs this share of the support to count
     gate: str = "auto"               # auto = chosen on validation, or a name from gate.GATES
     gate_precision: float = 0.9
-    top_k: int = 100                 # baseline facts
+    top_k: int = 100                 # facts of the baseline ("topk") context
     baseline_pool: int = 3000        # neighbourhood facts ranked for the baseline
     baseline_hops: int = 2           # neighbourhood radius: max(question hops, this); RoG's subgraphs are 2-hop
     # the reader
-    context: str = "both"            # compact | top100 | both
-    llm_preset: str = DEFAULT_CPU_PRESET
-    max_new_tokens: int = 32
-    seed: int = 0
+    context: Literal["compact", "topk", "both"] = "both"  # the contexts the LLM reads
+    reader: bool = True              # False: derivation only (no LLM; prompt tokens counted when a counter is given)
+    reader_max_new_tokens: int = 32
+    batch_size: int = 8              # items per batch (records are written after each batch)
 
-    def __post_init__(self):
-        if self.knowledge not in KNOWLEDGE_SOURCES:
-            raise ConfigError(f"knowledge must be one of {KNOWLEDGE_SOURCES} (got {self.knowledge!r}).")
-        if self.context not in CONTEXTS:
-            raise ConfigError(f"context must be one of {CONTEXTS} (got {self.context!r}).")
+    def _check(self) -> None:
         if self.gate != "auto" and self.gate not in GATES:
-            raise ConfigError(f"gate must be 'auto' or one of {list(GATES)} (got {self.gate!r}).")
+            raise ConfigError(f"CompactConfig.gate must be 'auto' or one of {list(GATES)} (got {self.gate!r}).")
         if self.lift_threshold and self.lift_threshold < 1.0:
-            raise ConfigError(f"lift_threshold must be 0 (tune) or >= 1 (got {self.lift_threshold}).")
+            raise ConfigError(f"CompactConfig.lift_threshold must be 0 (tune) or >= 1 (got {self.lift_threshold}).")
         if not self.threshold_grid or min(self.threshold_grid) < 1.0:
-            raise ConfigError("threshold_grid needs values >= 1.")
+            raise ConfigError("CompactConfig.threshold_grid needs values >= 1.")
         if not 0.0 < self.validation_fraction < 1.0:
-            raise ConfigError(f"validation_fraction must be in (0, 1) (got {self.validation_fraction}).")
-        for name in ("knn_k", "max_candidates", "top_k", "max_new_tokens", "align_iterations"):
+            raise ConfigError(f"CompactConfig.validation_fraction must be in (0, 1) (got {self.validation_fraction}).")
+        for name in ("knn_k", "max_candidates", "top_k", "reader_max_new_tokens", "align_iterations", "batch_size"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)}).")
+                raise ConfigError(f"CompactConfig.{name} must be >= 1 (got {getattr(self, name)}).")
         if self.max_facts < 0 or self.baseline_pool < 1 or self.baseline_hops < 1:
-            raise ConfigError("max_facts must be >= 0 and baseline_pool >= 1.")
+            raise ConfigError("CompactConfig: max_facts must be >= 0, baseline_pool and baseline_hops >= 1.")
 
-    def replace(self, **changes) -> "CompactConfig":
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ConfigError(f"unknown CompactConfig field(s) {unknown}: use one of {sorted(names)}.")
-        if "threshold_grid" in changes:
-            changes["threshold_grid"] = tuple(float(x) for x in changes["threshold_grid"])
-        return dataclasses.replace(self, **changes)
+    @property
+    def needs_llm(self) -> bool:
+        return self.reader
 
     def contexts(self) -> tuple[str, ...]:
-        return ("compact", "top100") if self.context == "both" else (self.context,)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return ("compact", "topk") if self.context == "both" else (self.context,)

@@ -25,7 +25,7 @@ def comparison_table(summary: Mapping, kind: str, model: str = ""):
     """Ours beside the published numbers (WebQSP / CWQ, seven 4-bit open LLMs), one row per figure.
 
     The paper scores the reader by exact match; ours is the same rule on the reply's first answer
-    (SQuAD normalisation), i.e. strict Hits@1 (`hits1` in the records)."""
+    (SQuAD normalisation), i.e. strict Hits@1 (`hits@1` in the records)."""
     import pandas as pd
 
     s = summary
@@ -41,17 +41,17 @@ def comparison_table(summary: Mapping, kind: str, model: str = ""):
         ("gate coverage (%)", _pct(s.get("gate_coverage")), "-"),
         ("gate precision (%)", _pct(s.get("gate_precision")), "-"),
     ]
-    comp, base = s.get("llm_compact"), s.get("llm_top100")
+    comp, base = s.get("llm_compact"), s.get("llm_topk")
     for ctx, res in (("compact", comp), ("top-k", base)):
         if res:
-            rows.append((f"EM = strict Hits@1, LLM reads the {ctx} context ({model}) (%)", _pct(res.get("hits1")), "-"))
+            rows.append((f"EM = strict Hits@1, LLM reads the {ctx} context ({model}) (%)", _pct(res.get("hits@1")), "-"))
     if comp and base:
         rows.append((f"EM (= strict Hits@1) gain, compact - top-k ({model}) (points)",
-                     round(100 * (comp["hits1"] - base["hits1"]), 1),
+                     round(100 * (comp["hits@1"] - base["hits@1"]), 1),
                      f"+{PAPER['em_gain_over_100_facts']['WebQSP']} EM (WebQSP mean; "
                      f"{PAPER['em_gain_over_100_facts']['per_llm_range'][0]} to {PAPER['em_gain_over_100_facts']['per_llm_range'][1]} per LLM)"))
-    if "prompt_token_ratio_top100_over_compact" in s:
-        rows.append(("prompt tokens, top-k / compact", round(s["prompt_token_ratio_top100_over_compact"], 2),
+    if "prompt_token_ratio_topk_over_compact" in s:
+        rows.append(("prompt tokens, top-k / compact", round(s["prompt_token_ratio_topk_over_compact"], 2),
                      "about 4 (CWQ: a quarter of the tokens)"))
     if kind == "kgqa" and "gold_chain_seen_rate" in s:
         rows.append(("questions with a gold chain seen in training (%)", _pct(s.get("gold_chain_seen_rate")),
@@ -60,7 +60,7 @@ def comparison_table(summary: Mapping, kind: str, model: str = ""):
                      f"{PAPER['derivability_passes']['CWQ']} (CWQ)"))
     if kind == "kgqa" and "chain_accuracy" in s:
         rows.insert(0, ("chain prediction accuracy (%)", _pct(s.get("chain_accuracy")), "-"))
-        rows.insert(1, ("derived Hits@1, answerable questions (%)", _pct(s.get("derived_hits1_answerable")), "-"))
+        rows.insert(1, ("derived Hits@1, answerable questions (%)", _pct(s.get("derived_hits@1_answerable")), "-"))
     return pd.DataFrame(rows, columns=["figure", "ours", "published (paper)"])
 
 
@@ -94,7 +94,7 @@ def plot_facts_per_context(records: Sequence[Mapping], ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     comp = [r["n_facts"] for r in records if r.get("derivable")]
-    base = [r["top100_n_facts"] for r in records if "top100_n_facts" in r]
+    base = [r["topk_n_facts"] for r in records if "topk_n_facts" in r]
     top = max(comp + base + [1])
     bins = np.linspace(0, top + 1, min(40, top + 2))
     ax.hist(comp, bins=bins, alpha=0.7, label=f"compact (mean {np.mean(comp) if comp else 0:.1f})")
@@ -113,12 +113,12 @@ def plot_accuracy_vs_tokens(summary: Mapping, ax=None, model: str = ""):
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.8))
-    for ctx, marker in (("compact", "o"), ("top100", "s")):
+    for ctx, marker in (("compact", "o"), ("topk", "s")):
         res, tok = summary.get(f"llm_{ctx}"), summary.get(f"prompt_tokens_{ctx}")
         if not res or not tok:
             continue
-        ax.scatter([tok["mean"]], [res["hits1"]], marker=marker, s=80, label=f"{ctx}: LLM")
-        ax.scatter([tok["mean"]], [res["hits1_gated"]], marker=marker, s=80, facecolors="none", edgecolors="k",
+        ax.scatter([tok["mean"]], [res["hits@1"]], marker=marker, s=80, label=f"{ctx}: LLM")
+        ax.scatter([tok["mean"]], [res["hits@1_gated"]], marker=marker, s=80, facecolors="none", edgecolors="k",
                    label=f"{ctx}: LLM + gate")
     ax.set_xscale("log")
     ax.set_xlabel("mean prompt tokens (log)")

@@ -19,7 +19,7 @@ Each question is answered from its own KG as `QuestionKGs` gives it: the dataset
 PathQuestion) or the question's released subgraph (WebQSP and CWQ as released by RoG, whose
 training chains are the shortest topic-to-answer chains; see graphs.py). The reader's score for
 KG questions is the paper's exact match: the reply's first answer, SQuAD-normalised, equals a
-gold answer (= strict Hits@1, the `hits1_*` keys).
+gold answer (= strict Hits@1, the `hits@1_*` keys).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from .lexicon import LiftLexicon
 from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
 from .rules import KinshipRuleKnowledge, story_graph
 
-__all__ = ["CompactMethod", "training_split", "split_validation", "tune_lift_threshold", "summarize_records",
+__all__ = ["Compact", "CompactMethod", "training_split", "split_validation", "tune_lift_threshold", "summarize_records",
            "PAPER", "HUMAN_WRITTEN", "auto_knowledge", "gold_chains"]
 
 #: datasets of human-written questions: knowledge="auto" uses the kNN chain vote there (the paper's
@@ -191,7 +191,7 @@ def _gate_from_validation(val_records: Sequence[dict], config: CompactConfig) ->
 
 
 # ----------------------------------------------------------------------------- the method
-class CompactMethod:
+class Compact:
     """Compact relation selection for one dataset (KG questions or kinship stories)."""
 
     def __init__(self, kind: str, config: CompactConfig, knowledge: RelationKnowledge, kg=None, rules=None,
@@ -218,7 +218,7 @@ class CompactMethod:
     # ------------------------------------------------------------------ preparation
     @classmethod
     def prepare(cls, dataset, config: CompactConfig | None = None, train=None, embedder=None,
-                token_counter=None) -> "CompactMethod":
+                token_counter=None) -> "Compact":
         """Fit the knowledge on the training split; tune threshold and gate on its validation part;
         refit the knowledge on the whole training split with the chosen settings."""
         config = config or CompactConfig()
@@ -357,7 +357,7 @@ class CompactMethod:
             "derivable": sel.derivable,
             "derived_answers": derived[:50], "derived_support": [float(s) for s in ctx.support[:50]],
             "n_derived": len(derived),
-            "derived_hits1": hits_at_1(derived, q.answers),
+            "derived_hits@1": hits_at_1(derived, q.answers),
             "compact_facts": [list(f) for f in facts], "n_facts": ctx.n_facts, "n_facts_full": ctx.n_facts_full,
             "capped": ctx.capped, "answers_in_context": int(ctx.answers_in_context.size),
             "compact_has_gold": bool(gold_norm & {t for f in facts for t in (f[0], f[2])}),
@@ -366,7 +366,7 @@ class CompactMethod:
         }
         if per_question:
             rec["subgraph_facts"] = int(kg.num_edges)
-        rec["derived_correct"] = bool(rec["derived_hits1"] == 1.0)
+        rec["derived_correct"] = bool(rec["derived_hits@1"] == 1.0)
         rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
         return rec
 
@@ -422,7 +422,7 @@ class CompactMethod:
             "derivable": derivable,
             "derived_answers": derived[:50], "derived_support": [float(x) for x in ctx.support[:50]],
             "n_derived": len(derived),
-            "derived_hits1": hits_at_1(derived, q.answers),
+            "derived_hits@1": hits_at_1(derived, q.answers),
             "compact_facts": [list(f) for f in facts], "n_facts": ctx.n_facts, "n_facts_full": ctx.n_facts_full,
             "capped": ctx.capped, "answers_in_context": int(ctx.answers_in_context.size),
             "compact_has_gold": bool(gold_norm & {t for f in facts for t in (f[0], f[2])}),
@@ -431,7 +431,7 @@ class CompactMethod:
         }
         if per_question:
             rec["subgraph_facts"] = int(kg.num_edges)
-        rec["derived_correct"] = bool(rec["derived_hits1"] == 1.0)
+        rec["derived_correct"] = bool(rec["derived_hits@1"] == 1.0)
         rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
         return rec
 
@@ -461,7 +461,7 @@ class CompactMethod:
             "consistency": cons.to_record(), "consistent": cons.consistent,
             "unknown_words": graph.unknown, "seconds_derive": time.perf_counter() - t0,
         }
-        rec["derived_hits1"] = float(rec["derived_correct"])
+        rec["derived_hits@1"] = float(rec["derived_correct"])
         rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
         return rec
 
@@ -472,7 +472,7 @@ class CompactMethod:
         holds a derivation of the predicted chain, and whether it mentions a gold answer."""
         if self.kind == "kinship":
             for rec, item in zip(records, items):
-                rec.update({"baseline_kind": "story", "top100_n_facts": len(item.edges)})
+                rec.update({"baseline_kind": "story", "topk_n_facts": len(item.edges)})
             return records
         kgs = [self.source.kg_for(it) for it in items]
         topics = [_topic_ids(kg, it.topic_entities)[0] for kg, it in zip(kgs, items)]
@@ -494,17 +494,17 @@ class CompactMethod:
                 chain = [(r, bool(f)) for r, f in rec.get("chain_steps", [])]
                 derived = (context_derivation(kg, item.topic_entities, chain, rf.edge_ids, self.topic_policy)
                            if rec.get("derivable") else [])
-            rec.update({"baseline_kind": f"top{self.config.top_k}", "top100_facts": [list(f) for f in facts],
-                        "top100_scores": [round(float(x), 4) for x in rf.scores],
-                        "top100_n_facts": rf.n_facts, "top100_pool": rf.pool_size,
-                        "top100_has_gold": bool(set(item.answers) & {t for f in facts for t in (f[0], f[2])}),
-                        "top100_derivable": bool(derived)})
+            rec.update({"baseline_kind": f"top{self.config.top_k}", "topk_facts": [list(f) for f in facts],
+                        "topk_scores": [round(float(x), 4) for x in rf.scores],
+                        "topk_n_facts": rf.n_facts, "topk_pool": rf.pool_size,
+                        "topk_has_gold": bool(set(item.answers) & {t for f in facts for t in (f[0], f[2])}),
+                        "topk_derivable": bool(derived)})
         return records
 
     # ------------------------------------------------------------------ prompts and the reader
     def prompt(self, record: dict, item, context: str) -> str:
         if self.kind == "kgqa":
-            facts = record["compact_facts"] if context == "compact" else record.get("top100_facts", [])
+            facts = record["compact_facts"] if context == "compact" else record.get("topk_facts", [])
             return kgqa_prompt(item.question, [tuple(f) for f in facts])
         x, y = item.query
         if context == "compact":
@@ -525,7 +525,7 @@ class CompactMethod:
         """The LLM reads each context; parse, score, and apply the gate."""
         for ctx in contexts:
             prompts = [self.prompt(rec, item, ctx) for rec, item in zip(records, items)]
-            results = llm.generate(prompts, max_new_tokens=self.config.max_new_tokens)
+            results = llm.generate(prompts, max_new_tokens=self.config.reader_max_new_tokens)
             for rec, item, prompt, res in zip(records, items, prompts, results):
                 rec[f"prompt_{ctx}"] = prompt
                 rec[f"llm_{ctx}"] = res.text
@@ -533,22 +533,22 @@ class CompactMethod:
                 rec[f"completion_tokens_{ctx}"] = res.completion_tokens
                 rec[f"cached_{ctx}"] = res.cached
                 if self.kind == "kgqa":
-                    facts = rec["compact_facts"] if ctx == "compact" else rec.get("top100_facts", [])
+                    facts = rec["compact_facts"] if ctx == "compact" else rec.get("topk_facts", [])
                     known = {t for f in facts for t in (f[0], f[2])}
                     parsed = parse_answers(res.text, known)
                     gold = rec["answers"]
                     rec[f"answer_{ctx}"] = parsed
-                    rec[f"hits1_{ctx}"] = hits_at_1(parsed, gold)
+                    rec[f"hits@1_{ctx}"] = hits_at_1(parsed, gold)
                     rec[f"containment_{ctx}"] = containment(res.text, gold)
                     final = rec["derived_answers"][:1] if rec["gate"] else parsed
-                    rec[f"hits1_{ctx}_gated"] = hits_at_1(final, gold)
+                    rec[f"hits@1_{ctx}_gated"] = hits_at_1(final, gold)
                 else:
                     word = parse_kinship_answer(res.text, self.vocabulary)
                     rec[f"answer_{ctx}"] = word
-                    rec[f"hits1_{ctx}"] = float(word == item.target)
+                    rec[f"hits@1_{ctx}"] = float(word == item.target)
                     rec[f"containment_{ctx}"] = containment(res.text, [item.target])
                     final = rec["derived_answers"][0] if rec["gate"] and rec["derived_answers"] else word
-                    rec[f"hits1_{ctx}_gated"] = float(final == item.target)
+                    rec[f"hits@1_{ctx}_gated"] = float(final == item.target)
                 rec[f"failed_{ctx}"] = not rec[f"answer_{ctx}"]
 
     def run(self, items: Sequence, llm=None, recorder=None, contexts: Sequence[str] | None = None,
@@ -568,7 +568,7 @@ class CompactMethod:
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
             records = self.derive_many(batch)
-            if "top100" in contexts:
+            if "topk" in contexts:
                 self.add_baselines(records, batch, progress=False)
             if llm is not None:
                 self.answer(records, batch, llm, contexts)
@@ -586,6 +586,10 @@ class CompactMethod:
             wanted = {key(it) for it in items}
             return [r for r in recorder.examples if r.get("id") in wanted]
         return out
+
+
+#: deprecated: the old name of Compact (see docs/MIGRATION.md)
+CompactMethod = Compact
 
 
 # ----------------------------------------------------------------------------- summaries
@@ -619,12 +623,12 @@ def summarize_records(records: Sequence[dict], kind: str, llm: bool = True) -> d
     gated = [r for r in records if r.get("gate")]
     unique = [r for r in derivable if r.get("n_derived") == 1]
     out["derivable_rate"] = len(derivable) / n
-    out["derived_hits1"] = _mean(_hits(r, "derived_hits1") for r in records)
-    out["derived_precision_when_derivable"] = _mean(_hits(r, "derived_hits1") for r in derivable)
+    out["derived_hits@1"] = _mean(_hits(r, "derived_hits@1") for r in records)
+    out["derived_precision_when_derivable"] = _mean(_hits(r, "derived_hits@1") for r in derivable)
     out["one_answer_coverage"] = len(unique) / n
-    out["derived_precision_one_answer"] = _mean(_hits(r, "derived_hits1") for r in unique)
+    out["derived_precision_one_answer"] = _mean(_hits(r, "derived_hits@1") for r in unique)
     out["gate_coverage"] = len(gated) / n
-    out["gate_precision"] = _mean(_hits(r, "derived_hits1") for r in gated)
+    out["gate_precision"] = _mean(_hits(r, "derived_hits@1") for r in gated)
     out["consistent_rate"] = _mean(float(bool(r.get("consistent"))) for r in records)
     signals = sorted({k for r in records for k in (r.get("consistency") or {}).get("applicable", {})})
     out["consistency"] = {
@@ -643,46 +647,46 @@ def summarize_records(records: Sequence[dict], kind: str, llm: bool = True) -> d
             out["derivable_rate_unseen_chain"] = _mean(float(bool(r.get("derivable"))) for r in seen
                                                        if not r["gold_chain_seen"])
         out["chain_accuracy_answerable"] = _mean(float(bool(r["chain_correct"])) for r in answerable if r.get("chain_correct") is not None)
-        out["derived_hits1_answerable"] = _mean(_hits(r, "derived_hits1") for r in answerable)
+        out["derived_hits@1_answerable"] = _mean(_hits(r, "derived_hits@1") for r in answerable)
         out["chain_source"] = {s: sum(1 for r in records if r.get("chain_source") == s) for s in
                                sorted({str(r.get("chain_source")) for r in records})}
         out["facts_full_per_context"] = _dist(r.get("n_facts_full") for r in derivable)
         out["capped_rate"] = _mean(float(bool(r.get("capped"))) for r in derivable)
         out["compact_has_gold"] = _mean(float(bool(r.get("compact_has_gold"))) for r in records)
         out["topic_missing"] = sum(1 for r in records if r.get("topic_missing"))
-        based = [r for r in records if "top100_n_facts" in r]
+        based = [r for r in records if "topk_n_facts" in r]
         if based:
-            out["n_top100"] = len(based)
-            out["top100_facts_per_context"] = _dist(r.get("top100_n_facts") for r in based)
-            out["top100_has_gold"] = _mean(float(bool(r.get("top100_has_gold"))) for r in based)
+            out["n_topk"] = len(based)
+            out["topk_facts_per_context"] = _dist(r.get("topk_n_facts") for r in based)
+            out["topk_has_gold"] = _mean(float(bool(r.get("topk_has_gold"))) for r in based)
             out["compact_has_gold_same_items"] = _mean(float(bool(r.get("compact_has_gold"))) for r in based)
-            out["top100_derivable"] = _mean(float(bool(r.get("top100_derivable"))) for r in based if r.get("derivable"))
+            out["topk_derivable"] = _mean(float(bool(r.get("topk_derivable"))) for r in based if r.get("derivable"))
     else:
         out["relation_accuracy"] = _mean(float(bool(r.get("relation_correct"))) for r in records)
         by_len: dict = {}
         for r in records:
             by_len.setdefault(int(r["chain_length"]), []).append(r)
-        out["by_chain_length"] = {k: {"n": len(v), "derived_accuracy": _mean(_hits(r, "derived_hits1") for r in v),
+        out["by_chain_length"] = {k: {"n": len(v), "derived_accuracy": _mean(_hits(r, "derived_hits@1") for r in v),
                                       "ambiguous_rate": _mean(float(r.get("n_derived", 0) > 1) for r in v)}
                                   for k, v in sorted(by_len.items())}
-    for ctx in ("compact", "top100"):
+    for ctx in ("compact", "topk"):
         tok = [r.get(f"prompt_tokens_{ctx}") for r in records if r.get(f"prompt_tokens_{ctx}") is not None]
         if tok:
             out[f"prompt_tokens_{ctx}"] = _dist(tok)
-    both = [r for r in records if r.get("prompt_tokens_compact") is not None and r.get("prompt_tokens_top100") is not None]
+    both = [r for r in records if r.get("prompt_tokens_compact") is not None and r.get("prompt_tokens_topk") is not None]
     if both:  # the ratio of means over the items that have both contexts
-        out["prompt_token_ratio_top100_over_compact"] = (float(np.mean([r["prompt_tokens_top100"] for r in both])) /
+        out["prompt_token_ratio_topk_over_compact"] = (float(np.mean([r["prompt_tokens_topk"] for r in both])) /
                                                          max(float(np.mean([r["prompt_tokens_compact"] for r in both])), 1e-9))
     if llm:
-        for ctx in ("compact", "top100"):
+        for ctx in ("compact", "topk"):
             if any(f"llm_{ctx}" in r for r in records):
                 out[f"llm_{ctx}"] = {
-                    "hits1": _mean(_hits(r, f"hits1_{ctx}") for r in records),
+                    "hits@1": _mean(_hits(r, f"hits@1_{ctx}") for r in records),
                     "containment": _mean(_hits(r, f"containment_{ctx}") for r in records),
-                    "hits1_gated": _mean(_hits(r, f"hits1_{ctx}_gated") for r in records),
+                    "hits@1_gated": _mean(_hits(r, f"hits@1_{ctx}_gated") for r in records),
                     "n_failed": sum(1 for r in records if r.get(f"failed_{ctx}")),
                 }
                 if kind == "kgqa":
                     ans = [r for r in records if r.get("answerable")]
-                    out[f"llm_{ctx}"]["hits1_answerable"] = _mean(_hits(r, f"hits1_{ctx}") for r in ans)
+                    out[f"llm_{ctx}"]["hits@1_answerable"] = _mean(_hits(r, f"hits@1_{ctx}") for r in ans)
     return out

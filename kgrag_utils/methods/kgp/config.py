@@ -7,11 +7,10 @@ seed count, similarity); `describe_choices()` spells the choices out for run rec
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from typing import Literal
 
 from ...errors import ConfigError
-from ...llm import DEFAULT_CPU_PRESET
+from ..base import MethodConfig
 
 __all__ = ["KGPConfig", "GRAPHS", "TRAVERSALS", "SPLIT_RULES", "SIMILARITIES", "MODES", "RANK_ORDERS", "DEFAULT_KS"]
 
@@ -24,8 +23,7 @@ RANK_ORDERS = ("visit", "path")
 DEFAULT_KS = (1, 5, 10, 20, 30)
 
 
-@dataclass(frozen=True)
-class KGPConfig:
+class KGPConfig(MethodConfig):
     """KGP's parameters. `replace(**changes)` validates a modified copy.
 
     Document sets: `set_passages` passages per question (its own documents plus seeded distractor
@@ -38,15 +36,19 @@ class KGPConfig:
     "tfidf" / "knn" (top `budget` passages for the question, no graph, no LLM).
     """
 
+    dataset: str = "sample-passages"
+    split: str = "all"  # "all" for the HippoRAG samples; IIRC: train, dev or test
+    limit: int = 4
     # document sets and passages
-    split_rule: str = "auto"
+    split_rule: Literal["auto", "paragraph", "sentences"] = "auto"
     window: int = 2
     stride: int = 2
     set_passages: int = 700  # the paper's sets averaged 715 (HotpotQA) and 748 (MuSiQue) passages
     whole_corpus: bool = False
     title_in_text: bool = True
     # graph constructors
-    graph: str = "entity"  # the paper's main graphs linked shared (TAGME) entities; ours is the offline stand-in
+    graph: Literal["tfidf", "knn", "entity", "union", "none"] = "entity"  # the paper's main graphs linked shared
+    #                                                      (TAGME) entities; ours is the offline stand-in
     structural: bool = False
     n_keywords: int = 10
     keyword_max_df: float = 0.05
@@ -54,18 +56,15 @@ class KGPConfig:
     knn_k: int = 10
     entity_max_df: float = 0.05
     # traversal
-    traversal: str = "llm"
-    mode: str = "multi"
+    traversal: Literal["llm", "nollm", "nograph", "tfidf", "knn"] = "llm"
+    mode: Literal["multi", "onehop"] = "multi"
     budget: int = 30
     branching: int = 3
     n_seeds: int = 0  # 0 = budget // (branching + 1): every seed is expanded once within the budget
-    similarity: str = "tfidf"
+    similarity: Literal["tfidf", "embedding"] = "tfidf"
     reseed: bool = True
-    rank_order: str = "visit"
-    embedder: str = "minilm"
+    rank_order: Literal["visit", "path"] = "visit"
     # LLM (traversal agent and reader)
-    llm_preset: str = DEFAULT_CPU_PRESET
-    llm_backend: str = ""
     evidence_max_new_tokens: int = 32
     path_passages: int = 3  # the last passages of the path shown to the agent
     passage_chars: int = 200
@@ -74,27 +73,21 @@ class KGPConfig:
     reader_passages: int = 10
     reader_passage_chars: int = 200
     reader_max_new_tokens: int = 16
-    seed: int = 0
-    ks: tuple[int, ...] = field(default=DEFAULT_KS)
+    ks: tuple[int, ...] = DEFAULT_KS
 
-    def __post_init__(self):
-        object.__setattr__(self, "ks", tuple(int(k) for k in self.ks))
-        for name, allowed in (("graph", GRAPHS), ("traversal", TRAVERSALS), ("split_rule", SPLIT_RULES),
-                              ("similarity", SIMILARITIES), ("mode", MODES), ("rank_order", RANK_ORDERS)):
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"KGP {name}={getattr(self, name)!r} is not valid: use one of {list(allowed)}.")
+    def _check(self) -> None:
         for name in ("window", "stride", "budget", "branching", "n_keywords", "knn_k", "path_passages",
                      "passage_chars", "reader_passages", "reader_passage_chars", "evidence_max_new_tokens",
                      "reader_max_new_tokens"):
             if int(getattr(self, name)) < 1:
-                raise ConfigError(f"KGP {name} must be >= 1 (got {getattr(self, name)!r}).")
+                raise ConfigError(f"KGPConfig.{name} must be >= 1 (got {getattr(self, name)!r}).")
         if self.set_passages < 0 or self.n_seeds < 0:
-            raise ConfigError("KGP set_passages and n_seeds must be >= 0 (0 = own documents only / automatic).")
+            raise ConfigError("KGPConfig.set_passages and n_seeds must be >= 0 (0 = own documents only / automatic).")
         for name in ("keyword_max_df", "entity_max_df"):
             if not 0 < float(getattr(self, name)) <= 1:
-                raise ConfigError(f"KGP {name} must be in (0, 1] (got {getattr(self, name)!r}).")
+                raise ConfigError(f"KGPConfig.{name} must be in (0, 1] (got {getattr(self, name)!r}).")
         if not self.ks or min(self.ks) < 1:
-            raise ConfigError(f"KGP ks must be positive integers (got {self.ks!r}).")
+            raise ConfigError(f"KGPConfig.ks must be positive integers (got {self.ks!r}).")
         if self.traversal in ("llm", "nollm") and self.graph == "none":
             raise ConfigError("graph traversal needs a graph: set graph to tfidf/knn/entity/union, or traversal='nograph'.")
 
@@ -113,23 +106,9 @@ class KGPConfig:
     def uses_graph(self) -> bool:
         return self.traversal in ("llm", "nollm")
 
-    def replace(self, **changes) -> "KGPConfig":
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ConfigError(f"unknown KGP parameter(s) {unknown}: use one of {sorted(names)}.")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        out = dataclasses.asdict(self)
-        out["ks"] = list(self.ks)
-        return out
-
-    @classmethod
-    def from_params(cls, params: dict) -> "KGPConfig":
-        """A config from a dict that may hold other keys too (notebook parameters): those are ignored."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in params.items() if k in names})
+    @property
+    def needs_llm(self) -> bool:
+        return self.uses_llm_traversal or self.reader
 
     def describe_choices(self) -> dict:
         """The decisions a reader of a result must know (stated in run records and benchmark JSON)."""

@@ -1,8 +1,8 @@
 """SimGRAG (ACL 2025): query -> pattern graph -> top-k subgraphs by graph semantic distance -> answer.
 
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGSettings
+    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
     retriever = GSDRetriever.from_embedder(dataset.kg, "minilm")
-    method = SimGRAG(dataset.kg, retriever, llm, SimGRAGSettings(pattern_source="llm"), dataset=dataset.name)
+    method = SimGRAG(dataset.kg, retriever, llm, SimGRAGConfig(pattern_source="llm"), dataset=dataset.name)
     records = method.run(dataset.items, recorder=recorder)
 
 FactKG (fact verification): `GSDRetriever.from_embedder(kg, "minilm", entity_types=dataset.info["entity_types"])`
@@ -20,14 +20,14 @@ from .gsd_search import (Candidates, GSDConfig, GSDRetriever, Incidence, SearchR
 from .oracle import chain_pattern, oracle_pattern
 from .pattern import (Pattern, PatternCheck, PatternEdge, PatternNode, build_pattern_prompt, parse_pattern_output,
                       pattern_family, validate_pattern)
-from .pipeline import (PATTERN_SOURCES, STAGES, TASKS, SimGRAG, SimGRAGSettings, replay_gold_llm, resolve_task,
-                       summarize_records)
+from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
+from .pipeline import STAGES, SimGRAG, replay_gold_llm, summarize_records
 from .type_candidates import TypeIndex, type_text
 
 __all__ = [
     "Pattern", "PatternNode", "PatternEdge", "PatternCheck", "parse_pattern_output", "validate_pattern",
     "build_pattern_prompt", "pattern_family", "oracle_pattern", "chain_pattern", "GSDConfig", "GSDRetriever",
     "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk", "embedding_text", "evidence_lines",
-    "build_answer_prompt", "parse_answer", "SimGRAG", "SimGRAGSettings", "summarize_records", "replay_gold_llm", "PATTERN_SOURCES",
+    "build_answer_prompt", "parse_answer", "SimGRAG", "SimGRAGConfig", "SimGRAGSettings", "summarize_records", "replay_gold_llm", "PATTERN_SOURCES",
     "STAGES", "TASKS", "resolve_task", "build_verify_prompt", "parse_verdict", "TypeIndex", "type_text",
 ]

@@ -7,7 +7,7 @@ Under a mapping f of pattern nodes to KG entities (and of pattern edges to KG fa
 where z are L2-normalised sentence embeddings of the names (UNKNOWN nodes cost 0). The search
 follows SimGRAG's filtering - ordering - enumerating scheme:
 
-* filtering: top-`node_topk` KG entities per known pattern node (vector search) and top-`rel_topk`
+* filtering: top-`entity_topk` KG entities per known pattern node (vector search) and top-`relation_topk`
   KG relation types per pattern relation, with the relation distances held as a
   (pattern edge x KG relation) matrix (inf outside the top-m);
 * ordering: the root is the node with the fewest candidates; edges are taken in DFS order from the
@@ -157,8 +157,8 @@ class GSDConfig:
     """Search parameters (reference values: n = m = 16, k = 3)."""
 
     top_k: int = 3
-    node_topk: int = 16
-    rel_topk: int = 16
+    entity_topk: int = 16
+    relation_topk: int = 16
     injective: bool = False  # True: no KG entity or fact serves two pattern nodes / edges (no walks)
     direction: str = "any"  # "any": a pattern edge matches a fact either way; "same": only its own way
     distinct: bool = True  # mappings that use the same facts count once
@@ -166,7 +166,7 @@ class GSDConfig:
     type_topk: int = 16  # entity types per UNKNOWN node of an unanchored component (reference: 16)
 
     def __post_init__(self):
-        for name in ("top_k", "node_topk", "rel_topk", "type_topk"):
+        for name in ("top_k", "entity_topk", "relation_topk", "type_topk"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}.")
@@ -242,15 +242,15 @@ class Candidates:
 
     @classmethod
     def from_distances(cls, pattern: Pattern, node_dist_full: dict[int, np.ndarray], rel_dist_full: np.ndarray,
-                       node_topk: int, rel_topk: int) -> "Candidates":
+                       entity_topk: int, relation_topk: int) -> "Candidates":
         """Keep the top-n entities per known node and top-m relations per edge from full distance arrays."""
         ids: list[np.ndarray | None] = [None] * len(pattern.nodes)
         dists: list[np.ndarray | None] = [None] * len(pattern.nodes)
         for v, d in node_dist_full.items():
-            ids[v], dists[v] = _smallest(np.asarray(d, dtype=np.float64), node_topk)
+            ids[v], dists[v] = _smallest(np.asarray(d, dtype=np.float64), entity_topk)
         rel = np.full(rel_dist_full.shape, np.inf)
         for j in range(rel.shape[0]):
-            keep, vals = _smallest(np.asarray(rel_dist_full[j], dtype=np.float64), rel_topk)
+            keep, vals = _smallest(np.asarray(rel_dist_full[j], dtype=np.float64), relation_topk)
             rel[j, keep] = vals
         return cls(ids, dists, rel)
 
@@ -708,7 +708,7 @@ class GSDRetriever:
         dists: list[np.ndarray | None] = [None] * len(pattern.nodes)
         if known:
             with _faiss_threads(self.search_threads):
-                scores, found = self.index.search(np.asarray(node_vectors, dtype=np.float32), config.node_topk)
+                scores, found = self.index.search(np.asarray(node_vectors, dtype=np.float32), config.entity_topk)
             for row, v in enumerate(known):
                 hit = found[row][found[row] >= 0].astype(np.int64)
                 d = l2_rows(node_vectors[row:row + 1], self.entity_vectors[hit])[0]
@@ -722,7 +722,7 @@ class GSDRetriever:
         t2, c2 = time.perf_counter(), time.process_time()
         rel_full = l2_rows(relation_vectors, self._relation_vectors64)
         rel = np.full(rel_full.shape, np.inf)
-        m = min(config.rel_topk, rel_full.shape[1])
+        m = min(config.relation_topk, rel_full.shape[1])
         if m:
             top = np.argpartition(rel_full, m - 1, axis=1)[:, :m] if m < rel_full.shape[1] else \
                 np.broadcast_to(np.arange(rel_full.shape[1]), rel_full.shape)

@@ -25,7 +25,7 @@ entities: a retrieval or a pattern error), else "generation".
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
@@ -33,7 +33,8 @@ import numpy as np
 from ...errors import ConfigError
 from ...metrics import containment, hits_at_1, normalize_answer
 from .generate import build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
-from .gsd_search import GSDConfig, GSDRetriever, SearchResult
+from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
+from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
 from .pattern import (Pattern, build_pattern_prompt, parse_pattern_output, pattern_family, validate_pattern)
 
@@ -41,56 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
     from ...llm import LLM
 
-__all__ = ["SimGRAGSettings", "SimGRAG", "summarize_records", "replay_gold_llm", "resolve_task", "PATTERN_SOURCES",
+__all__ = ["SimGRAGConfig", "SimGRAGSettings", "SimGRAG", "summarize_records", "replay_gold_llm", "resolve_task", "PATTERN_SOURCES",
            "STAGES", "TASKS"]
 
-PATTERN_SOURCES = ("llm", "oracle")
-TASKS = ("auto", "qa", "verify")
 STAGES = ("pattern", "retrieval", "generation")
-
-
-@dataclass(frozen=True)
-class SimGRAGSettings:
-    """Everything that changes a SimGRAG run's output (recorded with the run)."""
-
-    shots: int = 8
-    answer_shots: int = 3
-    top_k: int = 3
-    node_topk: int = 16
-    rel_topk: int = 16
-    pattern_source: str = "llm"
-    injective: bool = False  # walks allowed (a KG entity may serve several pattern nodes); True: injective
-    direction: str = "any"
-    time_limit_s: float = 2.0
-    family: str | None = None
-    pattern_max_tokens: int = 160
-    answer_max_tokens: int = 64
-    task: str = "auto"  # "qa", "verify" (claims -> True/False), "auto": verify for factkg datasets
-    type_topk: int = 16  # entity types per typed UNKNOWN node of a pattern without known nodes (reference: 16)
-
-    def __post_init__(self):
-        if self.pattern_source not in PATTERN_SOURCES:
-            raise ConfigError(f"pattern_source must be one of {PATTERN_SOURCES}, got {self.pattern_source!r}.")
-        if self.task not in TASKS:
-            raise ConfigError(f"task must be one of {TASKS}, got {self.task!r}.")
-        self.gsd_config()  # validates the search parameters
-
-    def gsd_config(self) -> GSDConfig:
-        return GSDConfig(top_k=self.top_k, node_topk=self.node_topk, rel_topk=self.rel_topk,
-                         injective=self.injective, direction=self.direction, time_limit_s=self.time_limit_s,
-                         type_topk=self.type_topk)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def resolve_task(task: str, dataset: str | None) -> str:
-    """'qa' or 'verify': `task` unless it is 'auto', then 'verify' for FactKG datasets (factkg, fixture-factkg)."""
-    if task not in TASKS:
-        raise ConfigError(f"task must be one of {TASKS}, got {task!r}.")
-    if task != "auto":
-        return task
-    return "verify" if "factkg" in (dataset or "").lower() else "qa"
 
 
 def _gold_hit(names: Iterable[str], golds: Sequence[str]) -> bool:
@@ -113,11 +68,11 @@ class SimGRAG:
     (then `answer=False` in `run`)."""
 
     def __init__(self, kg: "KG", retriever: GSDRetriever, llm: "LLM | None" = None,
-                 settings: SimGRAGSettings | None = None, dataset: str | None = None):
+                 settings: SimGRAGConfig | None = None, dataset: str | None = None):
         self.kg = kg
         self.retriever = retriever
         self.llm = llm
-        self.settings = settings or SimGRAGSettings()
+        self.settings = settings or SimGRAGConfig()
         self.task = resolve_task(self.settings.task, dataset)
         self.family = self.settings.family or ("claims" if self.task == "verify" else
                                                pattern_family(dataset, kg.relation_names.tolist()))
@@ -133,14 +88,16 @@ class SimGRAG:
         return self.retriever.retrieve(pattern, self.settings.gsd_config())[0]
 
     # -------------------------------------------------------------- the run
-    def run(self, questions: Sequence, recorder=None, batch_size: int = 8, progress: bool = True,
-            answer: bool = True) -> list[dict]:
+    def run(self, questions: Sequence, recorder=None, batch_size: int | None = None, progress: bool = True,
+            answer: bool | None = None) -> list[dict]:
         """Process questions in batches (LLM calls batched; records written as each batch ends).
 
         With a `RunRecorder`, questions already in `recorder.done_ids` are skipped (resume) and
         each record is added as soon as it exists. Returns the records of this call.
         """
         todo = [q for q in questions if recorder is None or q.qid not in recorder.done_ids]
+        answer = self.settings.reader if answer is None else answer
+        batch_size = int(batch_size or self.settings.batch_size)
         if answer and self.llm is None:
             raise ConfigError("answering needs an llm: pass one, or call run(..., answer=False) for retrieval only.")
         bar = None
@@ -192,7 +149,7 @@ class SimGRAG:
                                  "timings": {"pattern_s": 0.0}, "tokens": {}})
             return
         prompts = [self.pattern_prompt(w.q.question) for w in chunk]
-        results = self.llm.generate(prompts, max_new_tokens=s.pattern_max_tokens, stop=("\nQuestion:",))
+        results = self.llm.generate(prompts, max_new_tokens=s.pattern_max_new_tokens, stop=("\nQuestion:",))
         for w, prompt, res in zip(chunk, prompts, results):
             parsed = parse_pattern_output(res.text, w.q.question)
             check = validate_pattern(Pattern.from_triples(parsed.triples), typed_unknowns=typed) if parsed.triples else None
@@ -270,7 +227,7 @@ class SimGRAG:
             lines = evidence_lines(self.kg, w.result.subgraphs)
             w.record["evidence"] = lines
             prompts.append(build_answer_prompt(w.q.question, lines, self.family, s.answer_shots))
-        results = self.llm.generate(prompts, max_new_tokens=s.answer_max_tokens) if prompts else []
+        results = self.llm.generate(prompts, max_new_tokens=s.answer_max_new_tokens) if prompts else []
         for w, prompt, res in zip(ready, prompts, results):
             names = {str(self.kg.entity_names[x]) for x in w.result.evidence_entities()}
             w.record.update({"answer_prompt": prompt, "answer_raw": res.text,
@@ -297,7 +254,7 @@ class SimGRAG:
             lines = evidence_lines(self.kg, w.result.subgraphs)
             w.record["evidence"] = lines
             prompts.append(build_verify_prompt(w.q.question, lines, s.answer_shots))
-        results = self.llm.generate(prompts, max_new_tokens=s.answer_max_tokens) if prompts else []
+        results = self.llm.generate(prompts, max_new_tokens=s.answer_max_new_tokens) if prompts else []
         for w, prompt, res in zip(ready, prompts, results):
             verdict = parse_verdict(res.text)
             w.record.update({"answer_prompt": prompt, "answer_raw": res.text, "answers": [verdict] if verdict else []})

@@ -6,10 +6,12 @@ benchmark script takes them as command-line defaults, and every run records `to_
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from ...errors import ConfigError
+from ..base import MethodConfig
 
 __all__ = ["VARIANTS", "VARIANT_LABELS", "VectorRerankConfig", "PUBLISHED_RECALL5", "MEASURED_NAIVE_MUSIQUE",
            "parse_variants", "gold_key_for"]
@@ -40,49 +42,58 @@ MEASURED_NAIVE_MUSIQUE = {"recall@2": 47.2, "recall@5": 62.2}
 
 _TITLE_GOLD = ("hotpotqa", "2wiki")
 
+#: the variants of KG question datasets ("all" there means these three; see kgqa.py)
+KGQA_VARIANTS = ("naive", "expand", "rerank")
+
 
 def gold_key_for(dataset: str) -> str:
     """How gold passages are matched: "title" for HotpotQA and 2Wiki, "pid" (title + text) otherwise."""
     return "title" if dataset in _TITLE_GOLD else "pid"
 
 
-def parse_variants(variant: str | list | tuple) -> tuple[str, ...]:
-    """ "all", one name, a comma list or a sequence -> a tuple of known variant names (in canonical order)."""
-    if isinstance(variant, str):
-        names = list(VARIANTS) if variant.strip() in ("all", "") else [v.strip() for v in variant.split(",") if v.strip()]
-    else:
-        names = [str(v) for v in variant]
-    unknown = [v for v in names if v not in VARIANTS]
-    if unknown or not names:
-        raise ConfigError(f"unknown variant(s) {unknown or names}: use 'all' or some of {list(VARIANTS)}.")
-    return tuple(v for v in VARIANTS if v in names)
+def parse_variants(variants: str | list | tuple, kind: str = "passages") -> tuple[str, ...]:
+    """["all"] (or "all"), names, or a comma string -> a tuple of known variant names in canonical order.
+
+    kind="kgqa": "all" means naive, expand, rerank, and the passage-only variants are refused.
+    """
+    if isinstance(variants, str):
+        variants = [v.strip() for v in variants.split(",") if v.strip()]
+    names = [str(v).strip() for v in variants]
+    known = KGQA_VARIANTS if kind == "kgqa" else VARIANTS
+    if names in ([], ["all"]):
+        return tuple(known)
+    unknown = [v for v in names if v not in known]
+    if unknown:
+        where = "on KG question datasets " if kind == "kgqa" else ""
+        if kind == "kgqa" and all(v in VARIANTS for v in unknown):
+            raise ConfigError(f"variant(s) {unknown} rank passages: {where}use some of {list(known)}.")
+        raise ConfigError(f"unknown variant(s) {unknown}: use ['all'] or some of {list(known)}.")
+    return tuple(v for v in known if v in names)
 
 
-@dataclass(frozen=True)
-class VectorRerankConfig:
+class VectorRerankConfig(MethodConfig):
     """Every setting that changes a run's output (recorded with the run).
 
     entity_topk: entities kept per query entity; entity_min_score: cosine below which a hit is
     not a seed; relation_topk: relations retrieved for the whole question; degree: expansion
     steps (1 or 2) through the entity-relation incidence; candidate_cap: relations kept (by query
     similarity) for the prompt and for the expand variant; select_n: relations the LLM is asked
-    to choose; final_k: passages returned per variant; entity_extraction: "llm" (few-shot, falls
-    back to lexical matching when it fails) or "lexical" (no LLM); the expand variant always uses
-    lexical seeds so that it needs no LLM. answer_max_tokens: the answer call of KG question
-    datasets (answers from the chosen facts; unused on passage datasets). pool_per_question: -1 indexes the whole corpus; n >= 0
-    indexes only the gold passages of the evaluated questions plus each one's top-n dense passages
-    (for corpora whose triples must come from a slow CPU OpenIE step; recorded and labelled).
+    to choose; final_k: passages returned per variant; variants: ["all"] or some of VARIANTS
+    (KG questions: naive, expand, rerank); entity_extraction: "llm" (few-shot, falls back to
+    lexical matching when it fails) or "lexical" (no LLM); the expand variant always uses lexical
+    seeds so that it needs no LLM. answer_max_new_tokens: the answer call of KG question datasets
+    (answers from the chosen facts; unused on passage datasets). pool_per_question: -1 indexes the
+    whole corpus; n >= 0 indexes only the gold passages of the evaluated questions plus each one's
+    top-n dense passages (for corpora whose triples must come from a slow CPU OpenIE step; recorded
+    and labelled).
     """
 
+    RENAMED = {"variant": "variants", "entity_max_tokens": "entity_max_new_tokens",
+               "rerank_max_tokens": "rerank_max_new_tokens", "answer_max_tokens": "answer_max_new_tokens"}
+
     dataset: str = "sample-passages"
-    split: str = "test"
-    limit: int = 8
-    seed: int = 0
-    vector_store: str = "faiss"
-    milvus_uri: str = ""
-    embedder: str = "minilm"
-    llm_preset: str = "qwen2.5-coder-0.5b"
-    llm_backend: str = ""
+    vector_store: Literal["faiss", "milvus"] = "faiss"
+    milvus_uri: str = ""             # "" = cache/milvus/kgrag.db; or e.g. "http://localhost:19530"
     entity_topk: int = 5
     entity_min_score: float = 0.8
     relation_topk: int = 10
@@ -90,44 +101,44 @@ class VectorRerankConfig:
     candidate_cap: int = 40
     select_n: int = 5
     final_k: int = 5
-    variant: str = "all"
+    variants: tuple[str, ...] = ("all",)
     pool_per_question: int = -1
-    entity_extraction: str = "llm"
-    entity_max_tokens: int = 64
-    rerank_max_tokens: int = 128
-    answer_max_tokens: int = 48
+    entity_extraction: Literal["llm", "lexical"] = "llm"
+    entity_max_new_tokens: int = 64
+    rerank_max_new_tokens: int = 128
+    answer_max_new_tokens: int = 48
+    batch_size: int = 8              # questions per batch (records are written after each batch)
 
-    def __post_init__(self):
-        for name in ("entity_topk", "relation_topk", "candidate_cap", "select_n", "final_k", "answer_max_tokens"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive int, got {value!r}.")
+    @model_validator(mode="before")
+    @classmethod
+    def _comma_variants(cls, data: Any) -> Any:
+        """variants may be given as one comma string ("naive,expand")."""
+        if isinstance(data, dict) and isinstance(data.get("variants"), str):
+            data = {**data, "variants": tuple(v.strip() for v in data["variants"].split(",") if v.strip())}
+        return data
+
+    def _check(self) -> None:
+        for name in ("entity_topk", "relation_topk", "candidate_cap", "select_n", "final_k", "answer_max_new_tokens",
+                     "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"VectorRerankConfig.{name} must be a positive int, got {getattr(self, name)!r}.")
         if self.degree not in (0, 1, 2, 3):
-            raise ConfigError(f"degree must be 0, 1, 2 or 3 (the method uses 1 or 2), got {self.degree!r}.")
-        if isinstance(self.pool_per_question, bool) or not isinstance(self.pool_per_question, int) or self.pool_per_question < -1:
-            raise ConfigError(f"pool_per_question must be -1 (whole corpus) or >= 0, got {self.pool_per_question!r}.")
-        if self.vector_store not in ("faiss", "milvus"):
-            raise ConfigError(f"vector_store must be 'faiss' or 'milvus', got {self.vector_store!r}.")
-        if self.entity_extraction not in ("llm", "lexical"):
-            raise ConfigError(f"entity_extraction must be 'llm' or 'lexical', got {self.entity_extraction!r}.")
+            raise ConfigError(f"VectorRerankConfig.degree must be 0, 1, 2 or 3 (the method uses 1 or 2), got {self.degree!r}.")
+        if self.pool_per_question < -1:
+            raise ConfigError(f"VectorRerankConfig.pool_per_question must be -1 (whole corpus) or >= 0, "
+                              f"got {self.pool_per_question!r}.")
         if not -1.0 <= float(self.entity_min_score) <= 1.0:
-            raise ConfigError(f"entity_min_score is a cosine in [-1, 1], got {self.entity_min_score!r}.")
-        parse_variants(self.variant)
+            raise ConfigError(f"VectorRerankConfig.entity_min_score is a cosine in [-1, 1], got {self.entity_min_score!r}.")
+        names = [v for v in self.variants if v != "all"]
+        unknown = [v for v in names if v not in VARIANTS]
+        if unknown or ("all" in self.variants and names):
+            raise ConfigError(f"VectorRerankConfig.variants: unknown {unknown or self.variants}: use ['all'] or some of "
+                              f"{list(VARIANTS)}.")
 
-    @property
-    def variants(self) -> tuple[str, ...]:
-        return parse_variants(self.variant)
+    def variants_for(self, kind: str = "passages") -> tuple[str, ...]:
+        """The variants a run evaluates on a dataset of this kind ("passages" or "kgqa")."""
+        return parse_variants(self.variants, kind)
 
     @property
     def needs_llm(self) -> bool:
-        return any(v.startswith("rerank") for v in self.variants)
-
-    def replace(self, **changes) -> "VectorRerankConfig":
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ConfigError(f"unknown setting(s) {unknown}: use some of {sorted(names)}.")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return any(v.startswith("rerank") for v in self.variants_for("passages"))

@@ -90,7 +90,7 @@ def build_index(config, dataset: "Dataset", embedder: "Embedder", llm: "LLM | No
     if config.pool_per_question >= 0:
         corpus, info = pool_corpus(corpus, dataset.items, embedder, config.pool_per_question,
                                    gold_key=gold_key_for(config.dataset))
-    if any(v != "naive" for v in config.variants):
+    if any(v != "naive" for v in config.variants_for("passages")):
         # the OpenIE store is keyed by passage id, so pools of one dataset share it
         triples, triple_info = dataset_triples(dataset, corpus, llm, tag=dataset.name, batch_size=openie_batch,
                                                progress=progress)

@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...metrics import containment, hits_at_1, normalize_answer, summarize
 from ...parsers import parse_answer_list
-from .config import VectorRerankConfig
+from .config import KGQA_VARIANTS, VectorRerankConfig
 from .pipeline import VectorRerank
 from .prompts import answer_prompt
 from .query_entities import QueryEntities, lexical_entities, marked_entities
@@ -43,7 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "FactRerank", "kgqa_variants", "summarize_kgqa", "fact_hits"]
 
-KGQA_VARIANTS = ("naive", "expand", "rerank")
 
 KGQA_VARIANT_LABELS = {
     "naive": "naive: the facts nearest the question (dense fact search; no graph, no LLM)",
@@ -54,12 +53,7 @@ KGQA_VARIANT_LABELS = {
 
 def kgqa_variants(config: VectorRerankConfig) -> tuple[str, ...]:
     """The variants a KG question run evaluates: "all" means naive, expand, rerank."""
-    if config.variant.strip() in ("all", ""):
-        return KGQA_VARIANTS
-    bad = [v for v in config.variants if v not in KGQA_VARIANTS]
-    if bad:
-        raise ConfigError(f"variant(s) {bad} rank passages: on KG question datasets use some of {list(KGQA_VARIANTS)}.")
-    return config.variants
+    return config.variants_for("kgqa")
 
 
 def fact_hits(index: "GraphIndex", rel_ids: Sequence[int], golds: Sequence[str]) -> float:
@@ -84,7 +78,7 @@ class FactRerank(VectorRerank):
         self.gold_key = "answer"
         self.variants = kgqa_variants(self.config)
         if "rerank" in self.variants and llm is None:
-            raise ConfigError("the rerank variant needs an LLM: pass llm=load_llm(preset), or variant='naive,expand'.")
+            raise ConfigError("the rerank variant needs an LLM: pass llm=load_llm(preset), or variants=['naive', 'expand'].")
 
     def lexical(self, question: str) -> QueryEntities:
         names = marked_entities(question, self.index.entity_ids)
@@ -152,7 +146,7 @@ class FactRerank(VectorRerank):
         chosen_by: dict[int, list[int]] = {}
         if todo:
             t0 = time.perf_counter()
-            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_tokens)
+            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens)
             wall = (time.perf_counter() - t0) / len(todo)
             for i, r in zip(todo, outs):
                 rec = records[i]
@@ -176,7 +170,7 @@ class FactRerank(VectorRerank):
         if ask:
             t0 = time.perf_counter()
             outs = self.llm.generate([answer_prompt(chunk[i].question, [self.index.relation_sentences[j] for j in chosen_by[i]])
-                                      for i in ask], max_new_tokens=cfg.answer_max_tokens)
+                                      for i in ask], max_new_tokens=cfg.answer_max_new_tokens)
             wall = (time.perf_counter() - t0) / len(ask)
             answers = {i: (r, wall) for i, r in zip(ask, outs)}
         for i, rec in enumerate(records):

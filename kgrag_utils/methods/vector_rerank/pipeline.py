@@ -56,11 +56,12 @@ class VectorRerank:
         self.index = index
         self.config = config or VectorRerankConfig()
         self.llm = llm
+        self.variants = self.config.variants_for("passages")
         self.gold_key = gold_key or gold_key_for(self.config.dataset)
         if self.gold_key not in ("pid", "title"):
             raise ConfigError(f"gold_key must be 'pid' or 'title', got {self.gold_key!r}.")
         if self.config.needs_llm and llm is None:
-            raise ConfigError("the rerank variants need an LLM: pass llm=load_llm(preset), or variant='naive,expand'.")
+            raise ConfigError("the rerank variants need an LLM: pass llm=load_llm(preset), or variants=['naive', 'expand'].")
 
     # ------------------------------------------------------------------ stages
     def lexical(self, question: str) -> QueryEntities:
@@ -69,7 +70,7 @@ class VectorRerank:
 
     def llm_entities(self, questions: Sequence[str]) -> list[QueryEntities]:
         """Few-shot LLM extraction for a batch; the lexical fallback where an answer has no usable list."""
-        results = self.llm.generate([entity_prompt(q) for q in questions], max_new_tokens=self.config.entity_max_tokens,
+        results = self.llm.generate([entity_prompt(q) for q in questions], max_new_tokens=self.config.entity_max_new_tokens,
                                     stop=_ENTITY_STOP)
         out = []
         for q, r in zip(questions, results):
@@ -168,7 +169,7 @@ class VectorRerank:
 
     def _run_chunk(self, chunk: Sequence) -> list[dict]:
         cfg = self.config
-        variants = cfg.variants
+        variants = self.variants
         n = len(chunk)
         texts = [q.question for q in chunk]
         t0 = time.perf_counter()
@@ -273,7 +274,7 @@ class VectorRerank:
         results = {}
         if todo:
             t0 = time.perf_counter()
-            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_tokens)
+            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens)
             wall = (time.perf_counter() - t0) / len(todo)
             results = {i: (r, wall) for i, r in zip(todo, outs)}
         for i, rec in enumerate(records):
@@ -297,9 +298,9 @@ class VectorRerank:
                 rr.update({"raw": None, "status": "no-candidates", "chosen": []})
             t0 = time.perf_counter()
             ranked = self.passages_of(chosen, qvec, cfg.final_k)
-            if "rerank" in cfg.variants:
+            if "rerank" in self.variants:
                 rec["variants"]["rerank"] = self._score(ranked, gold, failed=not chosen)
-            if "rerank-padded" in cfg.variants:
+            if "rerank-padded" in self.variants:
                 padded = list(ranked)
                 for p, _ in naive_hits[i]:
                     if len(padded) >= cfg.final_k:
@@ -309,7 +310,7 @@ class VectorRerank:
                 # the padded variant is defined even when the rerank fails (then it is naive): scored, not failed
                 rec["variants"]["rerank-padded"] = self._score(padded, gold)
                 rec["variants"]["rerank-padded"].update({"n_padded": len(padded) - len(ranked), "rerank_failed": not chosen})
-            if "rerank-filled" in cfg.variants:
+            if "rerank-filled" in self.variants:
                 rest = [c for c in cand if c not in set(chosen)]
                 filled = self.passages_of(list(chosen) + rest, qvec, cfg.final_k)
                 rec["variants"]["rerank-filled"] = self._score(filled, gold)

@@ -1,0 +1,214 @@
+"""What every method shares: the config base, the progress bar, per-example isolation.
+
+Every method's `<M>Config` derives from `MethodConfig`, a frozen pydantic model:
+
+* one place for every default (the notebook's `parameters` cell must repeat them as literals; one
+  test over the method registry checks that they agree);
+* validation on construction, in one line: unknown keys are refused naming the closest valid key
+  (``SimGRAGConfig has no parameter 'nod_topk': did you mean 'entity_topk'?``), wrong types and
+  values outside a field's choices say which field and what it accepts, and each config's own
+  cross-field rules (`_check`) raise `ConfigError`;
+* `from_params(globals())` builds a config from a notebook's namespace, ignoring every name that is
+  not a field; `replace(**changes)` returns a validated copy; `to_dict()` gives plain values
+  (tuples as lists), which is what run records store.
+
+Fields shared by every method (each config may change their defaults): `dataset`, `split`,
+`limit` (questions evaluated, a seeded sample; **0 = all**, everywhere), `seed`, `llm_preset`,
+`llm_backend` ("" = the preset's default) and `embedder`.
+
+`progress_bar` is the one place a method's progress bar comes from (tqdm.auto: a widget in Jupyter,
+plain lines in papermill logs). `isolated` runs a batch and, when it raises, each of its examples
+alone, so that one example that raises becomes that example's failure record (its error and
+traceback, counted by `summarize`) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import difflib
+import traceback
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from ..errors import ConfigError
+from ..llm.presets import DEFAULT_CPU_PRESET
+
+__all__ = ["MethodConfig", "closest", "progress_bar", "isolated", "error_record", "is_error_record"]
+
+
+def closest(name: str, options: Iterable[str]) -> str | None:
+    """The closest valid name to a misspelled one (difflib), or None when nothing is close."""
+    match = difflib.get_close_matches(str(name), list(options), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _did_you_mean(name: str, options: Iterable[str], renamed: Mapping[str, str] | None = None) -> str:
+    renamed = renamed or {}
+    guess = closest(name, [*options, *renamed])
+    guess = renamed.get(guess, guess)
+    return f" (did you mean {guess!r}?)" if guess else ""
+
+
+class MethodConfig(BaseModel):
+    """Base of every method's config: see the module docstring.
+
+    Subclasses declare their fields with defaults (and may redeclare a shared field to change its
+    default), and put cross-field rules in `_check(self)`, raising `ConfigError`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
+
+    #: renamed fields: old name -> new name (refused with the new name; see docs/MIGRATION.md)
+    RENAMED: ClassVar[dict[str, str]] = {}
+
+    dataset: str = "sample-movies-2hop"
+    split: str = "test"
+    limit: int = 8  # questions evaluated (a seeded sample); 0 = all
+    seed: int = 0
+    llm_preset: str = DEFAULT_CPU_PRESET
+    llm_backend: str = ""  # "" = the preset's default backend
+    embedder: str = "minilm"
+
+    def __init__(self, **data: Any):
+        cls = type(self)
+        unknown = [k for k in data if k not in cls.model_fields]
+        if unknown:
+            raise ConfigError(cls._unknown_message(unknown[0]))
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(cls._validation_message(exc)) from None
+
+    # ------------------------------------------------------------------ validation
+    @model_validator(mode="before")
+    @classmethod
+    def _lists_to_tuples(cls, data: Any) -> Any:
+        """Lists (notebook and YAML literals) are accepted where a field holds a tuple."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for name, field in cls.model_fields.items():
+            if isinstance(out.get(name), list) and isinstance(field.default, tuple):
+                out[name] = tuple(out[name])
+        return out
+
+    def model_post_init(self, context: Any) -> None:
+        if self.limit < 0:
+            raise ConfigError(f"{type(self).__name__}.limit must be >= 0 (0 = all), got {self.limit}.")
+        self._check()
+
+    def _check(self) -> None:
+        """Cross-field rules of one method (raise ConfigError)."""
+
+    @classmethod
+    def _unknown_message(cls, name: str) -> str:
+        fields = list(cls.model_fields)
+        if name in cls.RENAMED:
+            return (f"{cls.__name__} parameter {name!r} was renamed to {cls.RENAMED[name]!r} "
+                    f"(see docs/MIGRATION.md).")
+        hint = _did_you_mean(name, fields, cls.RENAMED)
+        return f"{cls.__name__} has no parameter {name!r}{hint}; valid: {', '.join(fields)}."
+
+    @classmethod
+    def _validation_message(cls, exc: ValidationError) -> str:
+        err = exc.errors()[0]
+        original = (err.get("ctx") or {}).get("error")
+        if isinstance(original, ConfigError):  # raised by model_post_init / _check
+            msg = str(original)
+            return msg if msg.startswith(cls.__name__) else f"{cls.__name__}: {msg}"
+        name = ".".join(str(x) for x in err.get("loc") or ()) or "?"
+        value = err.get("input")
+        field = cls.model_fields.get(name)
+        default = f" (default {field.default!r})" if field is not None else ""
+        if err.get("type") == "literal_error":
+            expected = (err.get("ctx") or {}).get("expected", "")
+            hint = _did_you_mean(value, [s.strip(" '") for s in expected.replace(" or ", ", ").split(",")]) \
+                if isinstance(value, str) else ""
+            return f"{cls.__name__}.{name}={value!r} is not valid: use {expected}{hint}."
+        return f"{cls.__name__}.{name}: {err.get('msg', 'invalid').lower()}{default}, got {type(value).__name__} {value!r}."
+
+    # ------------------------------------------------------------------ construction and export
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return list(cls.model_fields)
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """Every field's default as plain values (tuples as lists): what the notebook must repeat."""
+        return cls().to_dict()
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]):
+        """A config from a mapping that may hold other names too (a notebook's `globals()`): those are ignored."""
+        return cls(**{k: v for k, v in dict(params).items() if k in cls.model_fields})
+
+    def replace(self, **changes: Any):
+        """A validated copy with some fields changed (unknown names refused, naming the closest)."""
+        unknown = [k for k in changes if k not in type(self).model_fields]
+        if unknown:
+            raise ConfigError(type(self)._unknown_message(unknown[0]))
+        return type(self)(**{**{k: getattr(self, k) for k in type(self).model_fields}, **changes})
+
+    def to_dict(self) -> dict:
+        """Plain values (tuples as lists), in field order: what run records store."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.model_dump().items()}
+
+    @property
+    def needs_llm(self) -> bool:
+        """Whether a run with this config calls an LLM (methods override)."""
+        return True
+
+    def load_llm(self, **overrides: Any):
+        """The LLM this config names (`llm_preset` on `llm_backend`)."""
+        from ..llm import load_llm
+
+        return load_llm(self.llm_preset, backend=self.llm_backend or None, **overrides)
+
+    def load_dataset(self, **options: Any):
+        """The evaluated items: `load_dataset(dataset, split, limit, seed)` (limit 0 = all)."""
+        from ..datasets import load_dataset
+
+        return load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, **options)
+
+
+# ----------------------------------------------------------------------------- progress
+def progress_bar(total: int, desc: str, enabled: bool = True, initial: int = 0, unit: str = "q"):
+    """A tqdm.auto bar (a widget in Jupyter, plain lines in logs), or None when disabled."""
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit)
+
+
+# ----------------------------------------------------------------------------- per-example isolation
+def error_record(item_id: Any, exc: BaseException, **fields: Any) -> dict:
+    """The record of an example that raised: its id, `failed`, the error and a short traceback."""
+    return {"id": item_id, **fields, "failed": True, "error": f"{type(exc).__name__}: {exc}",
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=6))}
+
+
+def is_error_record(record: Mapping) -> bool:
+    """True for a record that holds only an example's error (no method output)."""
+    return bool(record.get("error")) and bool(record.get("failed"))
+
+
+def isolated(batch: Sequence, process: Callable[[Sequence], list[dict]], item_id: Callable[[Any], Any],
+             **error_fields: Callable[[Any], Any]) -> list[dict]:
+    """`process(batch)`; when it raises, each item alone, an item that raises becoming `error_record`.
+
+    `error_fields` are name -> function(item) of fields every error record should also carry (so
+    that summaries can still group it, e.g. `answerable`). Interrupts are never caught.
+    """
+    try:
+        return list(process(batch))
+    except Exception as exc:  # noqa: BLE001 - a batch of one is recorded; a larger one is retried item by item
+        if len(batch) == 1:
+            return [error_record(item_id(batch[0]), exc, **{k: f(batch[0]) for k, f in error_fields.items()})]
+    out: list[dict] = []
+    for item in batch:
+        try:
+            out.extend(process([item]))
+        except Exception as exc:  # noqa: BLE001 - recorded, counted as failed, never dropped
+            out.append(error_record(item_id(item), exc, **{k: f(item) for k, f in error_fields.items()}))
+    return out

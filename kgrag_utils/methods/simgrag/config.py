@@ -1,0 +1,71 @@
+"""Every knob of SimGRAG with its default, in one place (the notebook's parameters must equal these).
+
+The search values follow the reference (n = m = 16 candidates per pattern node / relation, k = 3
+subgraphs); the rest are this project's choices, stated beside each field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ...errors import ConfigError
+from ..base import MethodConfig
+from .gsd_search import GSDConfig
+
+__all__ = ["SimGRAGConfig", "SimGRAGSettings", "PATTERN_SOURCES", "TASKS", "resolve_task"]
+
+PATTERN_SOURCES = ("llm", "oracle")
+TASKS = ("auto", "qa", "verify")
+
+
+def resolve_task(task: str, dataset: str | None) -> str:
+    """'qa' or 'verify': `task` unless it is 'auto', then 'verify' for FactKG datasets (factkg, fixture-factkg)."""
+    if task not in TASKS:
+        raise ConfigError(f"task must be one of {TASKS}, got {task!r}.")
+    if task != "auto":
+        return task
+    return "verify" if "factkg" in (dataset or "").lower() else "qa"
+
+
+class SimGRAGConfig(MethodConfig):
+    """Everything that changes a SimGRAG run's output (recorded with the run)."""
+
+    RENAMED = {"node_topk": "entity_topk", "rel_topk": "relation_topk",
+               "pattern_max_tokens": "pattern_max_new_tokens", "answer_max_tokens": "answer_max_new_tokens"}
+
+    dataset: str = "sample-movies-2hop"
+    limit: int = 20
+    shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation)
+    answer_shots: int = 3               # worked examples in the answer prompt
+    top_k: int = 3                      # subgraphs handed to the LLM
+    entity_topk: int = 16               # entity candidates per known pattern node
+    relation_topk: int = 16             # relation candidates per pattern relation
+    pattern_source: Literal["llm", "oracle"] = "llm"  # oracle: the gold pattern from the gold relation chain
+    injective: bool = False             # walks allowed (a KG entity may serve several pattern nodes); True: injective
+    direction: Literal["any", "same"] = "any"  # any: a pattern edge matches a fact either way
+    time_limit_s: float = 2.0           # retrieval time limit per question; the best subgraphs so far are kept
+    family: str = ""                    # few-shot family; "" = chosen from the dataset (claims for FactKG)
+    pattern_max_new_tokens: int = 160
+    answer_max_new_tokens: int = 64
+    task: Literal["auto", "qa", "verify"] = "auto"  # auto: verify for factkg datasets
+    type_topk: int = 16                 # entity types per typed UNKNOWN node of a pattern without known nodes
+    reader: bool = True                 # False: retrieval only, the top-1 subgraph's answer node is the prediction
+    batch_size: int = 8                 # questions per LLM batch (records are written after each batch)
+
+    def _check(self) -> None:
+        if self.batch_size < 1 or self.shots < 0 or self.answer_shots < 0:
+            raise ConfigError(f"SimGRAGConfig: batch_size must be >= 1 and shots >= 0 (got {self.batch_size}, {self.shots}).")
+        self.gsd_config()  # validates the search parameters
+
+    @property
+    def needs_llm(self) -> bool:
+        return self.pattern_source == "llm" or self.reader
+
+    def gsd_config(self) -> GSDConfig:
+        return GSDConfig(top_k=self.top_k, entity_topk=self.entity_topk, relation_topk=self.relation_topk,
+                         injective=self.injective, direction=self.direction, time_limit_s=self.time_limit_s,
+                         type_topk=self.type_topk)
+
+
+#: deprecated: the old name of SimGRAGConfig (see docs/MIGRATION.md)
+SimGRAGSettings = SimGRAGConfig
