@@ -64,8 +64,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--limit", type=int, default=None, help="seeded sample of the split (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--knowledge", default="auto", choices=KNOWLEDGE_SOURCES)
-    parser.add_argument("--max-facts", type=int, default=CompactConfig.max_facts)
-    parser.add_argument("--lift-threshold", type=float, default=CompactConfig.lift_threshold, help="0 = tune on validation")
+    parser.add_argument("--max-facts", type=int, default=CompactConfig().max_facts)
+    parser.add_argument("--lift-threshold", type=float, default=CompactConfig().lift_threshold, help="0 = tune on validation")
     parser.add_argument("--baseline-limit", type=int, default=200,
                         help="items that also get the top-100 baseline for the token comparison (0 = none)")
     parser.add_argument("--out", default=None, help="JSON file (default benchmarks/results/compact_<dataset>.json)")

@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--preset", default=DEFAULT_CPU_PRESET)
     ap.add_argument("--backend", default=None, help="the preset's default when omitted (llamacpp for GGUF presets)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads; 0 = the backend's default")
-    ap.add_argument("--shots", type=int, default=SimGRAGConfig.shots)
+    ap.add_argument("--shots", type=int, default=SimGRAGConfig().shots)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="auto", choices=("auto", "flat", "hnsw"),

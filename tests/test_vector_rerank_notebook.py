@@ -41,7 +41,7 @@ def test_notebook_runs_on_kg_questions_with_the_fake_llm():
     assert outcome.status == "ok", outcome.error
     run = read_run(settings.results_dir() / "vr-notebook-kgqa-smoke")
     summary, params = run["summary"], run["params"]
-    assert params["dataset"] == "sample-movies-2hop" and params["task"] == "kgqa" and params["llm_preset"] == "fake"
+    assert params["dataset"] == "sample-movies-2hop" and summary["task"] == "kgqa" and params["llm_preset"] == "fake"
     assert set(summary["variants"]) == {"naive", "expand", "rerank"} and summary["n"] == 3
     rerank = summary["variants"]["rerank"]
     assert rerank["n_failed"] == 3 and rerank["hits@1"] == 0.0 and rerank["containment"] == 0.0

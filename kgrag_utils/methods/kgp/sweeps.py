@@ -10,7 +10,6 @@ traversal's recall@k / SF-EM@k, the density sweep measures the graph itself agai
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -123,7 +122,7 @@ def branching_sweep(kgp: KGP, questions: Iterable[PassageQuestion], values: Sequ
             kgp.cfg = original
             prep = kgp.prepare(q)
             for v in values:
-                kgp.cfg = dataclasses.replace(original, branching=v)
+                kgp.cfg = original.replace(branching=v)
                 res = kgp.retrieve(q, prep)
                 per_value[v].append({"id": q.qid, "n_seeds": len(res.seeds), **retrieval_metrics(res.ranked, prep.gold, kgp.cfg.ks)})
     finally:
