@@ -16,8 +16,7 @@ Fields shared by every method (each config may change their defaults): `dataset`
 `limit` (questions evaluated, a seeded sample; **0 = all**, everywhere), `seed`, `llm_preset`,
 `llm_backend` ("" = the preset's default) and `embedder`.
 
-`progress_bar` is the one place a method's progress bar comes from (tqdm.auto: a widget in Jupyter,
-plain lines in papermill logs). `isolated` runs a batch and, when it raises, each of its examples
+Progress bars come from the shared `kgrag_utils.progress.progress_bar`. `isolated` runs a batch and, when it raises, each of its examples
 alone, so that one example that raises becomes that example's failure record (its error and
 traceback, counted by `summarize`) and the run goes on.
 """
@@ -33,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from ..errors import ConfigError
 from ..llm.presets import DEFAULT_CPU_PRESET
 
-__all__ = ["MethodConfig", "closest", "progress_bar", "isolated", "error_record", "is_error_record"]
+__all__ = ["MethodConfig", "closest", "isolated", "error_record", "is_error_record"]
 
 
 def closest(name: str, options: Iterable[str]) -> str | None:
@@ -169,16 +168,6 @@ class MethodConfig(BaseModel):
         from ..datasets import load_dataset
 
         return load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, **options)
-
-
-# ----------------------------------------------------------------------------- progress
-def progress_bar(total: int, desc: str, enabled: bool = True, initial: int = 0, unit: str = "q"):
-    """A tqdm.auto bar (a widget in Jupyter, plain lines in logs), or None when disabled."""
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit)
 
 
 # ----------------------------------------------------------------------------- per-example isolation
