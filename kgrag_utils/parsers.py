@@ -3,20 +3,22 @@
 Small models wrap JSON in prose and ``` fences, leave trailing commas, use single quotes or Python
 literals, and stop mid-list when they hit the token limit. These parsers recover what is there and
 return an empty result (or `default`) when nothing is, never raising on arbitrary text. Nothing is
-ever evaluated: JSON is repaired token by token outside strings, and `ast.literal_eval` is only
-tried on one short bracketed substring.
+ever evaluated (no eval, no ast.literal_eval): a bracketed span is read by json.loads, then by a small
+token-level repair (single quotes, Python literals, bare keys, trailing commas), then by the
+json-repair library (unescaped quotes, missing commas or quotes, Python tuples), which is not handed
+spans that contain call syntax such as `f(`.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from typing import Any, Collection, Iterable, Iterator
 
 _MAX_SCAN = 200_000  # characters of a model output considered
 _MAX_STARTS = 64  # bracket positions tried per text
-_MAX_LITERAL = 20_000  # longest substring handed to ast.literal_eval
+_MAX_REPAIR = 20_000  # longest span handed to json-repair
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\s*\(|\)\s*\(|\blambda\b")  # `f(`, `)(`, lambda: code, not data
 _PAIRS = {"}": "{", "]": "["}
 _FENCE = re.compile(r"```(?:[\w+.-]*[ \t]*\n)?(.*?)(?:```|\Z)", re.S)
 
@@ -130,6 +132,11 @@ def _tuples_to_lists(value: Any) -> Any:
     return value
 
 
+def _outside_strings(span: str) -> str:
+    """The span with the contents of its quoted strings blanked (to look for syntax outside them)."""
+    return re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'', '""', span)
+
+
 def _loads_lenient(span: str) -> tuple[bool, Any]:
     try:
         return True, json.loads(span)
@@ -139,16 +146,17 @@ def _loads_lenient(span: str) -> tuple[bool, Any]:
         return True, json.loads(_repair_json(span))
     except (ValueError, RecursionError):
         pass
-    if len(span) <= _MAX_LITERAL:
-        try:  # e.g. [('a', 'b', 'c')]: a Python literal, never code
-            value = ast.literal_eval(span)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    bare = _outside_strings(span)
+    # json-repair turns anything into some value; give it only data-like spans: quoted strings present
+    # (bare words in brackets are prose or triples for the other parsers) and no call syntax
+    if len(span) <= _MAX_REPAIR and ('"' in span or "'" in span) and not _CALL.search(bare):
+        import json_repair
+
+        try:
+            value = json_repair.loads(span, skip_json_loads=True)
+        except (ValueError, RecursionError, TypeError):
             return False, None
-        if isinstance(value, (list, tuple, dict)):
-            try:
-                json.dumps(value, default=str)
-            except (TypeError, ValueError, RecursionError):
-                return False, None
+        if isinstance(value, (list, dict)) and value:
             return True, _tuples_to_lists(value)
     return False, None
 
@@ -480,11 +488,22 @@ def parse_answer_list(text: str | None, known: Iterable[str] = (), first_line: b
     not itself a ``known`` name (normalised) is split further on commas and semicolons, so
     "Crouching Tiger, Hidden Dragon" stays whole when it is a KG name. Without ``known`` commas are
     never split. ``first_line`` keeps only the first non-empty line (for replies that explain after
-    the answer). Duplicates are dropped.
+    the answer). Duplicates are dropped. A reply in the JSON form of the schema-constrained mode,
+    {"answers": [...]} (possibly cut by the token limit), gives its list's strings as they are.
     """
     if not text:
         return []
     from .metrics import normalize_answer  # metrics imports nothing from here; keeps the import light
+
+    if str(text).lstrip().startswith("{"):
+        value = extract_json(str(text))
+        if isinstance(value, dict) and isinstance(value.get("answers"), list):
+            names: list[str] = []
+            for item in value["answers"]:
+                piece = _answer_piece(str(item)) if isinstance(item, (str, int, float)) and not isinstance(item, bool) else ""
+                if piece and piece not in names:
+                    names.append(piece)
+            return names
 
     body = strip_code_fences(str(text)) if "```" in str(text) else str(text)
     lines = [ln for ln in (_ANSWER_LABEL.sub("", ln).strip() for ln in body.strip().splitlines()) if ln]

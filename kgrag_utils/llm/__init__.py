@@ -9,6 +9,10 @@ Backends: "hf" (transformers; bitsandbytes 4-bit), "llamacpp" (llama-cpp-python 
 "openai" (any OpenAI-compatible server by base_url), "fake" (a test double), and "auto" for the
 packaged GGUF presets: llama.cpp when llama-cpp-python is importable, else transformers. The choice
 is printed once and is part of `llm.backend_name` and of every cache key.
+
+Decoding mode: `load_llm(..., structured="schema")` constrains every stage's answer to the JSON
+schema the stage passes (`llm.generate(prompts, schema=Shape)`); "off" is free text. The default
+is the preset's `structured` field (see structured.py).
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from ..errors import ConfigError
 from .base import LLM, GenerationConfig, LLMResult
 from .cache import ResponseCache, default_cache_path
 from .presets import DEFAULT_CPU_PRESET, PRESETS, PackagedGGUF, Preset, get_preset, list_presets
+from .structured import STRUCTURED_MODES, check_mode
 
 BACKENDS = ("auto", "hf", "llamacpp", "openai", "fake")
 
 __all__ = [
     "BACKENDS", "DEFAULT_CPU_PRESET", "GenerationConfig", "LLM", "LLMResult", "PRESETS", "PackagedGGUF",
-    "Preset", "ResponseCache", "get_preset", "list_presets", "load_llm", "resolve_backend",
+    "Preset", "ResponseCache", "STRUCTURED_MODES", "get_preset", "list_presets", "load_llm", "resolve_backend",
 ]
 
 _announced: set[str] = set()
@@ -84,19 +89,24 @@ def _construct(cls, name: str, *args, **kwargs):
     return cls(*args, **kwargs)
 
 
-def load_llm(preset: str = DEFAULT_CPU_PRESET, backend: str | None = None, cache: Any = True, **overrides: Any) -> LLM:
+def load_llm(preset: str = DEFAULT_CPU_PRESET, backend: str | None = None, cache: Any = True,
+             structured: str | None = None, **overrides: Any) -> LLM:
     """Load a model by preset name (or a local model folder) on a backend.
 
-    overrides: any Preset field (quantization="4bit", revision=..., dtype=...) or a backend option
-    (hf: device, batch_size; llamacpp: n_ctx, n_threads; openai: base_url, model, api_key;
-    fake: responses, default). cache: True (the shared SQLite cache), False, a path, or a ResponseCache.
+    structured: the decoding mode, "off" (free text) or "schema" (constrained to each call's schema);
+    None = the preset's default. overrides: any Preset field (quantization="4bit", revision=...,
+    dtype=...) or a backend option (hf: device, batch_size; llamacpp: n_ctx, n_threads; openai:
+    base_url, model, api_key; fake: responses, default, n_ctx). cache: True (the shared SQLite
+    cache), False, a path, or a ResponseCache.
     """
     if backend is not None and backend not in BACKENDS:
         raise ConfigError(f"unknown LLM backend {backend!r}: use one of {list(BACKENDS)}.")
+    if structured is not None:
+        structured = check_mode(structured)
     if preset == "fake" or backend == "fake":
         from .fake_backend import FakeLLM
 
-        return _construct(FakeLLM, "fake", _open_cache(cache), **overrides)
+        return _construct(FakeLLM, "fake", _open_cache(cache), **overrides).set_structured(structured)
 
     if isinstance(preset, Preset):
         base = preset
@@ -118,4 +128,4 @@ def load_llm(preset: str = DEFAULT_CPU_PRESET, backend: str | None = None, cache
         from .llamacpp_backend import LlamaCppLLM as cls
     else:
         from .openai_backend import OpenAICompatibleLLM as cls
-    return _construct(cls, concrete, spec, store, **overrides)
+    return _construct(cls, concrete, spec, store, **overrides).set_structured(structured)

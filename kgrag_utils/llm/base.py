@@ -3,7 +3,8 @@
 A backend only knows how to turn a batch of chats into texts (`_generate_batch`) and how to count
 tokens. Everything that must behave the same on every backend lives here: prompt normalisation,
 the persistent response cache (look up all prompts first, generate only the misses, in batches),
-stop-string truncation, token accounting and the `stats` counters.
+stop-string truncation, token accounting and the `stats` counters; the decoding mode
+(`structured`, see structured.py) and the per-example "prompt does not fit" result.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError
 from .cache import ResponseCache, make_cache_key
+from .structured import check_mode, schema_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .presets import Preset
@@ -35,8 +37,13 @@ class GenerationConfig:
     top_p: float = 1.0
     seed: int = 0
     stop: tuple[str, ...] = ()
+    #: the answer's JSON schema (canonical JSON text; a dict or pydantic model is converted). Only a
+    #: model loaded with structured="schema" uses it; in "off" mode it is dropped before the call.
+    schema: str | None = None
 
     def __post_init__(self):
+        if self.schema is not None:
+            object.__setattr__(self, "schema", schema_text(self.schema))
         if isinstance(self.stop, str):
             object.__setattr__(self, "stop", (self.stop,))
         else:
@@ -64,7 +71,7 @@ class GenerationConfig:
 
     def key(self) -> dict[str, Any]:
         """The parameters that change the output, in a stable JSON-able form (part of the cache key)."""
-        return {
+        key = {
             "max_new_tokens": int(self.max_new_tokens),
             "temperature": float(self.temperature),
             "top_p": float(self.top_p),
@@ -72,6 +79,10 @@ class GenerationConfig:
             "seed": None if self.greedy else int(self.seed),
             "stop": list(self.stop),
         }
+        if self.schema is not None:  # free-text keys stay exactly what they were before this option existed
+            key["structured"] = "schema"
+            key["schema"] = self.schema
+        return key
 
 
 @dataclass
@@ -79,7 +90,10 @@ class LLMResult:
     """One generation: the text, its token counts, whether it came from the cache, and how long it took.
 
     seconds: backend time of the batch it was generated in, divided by the batch's size (0 when
-    cached). finish_reason: "stop" (end of turn or a stop string) or "length" (max_new_tokens).
+    cached). finish_reason: "stop" (end of turn or a stop string), "length" (max_new_tokens), or
+    "prompt_too_long" (the prompt plus max_new_tokens does not fit the context window: nothing was
+    generated, `text` is "" and `error` says by how much; never cached). structured: how the
+    schema was applied ("schema", "json_object" where a server refused the schema, None = free text).
     """
 
     text: str
@@ -88,6 +102,13 @@ class LLMResult:
     cached: bool
     seconds: float
     finish_reason: str | None = None
+    error: str | None = None
+    structured: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut by the token limit."""
+        return self.finish_reason == "length"
 
     @property
     def total_tokens(self) -> int:
@@ -102,6 +123,19 @@ class RawGeneration:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None
+    error: str | None = None
+    structured: str | None = None
+
+
+PROMPT_TOO_LONG = "prompt_too_long"
+
+
+def prompt_too_long(prompt_tokens: int, max_new_tokens: int, n_ctx: int, detail: str = "") -> RawGeneration:
+    """The per-example result for a prompt that cannot fit: stated, counted, never cached, never raised."""
+    why = (f"prompt of {prompt_tokens} tokens + max_new_tokens {max_new_tokens} exceeds the context window of "
+           f"{n_ctx} tokens{f' ({detail})' if detail else ''}: shorten the input or load the model with a larger n_ctx")
+    return RawGeneration(text="", prompt_tokens=int(prompt_tokens), completion_tokens=0,
+                         finish_reason=PROMPT_TOO_LONG, error=why)
 
 
 def normalize_prompt(prompt: "str | Sequence[dict]") -> Chat:
@@ -153,6 +187,9 @@ def _empty_stats() -> dict[str, float]:
         "cached_prompt_tokens": 0,
         "cached_completion_tokens": 0,
         "generate_seconds": 0.0,
+        "schema_calls": 0,
+        "schema_fallbacks": 0,
+        "prompt_too_long": 0,
     }
 
 
@@ -174,6 +211,20 @@ class LLM(ABC):
         self.cache = cache
         self.model_id = model_id or preset.hub_id or preset.name
         self._stats = _empty_stats()
+        #: the decoding mode: "off" (free text; schemas passed by stages are ignored) or "schema"
+        #: (constrained to each call's schema). load_llm sets it from structured= or the preset.
+        self.structured = check_mode(getattr(preset, "structured", "off"))
+
+    def set_structured(self, mode: str | None) -> "LLM":
+        """Switch the decoding mode ("off" | "schema"; None keeps the preset's). Returns self."""
+        self.structured = check_mode(mode, getattr(self.preset, "structured", "off"))
+        return self
+
+    def _effective(self, config: GenerationConfig) -> GenerationConfig:
+        """The config actually decoded: in "off" mode a stage's schema is dropped (and leaves the key alone)."""
+        if self.structured == "off" and config.schema is not None:
+            return config.updated(schema=None)
+        return config
 
     # ----------------------------------------------------------------- backend hooks
     @abstractmethod
@@ -210,7 +261,7 @@ class LLM(ABC):
         The messages stand for the rendered prompt: the chat template is fixed by the model id,
         revision and (for packaged files) the weights' sha256, which are all in the key.
         """
-        config = config or GenerationConfig()
+        config = self._effective(config or GenerationConfig())
         return make_cache_key({**self._key_parts(), "messages": normalize_prompt(prompt), "gen": config.key()})
 
     def generate(
@@ -229,7 +280,7 @@ class LLM(ABC):
             isinstance(prompts, Sequence) and prompts and isinstance(prompts[0], dict)
         ):
             raise ConfigError("generate() takes a list of prompts: wrap a single prompt as [prompt], or use chat().")
-        config = (config or GenerationConfig()).updated(**gen_kwargs)
+        config = self._effective((config or GenerationConfig()).updated(**gen_kwargs))
         chats = [normalize_prompt(p) for p in prompts]
         keys = [
             make_cache_key({**self._key_parts(), "messages": c, "gen": config.key()}) for c in chats
@@ -246,6 +297,7 @@ class LLM(ABC):
                     cached=True,
                     seconds=0.0,
                     finish_reason=entry.get("finish_reason"),
+                    structured=entry.get("structured"),
                 )
                 self._stats["cached_prompt_tokens"] += int(entry["prompt_tokens"])
                 self._stats["cached_completion_tokens"] += int(entry["completion_tokens"])
@@ -258,6 +310,8 @@ class LLM(ABC):
         # repeats of a prompt inside this call count as hits: they are answered without the model
         self._stats["cache_hits"] += len(chats) - len(todo)
         self._stats["cache_misses"] += len(todo)
+        if config.schema is not None:
+            self._stats["schema_calls"] += len(todo)
 
         order = sorted(todo.values(), key=lambda i: len(chat_text(chats[i])))
         bar = None
@@ -286,8 +340,15 @@ class LLM(ABC):
                     cached=False,
                     seconds=elapsed / len(idx),
                     finish_reason=finish,
+                    error=raw.error,
+                    structured=raw.structured,
                 )
                 fresh[keys[i]] = res
+                if raw.finish_reason == PROMPT_TOO_LONG:  # nothing generated: counted, not cached
+                    self._stats["prompt_too_long"] += 1
+                    continue
+                if config.schema is not None and raw.structured not in (None, "schema"):
+                    self._stats["schema_fallbacks"] += 1
                 self._stats["prompt_tokens"] += res.prompt_tokens
                 self._stats["completion_tokens"] += res.completion_tokens
                 entries[keys[i]] = {
@@ -298,6 +359,8 @@ class LLM(ABC):
                     "model": self.model_id,
                     "backend": self.backend_name,
                 }
+                if raw.structured is not None:
+                    entries[keys[i]]["structured"] = raw.structured
             if self.cache is not None:
                 self.cache.put_many(entries)
             if bar is not None:
@@ -335,9 +398,11 @@ class LLM(ABC):
             "revision": self.preset.revision,
             "quantization": self.preset.quantization,
             "dtype": self.preset.dtype,
+            "structured": self.structured,
             "cache": None if self.cache is None else str(self.cache.path),
         }
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(preset={self.preset.name!r}, backend={self.backend_name!r}, model={self.model_id!r})"
+        return (f"{type(self).__name__}(preset={self.preset.name!r}, backend={self.backend_name!r}, model={self.model_id!r}, "
+                f"structured={self.structured!r})")
 

@@ -7,6 +7,12 @@
 prompt_text is the chat's message contents joined by blank lines (a str prompt comes back as is).
 Tokens are counted by whitespace split. It goes through the same cache and stats as real backends,
 so notebooks and tests exercise the full path offline. Never use it for reported numbers.
+
+structured="schema": the fake honours the call's schema the way a constrained decoder would - a
+canned answer that is not valid under it raises ConfigError (a constrained model could not have
+written it), a valid one is returned (still cut at max_new_tokens words, like a real reply cut by
+the token limit). n_ctx: a prompt of at least n_ctx words (+ max_new_tokens) gets the per-example
+"prompt_too_long" result, like a real backend's context window.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import itertools
 from typing import Callable, Mapping, Sequence, Union
 
 from ..errors import ConfigError
-from .base import LLM, Chat, GenerationConfig, RawGeneration, chat_text
+from .base import LLM, Chat, GenerationConfig, RawGeneration, chat_text, prompt_too_long
+from .structured import validate_reply
 from .cache import ResponseCache, canonical_json
 from .presets import Preset
 
@@ -57,6 +64,7 @@ class FakeLLM(LLM):
         default: str | None = None,
         batch_size: int = 8,
         fingerprint: str | None = None,
+        n_ctx: int | None = None,
     ):
         if responses is None and default is None:
             default = ""
@@ -65,6 +73,7 @@ class FakeLLM(LLM):
         self.responses = responses
         self.default = default
         self.batch_size = int(batch_size)
+        self.n_ctx = int(n_ctx) if n_ctx else None
         self._cycle = itertools.cycle(list(responses)) if isinstance(responses, Sequence) and responses else None
         fp = fingerprint or responses_fingerprint(responses, default)
         super().__init__(FAKE_PRESET.replace(revision=fp), cache, model_id="fake")
@@ -94,7 +103,17 @@ class FakeLLM(LLM):
         for chat in chats:
             text = chat_text(chat)
             self.prompts_seen.append(text)
+            if self.n_ctx is not None and self.count_tokens(text) + int(config.max_new_tokens) > self.n_ctx:
+                out.append(prompt_too_long(self.count_tokens(text), int(config.max_new_tokens), self.n_ctx))
+                continue
             answer = self._answer(text)
+            if config.schema is not None:
+                problem = validate_reply(answer, config.schema)
+                if problem is not None:
+                    raise ConfigError(
+                        f"the fake LLM's answer {answer[:60]!r} is not valid under the call's schema ({problem}): "
+                        f"a constrained decoder could not write it; give schema-valid answers for structured='schema'."
+                    )
             words = answer.split()
             finish = "stop"
             if len(words) > config.max_new_tokens:  # keep the original spacing of the kept words
@@ -108,6 +127,7 @@ class FakeLLM(LLM):
                     prompt_tokens=self.count_tokens(text),
                     completion_tokens=len(answer.split()),
                     finish_reason=finish,
+                    structured="schema" if config.schema is not None else None,
                 )
             )
         return out

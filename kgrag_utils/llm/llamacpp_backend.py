@@ -3,6 +3,12 @@
 Prompts are answered one at a time (llama.cpp reuses the KV cache of a shared prompt prefix, which
 suits few-shot prompts); the chat template comes from the GGUF metadata. Decoding is made greedy and
 penalty-free to match GenerationConfig (llama-cpp-python's default repeat_penalty is 1.1).
+
+structured="schema": the call's JSON schema becomes a llama.cpp GBNF grammar (llama-cpp-python's
+`LlamaGrammar.from_json_schema`, built once per schema). A schema the converter cannot express
+raises ConfigError; llama-cpp-python's own `response_format` path would silently fall back to any
+JSON instead. A prompt that does not fit n_ctx (llama.cpp: "Requested tokens (N) exceed context
+window of M") becomes that example's "prompt_too_long" result, not an exception for the batch.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigError, MissingDependencyError
-from .base import LLM, Chat, GenerationConfig, RawGeneration
+from .base import LLM, Chat, GenerationConfig, RawGeneration, prompt_too_long
 from .cache import ResponseCache
 from .gguf_assets import assemble
 from .presets import Preset
@@ -64,24 +70,50 @@ class LlamaCppLLM(LLM):
             seed=0,
             verbose=False,
         )
+        self._grammars: dict[str, object] = {}
+
+    def grammar(self, schema: str):
+        """The GBNF grammar of a JSON schema (canonical text), compiled once per schema."""
+        g = self._grammars.get(schema)
+        if g is None:
+            from llama_cpp import LlamaGrammar
+
+            try:
+                g = LlamaGrammar.from_json_schema(schema, verbose=False)
+            except Exception as exc:  # the converter's own error: unsupported schema construct
+                raise ConfigError(f"llama.cpp cannot turn this JSON schema into a grammar ({exc}): simplify the schema.") from exc
+            self._grammars[schema] = g
+        return g
 
     def count_tokens(self, text: str) -> int:
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def _generate_batch(self, chats: list[Chat], config: GenerationConfig) -> list[RawGeneration]:
         out = []
+        grammar = self.grammar(config.schema) if config.schema is not None else None
         for chat in chats:
-            resp = self.llama.create_chat_completion(
-                messages=chat,
-                max_tokens=int(config.max_new_tokens),
-                temperature=float(config.temperature),
-                top_p=float(config.top_p),
-                top_k=0 if not config.greedy else 40,
-                min_p=0.0,
-                repeat_penalty=1.0,
-                seed=int(config.seed),
-                stop=list(config.stop) or None,
-            )
+            try:
+                resp = self.llama.create_chat_completion(
+                    messages=chat,
+                    max_tokens=int(config.max_new_tokens),
+                    temperature=float(config.temperature),
+                    top_p=float(config.top_p),
+                    top_k=0 if not config.greedy else 40,
+                    min_p=0.0,
+                    repeat_penalty=1.0,
+                    seed=int(config.seed),
+                    stop=list(config.stop) or None,
+                    grammar=grammar,
+                )
+            except ValueError as exc:
+                if "exceed context window" not in str(exc):
+                    raise
+                import re
+
+                m = re.search(r"Requested tokens \((\d+)\)", str(exc))
+                n_prompt = int(m.group(1)) if m else 0
+                out.append(prompt_too_long(n_prompt, int(config.max_new_tokens), self.n_ctx, detail=str(exc)))
+                continue
             choice = resp["choices"][0]
             usage = resp.get("usage") or {}
             out.append(
@@ -90,6 +122,7 @@ class LlamaCppLLM(LLM):
                     prompt_tokens=int(usage.get("prompt_tokens", 0)),
                     completion_tokens=int(usage.get("completion_tokens", 0)),
                     finish_reason=choice.get("finish_reason"),
+                    structured="schema" if grammar is not None else None,
                 )
             )
         return out

@@ -2,25 +2,57 @@
 
 Uses POST {base_url}/chat/completions; a batch is sent as concurrent requests so a continuous-
 batching server (vLLM) can batch them itself. The server is probed at load time with a short
-timeout so a wrong URL fails fast with one line that says what to check.
+timeout so a wrong URL fails fast with one line that says what to check. Transient failures are
+retried with tenacity (exponential backoff); we keep the standard library's HTTP client rather than
+the openai package, so the backend needs no extra.
+
+structured="schema": `response_format={"type": "json_schema", ...}` (vLLM guided decoding, the
+llama.cpp server). A server that refuses it (HTTP 4xx naming response_format / json_schema) is
+asked for `{"type": "json_object"}` instead; the fallback is kept for the model's later calls,
+recorded on every result (`structured="json_object"`), in `stats["schema_fallbacks"]` and in
+`describe()["schema_fallback"]`. A server's context-length error becomes that example's
+"prompt_too_long" result.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import BackendUnavailableError, ConfigError
-from .base import LLM, Chat, GenerationConfig, RawGeneration
+from .base import LLM, Chat, GenerationConfig, RawGeneration, chat_text, prompt_too_long
 from .cache import ResponseCache
 from .presets import Preset
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+_RETRIED = (429, 500, 502, 503, 504)
+
+
+class _HTTPFailure(Exception):
+    def __init__(self, code: int, detail: str):
+        super().__init__(f"HTTP {code}: {detail}")
+        self.code, self.detail = int(code), detail
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, _HTTPFailure):
+        return exc.code in _RETRIED
+    return isinstance(exc, (urllib.error.URLError, OSError)) and not isinstance(exc, urllib.error.HTTPError)
+
+
+def _refuses_schema(exc: _HTTPFailure) -> bool:
+    text = exc.detail.lower()
+    return exc.code in (400, 404, 422, 501) and any(w in text for w in ("response_format", "json_schema", "schema"))
+
+
+def _context_overflow(exc: _HTTPFailure) -> bool:
+    text = exc.detail.lower()
+    return exc.code in (400, 413, 422) and any(w in text for w in ("context length", "context window", "maximum context",
+                                                                   "too many tokens", "exceed"))
 
 
 class OpenAICompatibleLLM(LLM):
@@ -50,6 +82,7 @@ class OpenAICompatibleLLM(LLM):
         self.max_concurrency = max(1, int(max_concurrency))
         self.max_retries = max(0, int(max_retries))
         self.batch_size = int(batch_size or 4 * self.max_concurrency)
+        self.schema_refused: str | None = None
         self.served_models = self._probe()
         served = model or preset.hub_id
         if not served:
@@ -87,6 +120,45 @@ class OpenAICompatibleLLM(LLM):
             ) from exc
         return [str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict)]
 
+    def _post(self, body: dict) -> dict:
+        """POST /chat/completions; transient failures (HTTP 429/5xx, connection errors) are retried by tenacity
+        with exponential backoff (max_retries times), then reported in one line. Other HTTP errors are raised
+        at once as `_HTTPFailure` so the caller can read the server's message."""
+        import tenacity
+
+        def attempt() -> dict:
+            try:
+                return self._request("POST", "/chat/completions", body, self.timeout_s)
+            except urllib.error.HTTPError as exc:
+                detail = exc.read().decode("utf-8", "replace")[:400].replace("\n", " ")
+                raise _HTTPFailure(exc.code, detail) from exc
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=tenacity.wait_exponential(multiplier=0.5, max=8),
+            retry=tenacity.retry_if_exception(_transient),
+            reraise=True,
+        )
+        try:
+            return retrying(attempt)
+        except _HTTPFailure as exc:
+            if exc.code in _RETRIED:
+                raise BackendUnavailableError(
+                    f"{self.base_url}/chat/completions answered HTTP {exc.code} ({exc.detail[:200]}) after "
+                    f"{self.max_retries + 1} attempts: check the server log."
+                ) from exc
+            raise
+        except (urllib.error.URLError, OSError) as exc:
+            raise BackendUnavailableError(
+                f"the server at {self.base_url} stopped answering ({getattr(exc, 'reason', exc)}): check that it is still running."
+            ) from exc
+
+    def _response_format(self, schema: str) -> tuple[dict, str]:
+        if self.schema_refused:
+            return {"type": "json_object"}, "json_object"
+        return ({"type": "json_schema", "json_schema": {"name": "answer", "schema": json.loads(schema), "strict": True}},
+                "schema")
+
     def _complete(self, chat: Chat, config: GenerationConfig) -> RawGeneration:
         body: dict[str, Any] = {
             "model": self.model_id,
@@ -98,24 +170,25 @@ class OpenAICompatibleLLM(LLM):
         }
         if config.stop:
             body["stop"] = list(config.stop)
-        for attempt in range(self.max_retries + 1):
+        applied = None
+        if config.schema is not None:
+            body["response_format"], applied = self._response_format(config.schema)
+        while True:
             try:
-                resp = self._request("POST", "/chat/completions", body, self.timeout_s)
+                resp = self._post(body)
                 break
-            except urllib.error.HTTPError as exc:
-                detail = exc.read().decode("utf-8", "replace")[:200].replace("\n", " ")
-                if exc.code in (429, 500, 502, 503, 504) and attempt < self.max_retries:
-                    time.sleep(0.5 * 2**attempt)
+            except _HTTPFailure as exc:
+                if _context_overflow(exc):
+                    return prompt_too_long(self.count_tokens(chat_text(chat)), int(config.max_new_tokens), 0,
+                                           detail=f"server: {exc.detail[:160]}")
+                if applied == "schema" and _refuses_schema(exc):
+                    # the server cannot do json_schema (e.g. an older llama.cpp server or Ollama): ask for any
+                    # JSON object instead, for this and every later call, and record it on each result
+                    self.schema_refused = f"HTTP {exc.code}: {exc.detail[:160]}"
+                    body["response_format"], applied = {"type": "json_object"}, "json_object"
                     continue
                 raise BackendUnavailableError(
-                    f"{self.base_url}/chat/completions answered HTTP {exc.code} ({detail}): check the model name and server log."
-                ) from exc
-            except (urllib.error.URLError, OSError) as exc:
-                if attempt < self.max_retries:
-                    time.sleep(0.5 * 2**attempt)
-                    continue
-                raise BackendUnavailableError(
-                    f"the server at {self.base_url} stopped answering ({getattr(exc, 'reason', exc)}): check that it is still running."
+                    f"{self.base_url}/chat/completions answered HTTP {exc.code} ({exc.detail[:200]}): check the model name and server log."
                 ) from exc
         try:
             choice = resp["choices"][0]
@@ -130,7 +203,13 @@ class OpenAICompatibleLLM(LLM):
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"),
+            structured=applied,
         )
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out["schema_fallback"] = self.schema_refused or None  # why json_object replaced json_schema, if it did
+        return out
 
     # ------------------------------------------------------------------ LLM hooks
     def _generate_batch(self, chats: list[Chat], config: GenerationConfig) -> list[RawGeneration]:

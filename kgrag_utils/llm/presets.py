@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .structured import STRUCTURED_MODES
 
 #: the preset the notebooks use on a laptop CPU (quality over speed: see benchmarks/results/llm_*.json)
 DEFAULT_CPU_PRESET = "qwen2.5-coder-0.5b"
@@ -41,6 +42,8 @@ class Preset:
     backend: default backend ("hf", or "auto" = llama.cpp when importable else transformers, for
     packaged GGUF files). quantization: "4bit" (bitsandbytes nf4), "none", or "gguf" (the file's own
     quantization). gpu: the preset is meant for a CUDA GPU (4-bit there needs bitsandbytes + CUDA).
+    structured: the default decoding mode, "off" (free text) or "schema" (each stage's answer
+    constrained to its JSON schema); `load_llm(..., structured=...)` overrides it for one run.
     """
 
     name: str
@@ -55,10 +58,13 @@ class Preset:
     gpu: bool = False
     family: str = ""
     params_b: float | None = None
+    structured: str = "off"
 
     def __post_init__(self):
         if self.quantization not in QUANTIZATIONS:
             raise ConfigError(f"preset {self.name!r}: quantization must be one of {list(QUANTIZATIONS)}, got {self.quantization!r}.")
+        if self.structured not in STRUCTURED_MODES:
+            raise ConfigError(f"preset {self.name!r}: structured must be one of {list(STRUCTURED_MODES)}, got {self.structured!r}.")
 
     @property
     def packaged(self) -> bool:

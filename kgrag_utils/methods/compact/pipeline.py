@@ -42,7 +42,8 @@ from .graphs import QuestionKGs, functional_relation_names
 from .knowledge import Chain, RelationKnowledge, as_chain, format_chain
 from .knn import KNNVote
 from .lexicon import LiftLexicon
-from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
+from ...llm.structured import wants_schema
+from .prompts import ANSWER_SCHEMA, kgqa_prompt, kinship_prompt, kinship_schema, parse_answers, parse_kinship_answer
 from .rules import KinshipRuleKnowledge, story_graph
 
 __all__ = ["Compact", "CompactMethod", "training_split", "split_validation", "tune_lift_threshold", "summarize_records",
@@ -505,13 +506,16 @@ class Compact:
     def prompt(self, record: dict, item, context: str) -> str:
         if self.kind == "kgqa":
             facts = record["compact_facts"] if context == "compact" else record.get("topk_facts", [])
-            return kgqa_prompt(item.question, [tuple(f) for f in facts])
+            return kgqa_prompt(item.question, [tuple(f) for f in facts], form=self.prompt_form)
         x, y = item.query
         if context == "compact":
             body = [kinship_sentence(*f) for f in record["compact_facts"]]
         else:
             body = item.story.replace("[", "").replace("]", "")
-        return kinship_prompt(x, y, body, self.vocabulary)
+        return kinship_prompt(x, y, body, self.vocabulary, form=self.prompt_form)
+
+    #: "text" (the paper's reply line) or "json" (set by `answer` when the LLM decodes under schemas)
+    prompt_form = "text"
 
     def count_prompt_tokens(self, records: list[dict], items: Sequence, contexts: Sequence[str]) -> None:
         """Prompt tokens of each context by the token counter (no model needed)."""
@@ -523,15 +527,21 @@ class Compact:
 
     def answer(self, records: list[dict], items: Sequence, llm, contexts: Sequence[str]) -> None:
         """The LLM reads each context; parse, score, and apply the gate."""
+        self.prompt_form = "json" if wants_schema(llm) else "text"
+        schema = ANSWER_SCHEMA if self.kind == "kgqa" else kinship_schema(self.vocabulary)
         for ctx in contexts:
             prompts = [self.prompt(rec, item, ctx) for rec, item in zip(records, items)]
-            results = llm.generate(prompts, max_new_tokens=self.config.reader_max_new_tokens)
+            results = llm.generate(prompts, max_new_tokens=self.config.reader_max_new_tokens, schema=schema)
             for rec, item, prompt, res in zip(records, items, prompts, results):
                 rec[f"prompt_{ctx}"] = prompt
                 rec[f"llm_{ctx}"] = res.text
                 rec[f"prompt_tokens_{ctx}"] = res.prompt_tokens
                 rec[f"completion_tokens_{ctx}"] = res.completion_tokens
                 rec[f"cached_{ctx}"] = res.cached
+                rec[f"finish_{ctx}"] = res.finish_reason
+                rec["structured"] = getattr(llm, "structured", "off")
+                if res.error:
+                    rec[f"llm_error_{ctx}"] = res.error
                 if self.kind == "kgqa":
                     facts = rec["compact_facts"] if ctx == "compact" else rec.get("topk_facts", [])
                     known = {t for f in facts for t in (f[0], f[2])}

@@ -4,6 +4,9 @@ The model is asked for the answer entities separated by " | "; `parse_answer` al
 comma- or "and"-separated list when that splits the line into names the evidence contains.
 For fact verification (FactKG) the prompt asks for a short reason and a verdict
 (`build_verify_prompt`, prompts/simgrag_verify.yaml) and `parse_verdict` reads "True" / "False".
+
+Schema-constrained mode (form="json"): the answer is `ANSWER_SCHEMA`, {"answers": [...]}, and the
+shots show that form; `parse_answer` reads it (and still reads the free-text forms).
 """
 
 from __future__ import annotations
@@ -12,14 +15,19 @@ import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ...errors import ConfigError
+from ...llm.structured import string_list_schema
+from ...parsers import extract_json
 from .gsd_search import Subgraph
-from .pattern import load_prompt_file
+from .pattern import load_prompt_file, reply_instructions
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
 
 __all__ = ["evidence_lines", "build_answer_prompt", "parse_answer", "build_verify_prompt", "parse_verdict",
-           "NO_EVIDENCE", "VERDICTS"]
+           "NO_EVIDENCE", "VERDICTS", "ANSWER_SCHEMA", "render_answer"]
+
+#: the answer stage's shape (structured="schema"): the answer entities, best first
+ANSWER_SCHEMA = string_list_schema("answers", max_items=10, max_length=120)
 
 VERDICTS = ("True", "False")
 
@@ -41,8 +49,18 @@ def _user_turn(question: str, lines: Sequence[str]) -> str:
     return f"Evidence:\n{body}\nQuestion: {question}"
 
 
-def build_answer_prompt(question: str, lines: Sequence[str], family: str = "movies", shots: int = 3) -> list[dict]:
-    """A chat: instructions, `shots` worked examples, then the evidence and the question."""
+def render_answer(answer: str, form: str = "text") -> str:
+    """A shot's answer ("A | B") in the prompt's form: as written, or {"answers": ["A", "B"]}."""
+    if form == "json":
+        import json
+
+        return json.dumps({"answers": [a.strip() for a in str(answer).split("|") if a.strip()]}, ensure_ascii=False)
+    return str(answer)
+
+
+def build_answer_prompt(question: str, lines: Sequence[str], family: str = "movies", shots: int = 3,
+                        form: str = "text") -> list[dict]:
+    """A chat: instructions, `shots` worked examples, then the evidence and the question (form: "text" | "json")."""
     spec = load_prompt_file("simgrag_answer.yaml")
     families = spec["families"]
     if family not in families:
@@ -50,10 +68,10 @@ def build_answer_prompt(question: str, lines: Sequence[str], family: str = "movi
     examples = families[family]
     if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
         raise ConfigError(f"answer shots must be an integer in 0..{len(examples)}, got {shots!r}.")
-    chat = [{"role": "system", "content": spec["instructions"].strip()}]
+    chat = [{"role": "system", "content": reply_instructions(spec["instructions"], spec, form)}]
     for ex in examples[:shots]:
         chat.append({"role": "user", "content": _user_turn(ex["question"], ex["evidence"])})
-        chat.append({"role": "assistant", "content": str(ex["answer"])})
+        chat.append({"role": "assistant", "content": render_answer(ex["answer"], form)})
     chat.append({"role": "user", "content": _user_turn(question, lines)})
     return chat
 
@@ -74,6 +92,17 @@ def parse_answer(text: str, evidence_names: Iterable[str] = ()) -> list[str]:
     """
     if not isinstance(text, str):
         return []
+    if text.lstrip().startswith("{"):  # the JSON form: {"answers": [...]} (possibly cut by the token limit)
+        value = extract_json(text)
+        if isinstance(value, dict) and isinstance(value.get("answers"), list):
+            names = {n.casefold() for n in evidence_names}
+            out, seen = [], set()
+            for a in value["answers"]:
+                a = _clean(str(a), names) if isinstance(a, (str, int, float)) else ""
+                if a and a.casefold() not in seen:
+                    seen.add(a.casefold())
+                    out.append(a)
+            return out
     line = next((ln for ln in (l.strip() for l in text.splitlines()) if ln and not ln.startswith("```")), "")
     line = _PREFIX.sub("", line).strip()
     if not line:

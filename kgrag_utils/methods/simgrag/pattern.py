@@ -9,11 +9,15 @@ triple `(head, relation, tail)`; entities the question does not name are written
   parentheses, JSON or pipes; names with commas are split using the question as a guide);
 * `validate_pattern` - drops self-loops, duplicates and components without a known entity (they
   cannot be anchored in the KG) and says why a pattern is unusable;
-* `build_pattern_prompt` - the few-shot chat (4, 8 or 12 shots) from `prompts/simgrag_pattern.yaml`.
+* `build_pattern_prompt` - the few-shot chat (4, 8 or 12 shots) from `prompts/simgrag_pattern.yaml`;
+  `form="json"` (the schema-constrained mode) shows every shot as the JSON object of
+  `PATTERN_SCHEMA` ({"phrases": [...], "triples": [[head, relation, tail], ...]}) instead of the
+  paper's "Phrases:" / "Triples:" lines.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -21,15 +25,30 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ...errors import ConfigError
-from ...parsers import parse_triples, strip_code_fences
+from ...parsers import extract_json, parse_triples, strip_code_fences
 
 __all__ = [
     "PatternNode", "PatternEdge", "Pattern", "PatternCheck", "ParsedPatternOutput",
     "parse_unknown", "parse_pattern_output", "validate_pattern", "load_prompt_file",
-    "pattern_family", "build_pattern_prompt", "MAX_PATTERN_EDGES",
+    "pattern_family", "build_pattern_prompt", "MAX_PATTERN_EDGES", "PATTERN_SCHEMA", "PROMPT_FORMS",
 ]
 
+PROMPT_FORMS = ("text", "json")
+
 MAX_PATTERN_EDGES = 12  # a longer pattern is a model running on, not a question's shape
+
+#: the pattern stage's answer shape (structured="schema"): phrases, then triples of three short strings
+PATTERN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "phrases": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 120}, "maxItems": 6},
+        "triples": {"type": "array", "minItems": 1, "maxItems": 6,
+                    "items": {"type": "array", "minItems": 3, "maxItems": 3,
+                              "items": {"type": "string", "minLength": 1, "maxLength": 80}}},
+    },
+    "required": ["phrases", "triples"],
+    "additionalProperties": False,
+}
 
 # "UNKNOWN movie 1" (upper case: a title such as "Unknown" stays a name), or lower case with a number.
 _UNKNOWN = re.compile(r"^\s*UNKNOWN(?![a-z])[\s_:#-]*(?P<type>[^\d]*?)[\s_:#-]*(?P<num>\d+)?\s*$")
@@ -329,6 +348,15 @@ def parse_pattern_output(text: str, question: str | None = None) -> ParsedPatter
     """
     if not isinstance(text, str) or not text.strip():
         return ParsedPatternOutput([], [], "empty output")
+    if text.lstrip().startswith("{"):  # the JSON form (schema-constrained, or a model that chose JSON)
+        value = extract_json(text)
+        if isinstance(value, dict) and isinstance(value.get("triples"), list):
+            phrases = [_clean_label(p) for p in value.get("phrases") or [] if isinstance(p, str) and _clean_label(p)]
+            triples = [tuple(_clean_label(x) for x in t) for t in parse_triples(json.dumps({"triples": value["triples"]}))]
+            triples = [t for t in triples if all(t)]
+            if triples:
+                return ParsedPatternOutput(phrases, triples, None)  # type: ignore[arg-type]
+            return ParsedPatternOutput(phrases, [], "no complete triple in the JSON output")
     body = strip_code_fences(text) if "```" in text else text
     lines = body.splitlines()
     kept: list[str] = []
@@ -392,13 +420,28 @@ def _render_triples(triples: Sequence[Sequence[str]]) -> str:
     return "\n".join(f"({h}, {r}, {t})" for h, r, t in triples)
 
 
-def render_pattern_answer(phrases: Sequence[str], triples: Sequence[Sequence[str]]) -> str:
+def render_pattern_answer(phrases: Sequence[str], triples: Sequence[Sequence[str]], form: str = "text") -> str:
     """The assistant turn of one shot (also the format the model is asked to follow)."""
+    if form == "json":
+        return json.dumps({"phrases": list(phrases), "triples": [list(t) for t in triples]}, ensure_ascii=False)
     return f"Phrases: {'; '.join(phrases)}\nTriples:\n{_render_triples(triples)}"
 
 
-def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies") -> list[dict]:
-    """A chat: system instructions, `shots` worked examples as user/assistant turns, then the question."""
+def reply_instructions(instructions: str, spec: dict, form: str) -> str:
+    """The instructions with their last "Reply with ..." line replaced by the JSON form's (form="json")."""
+    if form not in PROMPT_FORMS:
+        raise ConfigError(f"prompt form must be one of {PROMPT_FORMS}, got {form!r}.")
+    text = instructions.strip()
+    if form == "text":
+        return text
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("Reply with")]
+    return "\n".join(lines + [spec["reply_json"].strip()])
+
+
+def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", form: str = "text") -> list[dict]:
+    """A chat: system instructions, `shots` worked examples as user/assistant turns, then the question.
+
+    form: "text" (the paper's Phrases/Triples lines) or "json" (the schema-constrained mode's form)."""
     spec = load_prompt_file("simgrag_pattern.yaml")
     families = spec["families"]
     if family not in families:
@@ -407,9 +450,9 @@ def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies") 
     if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
         raise ConfigError(f"shots must be an integer in 0..{len(examples)} (the paper uses 4, 8 or 12), got {shots!r}.")
     instructions = (spec.get("family_instructions") or {}).get(family, spec["instructions"])
-    chat = [{"role": "system", "content": instructions.strip()}]
+    chat = [{"role": "system", "content": reply_instructions(instructions, spec, form)}]
     for ex in examples[:shots]:
         chat.append({"role": "user", "content": f"Question: {ex['question']}"})
-        chat.append({"role": "assistant", "content": render_pattern_answer(ex["phrases"], ex["triples"])})
+        chat.append({"role": "assistant", "content": render_pattern_answer(ex["phrases"], ex["triples"], form)})
     chat.append({"role": "user", "content": f"Question: {question}"})
     return chat

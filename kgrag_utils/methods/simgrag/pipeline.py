@@ -32,11 +32,13 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...metrics import containment, hits_at_1, normalize_answer
-from .generate import build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
+from ...llm.structured import wants_schema
+from .generate import ANSWER_SCHEMA, build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
 from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
-from .pattern import (Pattern, build_pattern_prompt, parse_pattern_output, pattern_family, validate_pattern)
+from .pattern import (PATTERN_SCHEMA, Pattern, build_pattern_prompt, parse_pattern_output, pattern_family,
+                      validate_pattern)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
@@ -80,8 +82,13 @@ class SimGRAG:
             raise ConfigError("pattern_source='llm' needs an llm: pass load_llm(preset) or use pattern_source='oracle'.")
 
     # -------------------------------------------------------------- single stages
+    @property
+    def prompt_form(self) -> str:
+        """"json" when the LLM decodes under schemas (structured="schema"), else the paper's "text" form."""
+        return "json" if wants_schema(self.llm) else "text"
+
     def pattern_prompt(self, question: str) -> list[dict]:
-        return build_pattern_prompt(question, self.settings.shots, self.family)
+        return build_pattern_prompt(question, self.settings.shots, self.family, form=self.prompt_form)
 
     def retrieve(self, pattern: Pattern) -> SearchResult:
         """Filtering + enumeration; timings (encode/search/relations/enumerate ms) on the result."""
@@ -149,17 +156,20 @@ class SimGRAG:
                                  "timings": {"pattern_s": 0.0}, "tokens": {}})
             return
         prompts = [self.pattern_prompt(w.q.question) for w in chunk]
-        results = self.llm.generate(prompts, max_new_tokens=s.pattern_max_new_tokens, stop=("\nQuestion:",))
+        results = self.llm.generate(prompts, max_new_tokens=s.pattern_max_new_tokens, stop=("\nQuestion:",),
+                                    schema=PATTERN_SCHEMA)
         for w, prompt, res in zip(chunk, prompts, results):
             parsed = parse_pattern_output(res.text, w.q.question)
             check = validate_pattern(Pattern.from_triples(parsed.triples), typed_unknowns=typed) if parsed.triples else None
             w.pattern = check.pattern if check is not None and check.ok else None
-            error = parsed.error or (check.error if check is not None else None)
+            # an LLM-side failure (e.g. the prompt does not fit the context window) is the reason, stated
+            error = res.error or parsed.error or (check.error if check is not None else None)
             w.record.update({
                 "pattern_prompt": prompt, "pattern_raw": res.text, "pattern_phrases": parsed.phrases,
                 "pattern_triples": [list(t) for t in parsed.triples],
                 "pattern_ok": w.pattern is not None, "pattern_error": error,
                 "pattern_warnings": check.warnings if check is not None else [],
+                "pattern_finish": res.finish_reason, "structured": self.llm.structured,
                 "timings": {"pattern_s": res.seconds},
                 "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
                            "pattern_cached": res.cached},
@@ -226,12 +236,13 @@ class SimGRAG:
         for w in ready:
             lines = evidence_lines(self.kg, w.result.subgraphs)
             w.record["evidence"] = lines
-            prompts.append(build_answer_prompt(w.q.question, lines, self.family, s.answer_shots))
-        results = self.llm.generate(prompts, max_new_tokens=s.answer_max_new_tokens) if prompts else []
+            prompts.append(build_answer_prompt(w.q.question, lines, self.family, s.answer_shots, form=self.prompt_form))
+        results = (self.llm.generate(prompts, max_new_tokens=s.answer_max_new_tokens, schema=ANSWER_SCHEMA)
+                   if prompts else [])
         for w, prompt, res in zip(ready, prompts, results):
             names = {str(self.kg.entity_names[x]) for x in w.result.evidence_entities()}
-            w.record.update({"answer_prompt": prompt, "answer_raw": res.text,
-                             "answers": parse_answer(res.text, names)})
+            w.record.update({"answer_prompt": prompt, "answer_raw": res.text, "answer_finish": res.finish_reason,
+                             "answer_error": res.error, "answers": parse_answer(res.text, names)})
             w.record["timings"]["answer_s"] = res.seconds
             w.record["tokens"].update({"answer_prompt": res.prompt_tokens, "answer_completion": res.completion_tokens,
                                        "answer_cached": res.cached})
