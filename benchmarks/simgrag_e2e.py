@@ -93,9 +93,16 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default="test")
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--take", type=int, default=0,
+                    help="keep only the first N of the seeded --limit sample (file order): a subset of the same ids")
     ap.add_argument("--preset", default=DEFAULT_CPU_PRESET)
     ap.add_argument("--backend", default=None, help="the preset's default when omitted (llamacpp for GGUF presets)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads; 0 = the backend's default")
+    ap.add_argument("--structured", default=None, choices=("off", "schema"),
+                    help="decoding mode: off = free text (the paper's prompts), schema = each stage's answer "
+                         "constrained to its JSON schema; default: the preset's")
+    ap.add_argument("--injective", default=None, choices=("true", "false"),
+                    help="injective matching (false: walks allowed); default: SimGRAGConfig's")
     ap.add_argument("--shots", type=int, default=SimGRAGConfig().shots)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
@@ -108,9 +115,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     data = load_dataset(args.dataset, split=args.split, limit=args.limit or None, seed=args.seed)
-    method_settings = SimGRAGConfig(shots=args.shots, pattern_source="llm")
-    params = {"dataset": args.dataset, "split": args.split, "limit": args.limit, "seed": args.seed,
-              "llm_preset": args.preset, "llm_backend": args.backend or "", "embedder": args.embedder,
+    if args.take:
+        data.items = data.items[: args.take]
+    extra = {} if args.injective is None else {"injective": args.injective == "true"}
+    method_settings = SimGRAGConfig(shots=args.shots, pattern_source="llm", **extra)
+    structured = args.structured or get_preset(args.preset).structured
+    params = {"llm_structured": structured, "dataset": args.dataset, "split": args.split, "limit": args.limit,
+              "seed": args.seed, **({"take": args.take} if args.take else {}), "llm_preset": args.preset,
+              "llm_backend": args.backend or "", "embedder": args.embedder,
               **method_settings.to_dict()}
     recorder = RunRecorder("simgrag", params, run_name=args.run_name or f"simgrag-e2e-{args.dataset}")
     print(f"{data.name}: {len(data.items)} questions, {len(recorder.done_ids)} already in {recorder.run_dir}", flush=True)
@@ -120,7 +132,8 @@ def main(argv=None) -> int:
     llm, backend = None, args.backend or get_preset(args.preset).backend
     if any(q.qid not in recorder.done_ids for q in data.items):  # else only the report is rewritten: no model
         retriever = GSDRetriever.from_embedder(data.kg, args.embedder, index_kind=args.index)
-        llm = load_llm(args.preset, backend=args.backend, **({"n_threads": args.threads} if args.threads else {}))
+        llm = load_llm(args.preset, backend=args.backend, structured=structured,
+                       **({"n_threads": args.threads} if args.threads else {}))
         backend = getattr(llm, "backend_name", backend)
         method = SimGRAG(data.kg, retriever, llm, method_settings, dataset=data.name)
         try:
@@ -143,7 +156,7 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "simgrag_e2e", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "dataset": data.name, "split": data.split, "n_questions": len(records), "answerable_rate": data.answerable_rate,
-        "llm": {"preset": args.preset, "backend": backend, "stats_this_session": llm_stats},
+        "llm": {"preset": args.preset, "backend": backend, "structured": structured, "stats_this_session": llm_stats},
         "settings": method_settings.to_dict(), "embedder": args.embedder, "index": index_kind, "run": str(recorder.run_dir.name),
         "metric_note": "hits@1: strict (the first parsed answer, normalised, equals a gold answer); containment: "
                        "lenient (a gold answer is a substring of the raw answer, the paper's 'Hits@1'); failed "
