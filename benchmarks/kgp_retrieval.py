@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--llm", default=None, help="LLM preset (default: the config's, the packaged CPU model)")
     ap.add_argument("--llm-backend", default="")
+    ap.add_argument("--structured", default="", choices=("", "off", "schema"),
+                    help="decoding mode (recorded): off = free text, schema = the reader's JSON schema; '' = the preset's")
     ap.add_argument("--llm-threads", type=int, default=0,
                     help="llama.cpp threads (0 = backend default); 1 is faster on a heavily shared CPU")
     ap.add_argument("--reader", action="store_true", help="also run the reader (EM/F1); needs the LLM")
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.reread:
         if not args.run_name:
             ap.error("--reread needs --run-name (the reader's records resume from it)")
-        return reread(args.reread, args.out, args.run_name, args.llm_threads, not args.no_progress)
+        return reread(args.reread, args.out, args.run_name, args.llm_threads, not args.no_progress, args.structured)
 
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.kgp import KGPConfig
@@ -204,6 +206,8 @@ def main(argv: list[str] | None = None) -> dict:
         overrides["llm_preset"] = args.llm
     if args.llm_backend:
         overrides["llm_backend"] = args.llm_backend
+    if args.structured:
+        overrides["llm_structured"] = args.structured
     if args.set_passages is not None:
         overrides["set_passages"] = args.set_passages
     if args.whole_corpus:
@@ -241,7 +245,8 @@ def main(argv: list[str] | None = None) -> dict:
         if args.llm_threads and not args.only_done and (args.reader or any(t in ("llm", "nograph") for t in _csv(args.traversal))):
             from kgrag_utils.llm import load_llm
 
-            llm = load_llm(base.llm_preset, backend=base.llm_backend or None, n_threads=args.llm_threads)
+            llm = load_llm(base.llm_preset, backend=base.llm_backend or None, n_threads=args.llm_threads,
+                           structured=base.llm_structured or None)
             out["llm_threads"] = args.llm_threads
             out["llm_threads_batch_set"] = _set_batch_threads(llm, args.llm_threads)
         for traversal in _csv(args.traversal):
@@ -376,7 +381,8 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
     return out
 
 
-def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0, progress: bool = True) -> dict:
+def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0, progress: bool = True,
+           structured: str = "") -> dict:
     """The reader alone, with the current reader prompt, over the passage lists an LLM-traversal run
     recorded (the traversal is not rerun: its records are read from the shards named in the merged
     JSON). Each question's document set is rebuilt (it is seeded by the question id) and must hold
@@ -394,6 +400,8 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     merged = json.loads(Path(merged_path).read_text(encoding="utf-8"))
     entry = merged["results"][0]
     cfg = KGPConfig.from_params({**merged["config"], "ks": tuple(merged["config"]["ks"])})
+    if structured:
+        cfg = cfg.replace(llm_structured=structured)
     ds = load_dataset(merged["dataset"], split=merged["split"], limit=merged["limit"], seed=merged["seed"])
     names = [s["run_name"] for s in entry.get("shards", [])] or [entry["run_name"]]
     recorded = {r["id"]: r for r in _read_examples(names)}
@@ -407,7 +415,8 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     if llm_threads and todo:  # nothing left to read: no model is loaded (no LLM lock needed)
         from kgrag_utils.llm import load_llm
 
-        llm = load_llm(cfg.llm_preset, backend=cfg.llm_backend or None, n_threads=llm_threads)
+        llm = load_llm(cfg.llm_preset, backend=cfg.llm_backend or None, n_threads=llm_threads,
+                       structured=cfg.llm_structured or None)
         _set_batch_threads(llm, llm_threads)
     kgp = KGP(ds, cfg, llm=llm)
     t0 = time.perf_counter()

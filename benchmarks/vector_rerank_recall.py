@@ -46,6 +46,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=d.seed)
     ap.add_argument("--llm", default=d.llm_preset, help="LLM preset for the rerank variants and OpenIE")
     ap.add_argument("--llm-backend", default=d.llm_backend or None)
+    ap.add_argument("--structured", default="", choices=("", "off", "schema"),
+                    help="decoding mode (recorded): off = free text, schema = JSON-schema-constrained; '' = the preset's")
     ap.add_argument("--llm-threads", type=int, default=None,
                     help="llama.cpp threads (1 avoids spin-waiting on a shared, oversubscribed CPU)")
     ap.add_argument("--embedder", default=d.embedder)
@@ -76,7 +78,7 @@ def main(argv=None) -> int:
     ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, limit=len(ds.items), seed=args.seed, vector_store=args.vector_store,
                              milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
-                             llm_backend=args.llm_backend or "", variants=args.variants,
+                             llm_backend=args.llm_backend or "", llm_structured=args.structured, variants=args.variants,
                              **{k: getattr(args, k) for k in _KNOBS})
     progress = not args.no_progress
     gold_key = gold_key_for(args.dataset)
@@ -87,7 +89,7 @@ def main(argv=None) -> int:
         from kgrag_utils.llm import load_llm
 
         opts = {"n_threads": args.llm_threads} if args.llm_threads else {}
-        llm = load_llm(args.llm, backend=args.llm_backend, **opts)
+        llm = load_llm(args.llm, backend=args.llm_backend, structured=args.structured or None, **opts)
     t0 = time.perf_counter()
     index, corpus_info = build_index(cfg, ds, embedder, llm, progress=progress, openie_batch=args.openie_batch)
     t_index = time.perf_counter() - t0

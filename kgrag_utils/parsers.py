@@ -210,6 +210,33 @@ def extract_json(text: str, default: Any = None) -> Any:
     return default
 
 
+def json_field_list(text: str, key: str) -> list | None:
+    """The list under `key` of a reply that is one JSON object ({"answers": [...]}), else None.
+
+    A reply cut by the token limit inside its list keeps its complete items: the last, unfinished
+    one is dropped (json-repair closes the strings and brackets first).
+    """
+    if not isinstance(text, str) or not text.lstrip().startswith("{"):
+        return None
+    value = extract_json(text)
+    if isinstance(value, dict) and isinstance(value.get(key), list):
+        return value[key]
+    if len(text) > _MAX_REPAIR or _CALL.search(_outside_strings(text)):
+        return None
+    import json_repair
+
+    try:
+        value = json_repair.loads(text, skip_json_loads=True)
+    except (ValueError, RecursionError, TypeError):
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get(key), list):
+        return None
+    items = list(value[key])
+    if items and not text.rstrip().endswith(("]", "}")):  # cut inside the list: its last item is unfinished
+        items = items[:-1]
+    return items
+
+
 def extract_json_list(text: str, key: str | None = None) -> list:
     """The first JSON list in `text`; a dict counts when `key` (or its only list field) holds a list. [] if none."""
     for value in iter_json_values(text):
@@ -495,15 +522,14 @@ def parse_answer_list(text: str | None, known: Iterable[str] = (), first_line: b
         return []
     from .metrics import normalize_answer  # metrics imports nothing from here; keeps the import light
 
-    if str(text).lstrip().startswith("{"):
-        value = extract_json(str(text))
-        if isinstance(value, dict) and isinstance(value.get("answers"), list):
-            names: list[str] = []
-            for item in value["answers"]:
-                piece = _answer_piece(str(item)) if isinstance(item, (str, int, float)) and not isinstance(item, bool) else ""
-                if piece and piece not in names:
-                    names.append(piece)
-            return names
+    items = json_field_list(str(text), "answers")
+    if items is not None:
+        names: list[str] = []
+        for item in items:
+            piece = _answer_piece(str(item)) if isinstance(item, (str, int, float)) and not isinstance(item, bool) else ""
+            if piece and piece not in names:
+                names.append(piece)
+        return names
 
     body = strip_code_fences(str(text)) if "```" in str(text) else str(text)
     lines = [ln for ln in (_ANSWER_LABEL.sub("", ln).strip() for ln in body.strip().splitlines()) if ln]

@@ -14,7 +14,8 @@ Every method's `<M>Config` derives from `MethodConfig`, a frozen pydantic model:
 
 Fields shared by every method (each config may change their defaults): `dataset`, `split`,
 `limit` (questions evaluated, a seeded sample; **0 = all**, everywhere), `seed`, `llm_preset`,
-`llm_backend` ("" = the preset's default) and `embedder`.
+`llm_backend` ("" = the preset's default), `llm_structured` (the decoding mode: "" = the preset's default,
+"off" = free text with the papers' prompts, "schema" = every LLM stage constrained to its JSON schema) and `embedder`.
 
 Progress bars come from the shared `kgrag_utils.progress.progress_bar`. `isolated` runs a batch and, when it raises, each of its examples
 alone, so that one example that raises becomes that example's failure record (its error and
@@ -66,6 +67,7 @@ class MethodConfig(BaseModel):
     seed: int = 0
     llm_preset: str = DEFAULT_CPU_PRESET
     llm_backend: str = ""  # "" = the preset's default backend
+    llm_structured: str = ""  # "" = the preset's default; "off" = free text (the papers' prompts); "schema" = JSON-schema-constrained
     embedder: str = "minilm"
 
     def __init__(self, **data: Any):
@@ -161,6 +163,7 @@ class MethodConfig(BaseModel):
         """The LLM this config names (`llm_preset` on `llm_backend`)."""
         from ..llm import load_llm
 
+        overrides.setdefault("structured", self.llm_structured or None)
         return load_llm(self.llm_preset, backend=self.llm_backend or None, **overrides)
 
     def load_dataset(self, **options: Any):

@@ -21,7 +21,8 @@ from .config import KGPConfig
 from .docsets import DocumentSet, GoldUnits, PassageCorpus, gold_units
 from .evaluation import answer_metrics, retrieval_metrics, summarize_run
 from .graphs import PassageGraph, build_graph
-from .prompts import clean_answer, clean_evidence, evidence_prompt, reader_prompt
+from ...llm.structured import wants_schema
+from .prompts import clean_answer, clean_evidence, evidence_prompt, reader_prompt, reader_schema
 from .similarity import SetIndex
 from .traversal import Evidence, TraversalResult, flat_retrieve, question_evidence, traverse
 
@@ -71,7 +72,8 @@ class KGP:
         if self._llm is None:
             from ...llm import load_llm
 
-            self._llm = load_llm(self.cfg.llm_preset, backend=self.cfg.llm_backend or None)
+            self._llm = load_llm(self.cfg.llm_preset, backend=self.cfg.llm_backend or None,
+                                 structured=self.cfg.llm_structured or None)
         return self._llm
 
     @property
@@ -144,12 +146,15 @@ class KGP:
         """The reader: the LLM answers from the first `reader_passages` retrieved passages."""
         cfg = self.cfg
         passages = [(dset.titles[i], dset.texts[i]) for i in list(ranked)[:cfg.reader_passages]]
-        prompt = reader_prompt(question.question, passages, cfg.reader_passage_chars)
-        r = self.llm.generate([prompt], GenerationConfig(max_new_tokens=cfg.reader_max_new_tokens))[0]
+        form = "json" if wants_schema(self.llm) else "text"
+        prompt = reader_prompt(question.question, passages, cfg.reader_passage_chars, form=form)
+        r = self.llm.generate([prompt], GenerationConfig(max_new_tokens=cfg.reader_max_new_tokens,
+                                                         schema=reader_schema(question.question)))[0]
         answer = clean_answer(r.text)
         return {"reader_prompt": prompt, "reader_raw": r.text, "answer": answer, "reader_failed": not answer,
                 "reader_prompt_tokens": r.prompt_tokens, "reader_completion_tokens": r.completion_tokens,
-                "reader_cached": r.cached, "reader_seconds": r.seconds}
+                "reader_cached": r.cached, "reader_seconds": r.seconds, "reader_finish": r.finish_reason,
+                "structured": self.llm.structured}
 
     # ------------------------------------------------------------------ one example
     def run(self, question: PassageQuestion) -> dict:

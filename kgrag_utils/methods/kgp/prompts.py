@@ -65,8 +65,25 @@ def reader_instruction(question: str) -> str:
     return READER_INSTRUCTION_YES_NO if is_yes_no_question(question) else READER_INSTRUCTION
 
 
-def reader_prompt(question: str, passages: Sequence[tuple[str, str]], chars: int = 300) -> str:
-    lines = [reader_instruction(question), "", "Passages:"]
+#: the reader's answer shape (structured="schema"); a polar question's answer is "yes" or "no"
+READER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "minLength": 1, "maxLength": 80}},
+                 "required": ["answer"], "additionalProperties": False}
+READER_SCHEMA_YES_NO = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}},
+                        "required": ["answer"], "additionalProperties": False}
+READER_REPLY_JSON = 'Reply with one JSON object {"answer": "..."}.'
+
+
+def reader_schema(question: str) -> dict:
+    return READER_SCHEMA_YES_NO if is_yes_no_question(question) else READER_SCHEMA
+
+
+def reader_prompt(question: str, passages: Sequence[tuple[str, str]], chars: int = 300, form: str = "text") -> str:
+    """The reader's prompt; form="json" (schema-constrained mode) adds the JSON reply line, nothing else changes.
+
+    The next-evidence prompt of the traversal agent stays free text in both modes (one short line
+    that is compared with passages by TF-IDF; a schema would only wrap it in quotes)."""
+    instruction = reader_instruction(question) + (f" {READER_REPLY_JSON}" if form == "json" else "")
+    lines = [instruction, "", "Passages:"]
     for i, (title, text) in enumerate(passages, 1):
         lines.append(f"[{i}] {title}: {clip(text, chars)}")
     lines += ["", f"Question: {question}", "Answer:"]
@@ -94,7 +111,14 @@ def clean_evidence(text: str) -> str:
 
 
 def clean_answer(text: str) -> str:
-    """The reader's answer: the first line, labels, quotes, bullets and a final full stop removed."""
+    """The reader's answer: the first line, labels, quotes, bullets and a final full stop removed
+    (the JSON form {"answer": "..."} gives its answer)."""
+    if str(text or "").lstrip().startswith("{"):
+        from ...parsers import extract_json
+
+        value = extract_json(str(text))
+        if isinstance(value, dict) and isinstance(value.get("answer"), (str, int, float)):
+            text = str(value["answer"])
     line = _LABEL.sub("", _first_line(text)).strip()
     line = re.sub(r"^[\-\*\u2022]\s*", "", line)
     line = line.strip("\"'` ").strip()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ...errors import ConfigError
 from ...llm.structured import string_list_schema
-from ...parsers import extract_json
+from ...parsers import json_field_list
 from .gsd_search import Subgraph
 from .pattern import load_prompt_file, reply_instructions
 
@@ -92,17 +92,16 @@ def parse_answer(text: str, evidence_names: Iterable[str] = ()) -> list[str]:
     """
     if not isinstance(text, str):
         return []
-    if text.lstrip().startswith("{"):  # the JSON form: {"answers": [...]} (possibly cut by the token limit)
-        value = extract_json(text)
-        if isinstance(value, dict) and isinstance(value.get("answers"), list):
-            names = {n.casefold() for n in evidence_names}
-            out, seen = [], set()
-            for a in value["answers"]:
-                a = _clean(str(a), names) if isinstance(a, (str, int, float)) else ""
-                if a and a.casefold() not in seen:
-                    seen.add(a.casefold())
-                    out.append(a)
-            return out
+    items = json_field_list(text, "answers")  # the JSON form {"answers": [...]} (possibly cut by the token limit)
+    if items is not None:
+        names = {n.casefold() for n in evidence_names}
+        out, seen = [], set()
+        for a in items:
+            a = _clean(str(a), names) if isinstance(a, (str, int, float)) else ""
+            if a and a.casefold() not in seen:
+                seen.add(a.casefold())
+                out.append(a)
+        return out
     line = next((ln for ln in (l.strip() for l in text.splitlines()) if ln and not ln.startswith("```")), "")
     line = _PREFIX.sub("", line).strip()
     if not line:

@@ -33,7 +33,8 @@ from ...metrics import containment, hits_at_1, normalize_answer, summarize
 from ...parsers import parse_answer_list
 from .config import KGQA_VARIANTS, VectorRerankConfig
 from .pipeline import VectorRerank
-from .prompts import answer_prompt
+from ...llm.structured import wants_schema
+from .prompts import ANSWER_SCHEMA, RERANK_SCHEMA, answer_prompt
 from .query_entities import QueryEntities, lexical_entities, marked_entities
 from .rerank import map_rerank_answer
 
@@ -146,7 +147,8 @@ class FactRerank(VectorRerank):
         chosen_by: dict[int, list[int]] = {}
         if todo:
             t0 = time.perf_counter()
-            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens)
+            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens,
+                                     schema=RERANK_SCHEMA)
             wall = (time.perf_counter() - t0) / len(todo)
             for i, r in zip(todo, outs):
                 rec = records[i]
@@ -169,8 +171,10 @@ class FactRerank(VectorRerank):
         answers = {}
         if ask:
             t0 = time.perf_counter()
-            outs = self.llm.generate([answer_prompt(chunk[i].question, [self.index.relation_sentences[j] for j in chosen_by[i]])
-                                      for i in ask], max_new_tokens=cfg.answer_max_new_tokens)
+            form = "json" if wants_schema(self.llm) else "text"
+            outs = self.llm.generate([answer_prompt(chunk[i].question, [self.index.relation_sentences[j] for j in chosen_by[i]],
+                                                    form=form)
+                                      for i in ask], max_new_tokens=cfg.answer_max_new_tokens, schema=ANSWER_SCHEMA)
             wall = (time.perf_counter() - t0) / len(ask)
             answers = {i: (r, wall) for i, r in zip(ask, outs)}
         for i, rec in enumerate(records):

@@ -23,7 +23,7 @@ from ...errors import ConfigError
 from ...llm import GenerationConfig
 from ...parsers import iter_json_values, parse_triples
 from .graph_index import entity_key
-from .prompts import PROMPT_VERSION, openie_prompt
+from .prompts import OPENIE_SCHEMA, PROMPT_VERSION, openie_prompt
 from .query_entities import grounded, words_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +50,8 @@ def openie_store_path(llm: "LLM", tag: str, max_new_tokens: int) -> Path:
     """The JSONL store of one (model, decoding, prompt version, corpus tag)."""
     if not tag or any(c in tag for c in "/\\") or tag.startswith("."):
         raise ConfigError(f"the OpenIE tag names a file: use letters, digits and dashes (got {tag!r}).")
-    probe = llm.cache_key(openie_prompt("", ""), GenerationConfig(max_new_tokens=max_new_tokens))
+    # the probe key holds the model, its decoding mode and (in schema mode) the schema: one store per decoding
+    probe = llm.cache_key(openie_prompt("", ""), GenerationConfig(max_new_tokens=max_new_tokens, schema=OPENIE_SCHEMA))
     key = hashlib.sha1(f"{probe}|{PROMPT_VERSION}".encode()).hexdigest()[:12]
     return settings.cache_dir("openie") / f"{tag}-{key}.jsonl"
 
@@ -128,7 +129,8 @@ def extract_openie(passages: Sequence["Passage"], llm: "LLM", tag: str, batch_si
     with open(store, "a", encoding="utf-8") as fh:
         for s in range(0, len(todo), max(1, int(batch_size))):
             chunk = todo[s:s + batch_size]
-            results = llm.generate([openie_prompt(p.title, p.text) for p in chunk], max_new_tokens=max_new_tokens)
+            results = llm.generate([openie_prompt(p.title, p.text) for p in chunk], max_new_tokens=max_new_tokens,
+                                   schema=OPENIE_SCHEMA)
             for p, r in zip(chunk, results):
                 triples = _clean(triples_from_answer(r.text), f"{p.title}\n{p.text}")
                 row = {"pid": p.pid, "triples": [list(t) for t in triples], "raw": r.text,

@@ -30,7 +30,7 @@ from ...metrics import recall_at_k, summarize
 from .config import VARIANT_LABELS, VectorRerankConfig, gold_key_for
 from .expansion import Expansion, cap_by_similarity, expand
 from .graph_index import GraphIndex
-from .prompts import entity_prompt, rerank_prompt
+from .prompts import ENTITY_SCHEMA, RERANK_SCHEMA, entity_prompt, rerank_prompt
 from .query_entities import QueryEntities, lexical_entities, parse_entity_answer
 from .rerank import map_rerank_answer
 
@@ -71,6 +71,7 @@ class VectorRerank:
     def llm_entities(self, questions: Sequence[str]) -> list[QueryEntities]:
         """Few-shot LLM extraction for a batch; the lexical fallback where an answer has no usable list."""
         results = self.llm.generate([entity_prompt(q) for q in questions], max_new_tokens=self.config.entity_max_new_tokens,
+                                    schema=ENTITY_SCHEMA,
                                     stop=_ENTITY_STOP)
         out = []
         for q, r in zip(questions, results):
@@ -274,7 +275,8 @@ class VectorRerank:
         results = {}
         if todo:
             t0 = time.perf_counter()
-            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens)
+            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens,
+                                     schema=RERANK_SCHEMA)
             wall = (time.perf_counter() - t0) / len(todo)
             results = {i: (r, wall) for i, r in zip(todo, outs)}
         for i, rec in enumerate(records):
@@ -286,7 +288,7 @@ class VectorRerank:
                 r, wall = results[i]
                 choice = map_rerank_answer(r.text, [self.index.relation_sentences[j] for j in cand])
                 chosen = [cand[p] for p in choice.positions]
-                rr.update({"raw": r.text, "status": choice.status, "reasoning": choice.reasoning,
+                rr.update({"raw": r.text, "finish": r.finish_reason, "structured": self.llm.structured, "status": choice.status, "reasoning": choice.reasoning,
                            "positions": choice.positions, "n_items": choice.n_items, "bad_ids": choice.bad_ids,
                            "duplicates": choice.duplicates, "by_text": choice.by_text, "cached": r.cached,
                            "chosen": [[int(j), self.index.relation_sentences[j]] for j in chosen]})

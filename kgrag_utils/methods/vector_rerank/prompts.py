@@ -11,6 +11,11 @@
 
 Each builder returns a chat (list of {role, content}) for `llm.generate`. Changing any text here
 changes the LLM cache keys, so cached answers never leak across prompt versions.
+
+Answer shapes (structured="schema"): ENTITY_SCHEMA, RERANK_SCHEMA, OPENIE_SCHEMA, ANSWER_SCHEMA. The
+entity, rerank and OpenIE prompts already ask for JSON and their examples show it, so schema mode
+changes only the decoding (the reasoning is capped at 200 characters, which stops the loops that
+ran into the token limit); the KG-question answer prompt shows its example as {"answers": [...]}.
 """
 
 from __future__ import annotations
@@ -19,7 +24,24 @@ import json
 from typing import Sequence
 
 __all__ = ["entity_prompt", "rerank_prompt", "openie_prompt", "answer_prompt", "format_candidates", "PROMPT_VERSION",
-           "ANSWER_PROMPT_VERSION"]
+           "ANSWER_PROMPT_VERSION", "ENTITY_SCHEMA", "RERANK_SCHEMA", "OPENIE_SCHEMA", "ANSWER_SCHEMA"]
+
+#: query entities: a short list of names copied from the question
+ENTITY_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 80}, "maxItems": 6}
+#: rerank: a short reasoning (capped: 0.5B models loop in it), then the chosen fact numbers
+RERANK_SCHEMA = {"type": "object",
+                 "properties": {"reasoning": {"type": "string", "maxLength": 200},
+                                "ids": {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 10}},
+                 "required": ["reasoning", "ids"], "additionalProperties": False}
+#: OpenIE: [subject, predicate, object] triples
+OPENIE_SCHEMA = {"type": "array", "maxItems": 24,
+                 "items": {"type": "array", "minItems": 3, "maxItems": 3,
+                           "items": {"type": "string", "minLength": 1, "maxLength": 80}}}
+#: the KG-question answer: names copied from the facts
+ANSWER_SCHEMA = {"type": "object",
+                 "properties": {"answers": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 120},
+                                            "maxItems": 10}},
+                 "required": ["answers"], "additionalProperties": False}
 
 PROMPT_VERSION = "vr-2"
 #: the answer prompt of KG question datasets (answering from the chosen facts); versioned on its own
@@ -114,11 +136,16 @@ def _answer_task(question: str, facts: Sequence[str]) -> str:
     return f"Facts:\n{lines}\n\nQuestion: {question.strip()}"
 
 
-def answer_prompt(question: str, facts: Sequence[str]) -> list[dict]:
-    """One-shot chat answering a KG question from the reranked facts ("name | name", nothing else)."""
+def answer_prompt(question: str, facts: Sequence[str], form: str = "text") -> list[dict]:
+    """One-shot chat answering a KG question from the reranked facts ("name | name", nothing else;
+    form="json": {"answers": [...]})."""
     q, ex_facts, ex_answer = _ANSWER_EXAMPLE
+    instructions = _ANSWER_INSTRUCTIONS
+    if form == "json":
+        instructions = instructions.replace('separated by " | "', 'as one JSON object {"answers": [...]}')
+        ex_answer = json.dumps({"answers": [a.strip() for a in ex_answer.split("|")]})
     return [
-        {"role": "user", "content": f"{_ANSWER_INSTRUCTIONS}\n\n{_answer_task(q, ex_facts)}"},
+        {"role": "user", "content": f"{instructions}\n\n{_answer_task(q, ex_facts)}"},
         {"role": "assistant", "content": ex_answer},
         {"role": "user", "content": _answer_task(question, facts)},
     ]
