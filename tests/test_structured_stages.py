@@ -98,16 +98,19 @@ def test_simgrag_runs_in_schema_mode_with_json_replies_and_records_the_mode():
 
 
 def test_no_stage_evaluates_model_output():
-    """No eval / exec / ast.literal_eval call anywhere in the package."""
+    """No eval / exec anywhere in the package, and no ast.literal_eval where model output is read (the LLM
+    layer, the parsers, the methods); data loaders and the notebook-parameter reader may read literals."""
     root = Path(__file__).resolve().parents[1] / "kgrag_utils"
+    output_side = [root / "parsers.py", *(root / "llm").rglob("*.py"), *(root / "methods").rglob("*.py")]
     calls = []
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call):
                 f = node.func
                 name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-                if name in ("eval", "exec", "literal_eval"):
-                    calls.append(f"{path.name}:{node.lineno}")
+                builtin = isinstance(f, ast.Name) and name in ("eval", "exec")  # (torch's model.eval() is a mode switch)
+                if builtin or (name == "literal_eval" and path in output_side):
+                    calls.append(f"{path.relative_to(root)}:{node.lineno}")
     assert calls == []
 
 
