@@ -245,3 +245,7 @@ def test_transformers_xgrammar_constrains_a_tiny_random_model(tmp_path):
         if not r.truncated:
             assert validate_reply(r.text, shape) is None
     assert any(not r.truncated for r in out)
+    small = load_llm(str(tmp_path / "tiny"), backend="hf", cache=False, context_length=64)
+    fits, too_long = small.generate(["Is it?", "word " * 100], max_new_tokens=8)
+    assert fits.finish_reason != "prompt_too_long" and too_long.finish_reason == "prompt_too_long"
+    assert "context window of 64" in too_long.error

@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import settings
 from ..errors import BackendUnavailableError, ConfigError, MissingDependencyError, require
-from .base import LLM, Chat, GenerationConfig, RawGeneration, plain_chat_rendering
+from .base import LLM, Chat, GenerationConfig, RawGeneration, plain_chat_rendering, prompt_too_long
 from .cache import ResponseCache
 from .gguf_assets import assemble
 from .presets import Preset
@@ -182,7 +182,9 @@ class HFBackendLLM(LLM):
                 info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=vocab)
                 self._grammar_compiler = xgr.GrammarCompiler(info)
             try:
-                g = self._grammar_compiler.compile_json_schema(schema)
+                # compact JSON (", " and ": " separators, no free whitespace): a small model cannot pad a reply
+                # with whitespace until the token limit (llama.cpp's converter bounds whitespace likewise)
+                g = self._grammar_compiler.compile_json_schema(schema, any_whitespace=False, separators=(", ", ": "))
             except Exception as exc:  # xgrammar's own error for an unsupported construct
                 raise ConfigError(f"xgrammar cannot compile this JSON schema ({exc}): simplify the schema.") from exc
             self._grammars[schema] = g
@@ -239,6 +241,20 @@ class HFBackendLLM(LLM):
         return gen
 
     def _generate_batch(self, chats: list[Chat], config: GenerationConfig) -> list[RawGeneration]:
+        """Prompts that do not fit the context window get the per-example "prompt_too_long" result; the rest are generated."""
+        limit = int(self.preset.context_length)
+        sizes = [len(self.tokenizer(self.render(c), add_special_tokens=False)["input_ids"]) for c in chats]
+        fits = [i for i, n in enumerate(sizes) if n + int(config.max_new_tokens) <= limit]
+        out: list[RawGeneration | None] = [None] * len(chats)
+        for i, n in enumerate(sizes):
+            if i not in fits:
+                out[i] = prompt_too_long(n, int(config.max_new_tokens), limit)
+        if fits:
+            for i, raw in zip(fits, self._generate_fitting([chats[i] for i in fits], config)):
+                out[i] = raw
+        return out  # type: ignore[return-value]
+
+    def _generate_fitting(self, chats: list[Chat], config: GenerationConfig) -> list[RawGeneration]:
         torch = self.torch
         texts = [self.render(c) for c in chats]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not self._has_template)
