@@ -1,7 +1,8 @@
 """`kgrag` command line: run notebooks and grids, manage data, list presets and paths.
 
     kgrag run 01_simgrag -p dataset=sample-movies-2hop -p limit=20
-    kgrag grid demo [--workers 2] [--force] [--validate-only]
+    kgrag grid demo [--workers 2] [--force] [--validate-only] [-p limit=2] [--shard 0/4]
+    kgrag report demo                      # after the shards: the final notebook once, the whole summary
     kgrag data list | kgrag data fetch metaqa | kgrag data samples
     kgrag presets | kgrag paths | kgrag cache stats
 """
@@ -38,6 +39,9 @@ def _parse_params(items: Sequence[str]) -> dict[str, Any]:
 def _cmd_run(args) -> int:
     from .runner import run_notebook, summary_table
 
+    if args.timeout < 1:
+        raise ConfigError(f"--timeout is seconds per cell and must be at least 1 (got {args.timeout}).")
+
     outcome = run_notebook(args.notebook, _parse_params(args.param), run_name=args.run_name, timeout=args.timeout, force=args.force)
     print(summary_table([outcome]).to_string(index=False))
     print(f"executed notebook: {outcome.output}\nlog: {outcome.log}")
@@ -46,17 +50,34 @@ def _cmd_run(args) -> int:
 
 def _cmd_grid(args) -> int:
     from . import settings
-    from .runner import run_grid, summary_table
+    from .runner import parse_shard, run_grid, summary_table
 
-    outcomes = run_grid(args.config, workers=args.workers, force=args.force, validate_only=args.validate_only)
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1 (got {args.workers}).")
+    shard = parse_shard(args.shard) if args.shard else None
+    outcomes = run_grid(args.config, workers=args.workers, force=args.force, validate_only=args.validate_only,
+                        overrides=_parse_params(args.param), shard=shard)
     df = summary_table(outcomes)
     print(df.to_string(index=False))
     if args.validate_only:
         print(f"{len(outcomes)} runs validated (parameters accepted by their notebooks); nothing executed.")
         return 0
+    if shard is not None and shard[1] > 1:
+        print(f"shard {shard[0]}/{shard[1]} done; once every shard is: `kgrag report {args.config}`")
     failed = [o for o in outcomes if o.status not in ("ok", "skipped")]
     print(f"\n{len(outcomes) - len(failed)} ok/skipped, {len(failed)} failed; summary in {settings.runs_dir()}")
     return 1 if failed else 0
+
+
+def _cmd_report(args) -> int:
+    from . import settings
+    from .runner import report_grid, summary_table
+
+    outcomes = report_grid(args.config, overrides=_parse_params(args.param))
+    print(summary_table(outcomes).to_string(index=False))
+    bad = [o for o in outcomes if o.status not in ("ok", "skipped")]
+    print(f"\n{len(outcomes) - len(bad)} ok, {len(bad)} not ok; summary in {settings.runs_dir()}")
+    return 1 if bad else 0
 
 
 def _cmd_data(args) -> int:
@@ -120,7 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--workers", type=int, default=1)
     g.add_argument("--force", action="store_true")
     g.add_argument("--validate-only", action="store_true", help="check every run's parameters; execute nothing")
+    g.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a parameter in every run whose notebook has it (e.g. -p llm_preset=fake -p limit=2)")
+    g.add_argument("--shard", default=None, metavar="I/N",
+                   help="run shard I of N (every N-th run from the I-th); the final notebook waits for `kgrag report`")
     g.set_defaults(func=_cmd_grid)
+
+    rp = sub.add_parser("report", help="after a grid's shards: run its final notebook once and summarise every run")
+    rp.add_argument("config")
+    rp.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="the same -p values the shards were given")
+    rp.set_defaults(func=_cmd_report)
 
     d = sub.add_parser("data", help="list, fetch or generate datasets")
     d.add_argument("action", choices=["list", "fetch", "samples"])

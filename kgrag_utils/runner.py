@@ -23,26 +23,28 @@ Grid config (YAML):
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import json
 import os
+import queue
 import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import settings
+from . import schema, settings
 from .errors import ConfigError, MissingDependencyError
 from .progress import progress_bar, text_progress_in_children
 from .records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RUN_FILE, RunLock, RunLockedError, RunRecordError,
                       atomic_write_json, atomic_write_text, check_run_name, read_examples, read_run, run_key,
                       to_jsonable)
 
-DEFAULT_TIMEOUT = 3600  # seconds per cell
-_NOT_TYPED = object()
+DEFAULT_TIMEOUT = schema.DEFAULT_TIMEOUT  # seconds per cell
 
 
 # ----------------------------------------------------------------------------- notebook parameters
@@ -58,6 +60,13 @@ def _load_nb(path: Path) -> dict:
 def notebook_parameters(path: Path | str) -> dict[str, Any]:
     """The literal defaults of the cell tagged `parameters` (raises if it holds anything but literals)."""
     path = resolve_notebook(path)
+    st = path.stat()
+    return copy.deepcopy(_notebook_parameters(str(path), st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=32)
+def _notebook_parameters(name: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    path = Path(name)
     nb = _load_nb(path)
     cells = [c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
@@ -86,47 +95,33 @@ def notebook_parameters(path: Path | str) -> dict[str, Any]:
     return params
 
 
-def _type_ok(default: Any, value: Any) -> bool:
-    if default is None or value is None:
-        return True
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(default, bool) and isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, (int, float))
-    if isinstance(default, (list, tuple)):
-        return isinstance(value, (list, tuple))
-    return isinstance(value, type(default))
-
-
 def validate_parameters(notebook: Path | str, overrides: Mapping[str, Any], strict: bool = True) -> dict[str, Any]:
-    """Check override names and types against the notebook's parameters cell; return the merged parameters."""
+    """Check overrides against the notebook's parameters (`schema.check_parameters`); the merged parameters.
+
+    `strict=False` drops names the notebook does not have instead of refusing them.
+    """
     path = resolve_notebook(notebook)
     defaults = notebook_parameters(path)
-    merged = dict(defaults)
-    for name, value in overrides.items():
-        if name not in defaults:
-            if strict:
-                raise ConfigError(
-                    f"{path.name} has no parameter '{name}'; its parameters are: {', '.join(sorted(defaults))}."
-                )
-            continue
-        if not _type_ok(defaults[name], value):
-            raise ConfigError(
-                f"parameter '{name}' of {path.name} expects {type(defaults[name]).__name__} "
-                f"(default {defaults[name]!r}), got {type(value).__name__} {value!r}."
-            )
-        merged[name] = list(value) if isinstance(value, tuple) else value
-    return merged
+    if not strict:
+        overrides = {k: v for k, v in overrides.items() if k in defaults}
+    return schema.check_parameters(path.name, defaults, overrides)
 
 
 def check_run_parameters(notebook: Path | str, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Everything a run is checked for before a kernel starts (runs and grids alike); the merged parameters."""
-    path = resolve_notebook(notebook)
-    params = validate_parameters(path, overrides)
-    check_known_names(path, params)
+    params = validate_parameters(notebook, overrides)
     if params.get("run_name"):
         check_run_name(params["run_name"])
     return params
+
+
+def check_data_present(params: Mapping[str, Any]) -> None:
+    """The datasets a run names are on disk (real copies; samples are generated): else one line naming the fetch."""
+    from .datasets.registry import require_present
+
+    for key in schema.dataset_parameters(params):
+        if isinstance(params[key], str) and params[key]:
+            require_present(params[key])
 
 
 def resolve_notebook(notebook: Path | str) -> Path:
@@ -137,8 +132,9 @@ def resolve_notebook(notebook: Path | str) -> Path:
             c = c.with_suffix(".ipynb")
         if c.exists():
             return c.resolve()
-    available = ", ".join(sorted(x.name for x in settings.notebooks_dir().glob("*.ipynb")))
-    raise ConfigError(f"notebook '{notebook}' not found; available: {available}.")
+    names = sorted(x.name for x in settings.notebooks_dir().glob("*.ipynb"))
+    hint = schema.closest(Path(str(notebook)).name, names) or schema.closest(Path(str(notebook)).stem, [Path(n).stem for n in names])
+    raise ConfigError(f"notebook '{notebook}' not found;{hint} available: {', '.join(names)}.")
 
 
 # ----------------------------------------------------------------------------- one run
@@ -237,6 +233,7 @@ def run_notebook(
         raise MissingDependencyError("the batch runner needs papermill: run `pip install -e .`.") from exc
     path = resolve_notebook(notebook)
     params = check_run_parameters(path, dict(parameters or {}))
+    check_data_present(params)
     if "run_name" not in params:
         raise ConfigError(f"{path.name} has no 'run_name' parameter; every method notebook must accept one.")
     given = run_name or (parameters or {}).get("run_name") or ""
@@ -326,68 +323,135 @@ def _record_failure(run_dir: Path, notebook: str, name: str, params: dict, key: 
 
 
 # ----------------------------------------------------------------------------- grids
-def load_grid(config: Path | str) -> dict:
-    import yaml
-
+def grid_path(config: Path | str) -> Path:
     p = Path(config)
     if not p.exists() and not p.is_absolute():
         for cand in (settings.configs_dir() / p, settings.configs_dir() / f"{p}.yaml"):
             if cand.exists():
-                p = cand
-                break
+                return cand
     if not p.exists():
-        available = ", ".join(sorted(x.stem for x in settings.configs_dir().glob("*.yaml")))
-        raise ConfigError(f"grid config '{config}' not found; available in configs/: {available}.")
-    cfg = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    if not isinstance(cfg.get("runs"), list) or not cfg["runs"]:
-        raise ConfigError(f"{p.name} needs a non-empty 'runs:' list of {{notebook, parameters, grid}} entries.")
-    cfg.setdefault("name", p.stem)
+        names = sorted(x.stem for x in settings.configs_dir().glob("*.yaml"))
+        raise ConfigError(f"grid config '{config}' not found;{schema.closest(p.stem, names)} available in configs/: "
+                          f"{', '.join(names)}.")
+    return p
+
+
+def load_grid(config: Path | str) -> dict:
+    """A grid config, checked against `schema.GridSpec` (unknown keys, wrong types, empty lists refused)."""
+    p = grid_path(config)
+    spec, _ = schema.parse_grid(p.read_text(encoding="utf-8"), p.name)
+    cfg = spec.model_dump()
+    cfg["name"] = cfg.get("name") or p.stem
+    cfg["source"] = p.name
     check_run_name(cfg["name"], "grid name")
     return cfg
 
 
-def expand_grid(cfg: Mapping[str, Any]) -> list[tuple[Path, dict]]:
-    """All (notebook, parameters) pairs of a grid config, validated against each notebook's parameters."""
-    defaults = dict(cfg.get("defaults") or {})
+def expand_grid(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> list[tuple[Path, dict]]:
+    """All (notebook, parameters) pairs of a grid, each checked as `kgrag run` checks one, names unique.
+
+    `overrides` (`kgrag grid NAME -p k=v`) set a parameter in every run whose notebook has it, replacing the
+    run's own value and grid axis; like `defaults`, each must be a parameter of at least one of the notebooks.
+    """
+    source = str(cfg.get("source") or f"grid '{cfg.get('name')}'")
+    spec = schema.validate_grid({k: v for k, v in cfg.items() if k != "source"}, source)
+    overrides = dict(overrides or {})
+    paths = []
+    for i, run in enumerate(spec.runs):
+        try:
+            paths.append(resolve_notebook(run.notebook))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}, run #{i + 1}: {exc}") from None
+    known = {path: notebook_parameters(path) for path in paths}
+    everything = sorted(set().union(*known.values()))
+    for what, values in (("defaults", spec.defaults), ("-p", overrides)):
+        for key in values:
+            if key not in everything:
+                raise ConfigError(
+                    f"{source}: {what} {key!r} is a parameter of none of this grid's notebooks "
+                    f"({', '.join(sorted({p.name for p in paths}))});{schema.closest(key, everything)} "
+                    f"their parameters: {', '.join(everything)}."
+                )
     runs = []
-    for i, entry in enumerate(cfg["runs"]):
-        if not isinstance(entry, Mapping) or "notebook" not in entry:
-            raise ConfigError(f"run #{i + 1} of grid '{cfg.get('name')}' needs a 'notebook:' key.")
-        path = resolve_notebook(entry["notebook"])
-        known = notebook_parameters(path)
-        base = {k: v for k, v in defaults.items() if k in known}
-        base.update(entry.get("parameters") or {})
-        axes = entry.get("grid") or {}
+    for i, (run, path) in enumerate(zip(spec.runs, paths)):
+        mine = {k: v for k, v in overrides.items() if k in known[path]}
+        base = {k: v for k, v in spec.defaults.items() if k in known[path]}
+        base.update(run.parameters)
+        axes = {k: v for k, v in run.grid.items() if k not in mine}
         keys = list(axes)
         for combo in itertools.product(*(axes[k] if isinstance(axes[k], list) else [axes[k]] for k in keys)):
-            params = dict(base)
-            params.update(dict(zip(keys, combo)))
-            check_run_parameters(path, params)
+            params = {**base, **dict(zip(keys, combo)), **mine}
+            try:
+                check_run_parameters(path, params)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}, run #{i + 1}: {exc}") from None
             runs.append((path, params))
     seen: dict[str, int] = {}
     for j, (path, params) in enumerate(runs):
         name = run_name_for(path, check_run_parameters(path, params))
         if name in seen:
             raise ConfigError(
-                f"grid '{cfg.get('name')}' has two runs named {name!r} ({path.name}, runs {seen[name] + 1} and {j + 1} "
+                f"{source} has two runs named {name!r} ({path.name}, runs {seen[name] + 1} and {j + 1} "
                 f"of the expanded grid): give them different parameters or run_names, or drop one."
             )
         seen[name] = j
+    if spec.final:
+        try:
+            check_run_parameters(resolve_notebook(spec.final), spec.final_parameters)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}, final: {exc}") from None
     return runs
 
 
-def check_known_names(path: Path, params: Mapping[str, Any]) -> None:
-    """Dataset names and LLM presets must exist (a typo would otherwise surface hours into a GPU grid)."""
-    from .datasets.registry import dataset_names
-    from .llm.presets import PRESETS
+def check_known_names(path: Path | str, params: Mapping[str, Any]) -> None:
+    """Dataset names (and splits) and LLM presets must exist (see `schema.check_known_names`)."""
+    schema.check_known_names(Path(path).name, params)
 
-    ds = params.get("dataset")
-    if isinstance(ds, str) and ds not in dataset_names():
-        raise ConfigError(f"{path.name}: unknown dataset {ds!r}; known: {', '.join(dataset_names())} "
-                          f"(`kgrag data list`).")
-    preset = params.get("llm_preset")
-    if isinstance(preset, str) and preset not in PRESETS and preset != "fake":
-        raise ConfigError(f"{path.name}: unknown llm_preset {preset!r}; known: {', '.join(PRESETS)} (`kgrag presets`).")
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'i/n' -> (i, n) with 0 <= i < n."""
+    try:
+        i, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard takes i/n, e.g. --shard 0/4 (got {text!r}).") from None
+    if n < 1 or not 0 <= i < n:
+        raise ConfigError(f"--shard {text}: need 0 <= i < n, e.g. 0/{max(n, 2)} ... {max(n, 2) - 1}/{max(n, 2)}.")
+    return i, n
+
+
+def shard_runs(runs: Sequence[Any], shard: tuple[int, int] | None) -> list[Any]:
+    """Shard i of n: every n-th run of the expanded grid from the i-th (deterministic; shards cover the grid once)."""
+    if shard is None:
+        return list(runs)
+    i, n = shard
+    return list(runs[i::n])
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else what `nvidia-smi` lists, else none."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        ids = [x.strip() for x in env.split(",") if x.strip()]
+        return [] if ids[:1] == ["-1"] else ids
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [x.strip() for x in out.splitlines() if x.strip()]
+
+
+def worker_gpus(workers: int, gpus: Sequence[str] | None = None) -> list[str] | None:
+    """One GPU per worker slot when several are visible and several workers run (round-robin beyond that)."""
+    gpus = visible_gpus() if gpus is None else list(gpus)
+    if workers <= 1 or len(gpus) < 2:
+        return None
+    return [gpus[k % len(gpus)] for k in range(workers)]
 
 
 def run_grid(
@@ -396,31 +460,46 @@ def run_grid(
     force: bool = False,
     validate_only: bool = False,
     progress: bool = True,
+    overrides: Mapping[str, Any] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> list[RunOutcome]:
-    """Run every notebook of a grid; failures are recorded and do not stop the others."""
+    """Run every notebook of a grid (or one shard of it); failures are recorded and do not stop the others.
+
+    Everything is validated first. A sharded grid (`shard=(i, n)`, n > 1) runs its share of the runs and no
+    final notebook; `report_grid` (`kgrag report NAME`) runs that once every shard is done.
+    """
     cfg = load_grid(config)
-    runs = expand_grid(cfg)
-    final = cfg.get("final")
-    if final:
-        notebook_parameters(resolve_notebook(final))
+    runs = shard_runs(expand_grid(cfg, overrides), shard)
+    sharded = shard is not None and shard[1] > 1
+    final = None if sharded else cfg.get("final")
     if validate_only:
         return [RunOutcome(p.name, run_name_for(p, check_run_parameters(p, prm)), "validated", 0.0, prm)
                 for p, prm in runs]
-    timeout = int(cfg.get("timeout", DEFAULT_TIMEOUT))
+    timeout = int(cfg.get("timeout") or DEFAULT_TIMEOUT)
     grid = str(cfg["name"])
     outcomes: list[RunOutcome] = []
-    bar = _progress(len(runs) + (1 if final else 0), f"grid {grid}", progress)
+    bar = _progress(len(runs) + (1 if final else 0), f"grid {grid}" + (f" shard {shard[0]}/{shard[1]}" if sharded else ""),
+                    progress)
+    slots = worker_gpus(workers)
+    free: "queue.Queue[str]" = queue.Queue()
+    for gpu in slots or []:
+        free.put(gpu)
 
     def _one(item):
         path, prm = item
+        gpu = free.get() if slots else None
         try:
-            return run_notebook(path, prm, grid=grid, timeout=timeout, force=force)
+            env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None
+            return run_notebook(path, prm, grid=grid, timeout=timeout, force=force, env=env)
         except RunLockedError as exc:  # another process is writing this run: leave its record alone
             return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "locked", 0.0, prm,
                               error=str(exc))
         except RunRecordError as exc:
             return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "failed", 0.0, prm,
                               error=str(exc))
+        finally:
+            if gpu is not None:
+                free.put(gpu)
 
     if workers <= 1:
         for item in runs:
@@ -442,6 +521,45 @@ def run_grid(
         _tick(bar, outcome)
     if bar is not None:
         bar.close()
+    stem = f"summary-shard-{shard[0]}-of-{shard[1]}" if sharded else "summary"
+    write_summary(outcomes, settings.runs_dir() / grid, stem=stem)
+    return outcomes
+
+
+def outcomes_from_records(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> list[RunOutcome]:
+    """Every run of a grid as its record on disk says (status `missing` where there is none): all shards at once."""
+    grid = str(cfg["name"])
+    out = []
+    for path, prm in expand_grid(cfg, overrides):
+        params = check_run_parameters(path, prm)
+        name = run_name_for(path, params)
+        params["run_name"] = name
+        run_dir = settings.results_dir() / name
+        nb, log = settings.runs_dir() / grid / f"{name}.ipynb", settings.runs_dir() / grid / f"{name}.log"
+        try:
+            rec = read_run(run_dir) if (run_dir / RUN_FILE).exists() else None
+        except RunRecordError as exc:
+            out.append(RunOutcome(path.name, name, "unreadable", 0.0, params, str(nb), str(log), str(exc)))
+            continue
+        if rec is None:
+            out.append(RunOutcome(path.name, name, "missing", 0.0, params, str(nb), str(log), "no run record yet"))
+            continue
+        current = rec.get("params_hash") == run_key(params) or (rec.get("runner") or {}).get("params_hash") == run_key(params)
+        status = rec.get("status") if current else "stale"
+        seconds = float((rec.get("runner") or {}).get("seconds") or 0.0)
+        out.append(RunOutcome(path.name, name, status, seconds, params, str(nb), str(log),
+                              rec.get("error") if status != "ok" else None, rec.get("summary") or {}))
+    return out
+
+
+def report_grid(config: Path | str, overrides: Mapping[str, Any] | None = None, timeout: int | None = None) -> list[RunOutcome]:
+    """After the shards of a grid: its final notebook once, and the summary of every run from the records."""
+    cfg = load_grid(config)
+    outcomes = outcomes_from_records(cfg, overrides)
+    grid = str(cfg["name"])
+    if cfg.get("final"):
+        outcomes.append(run_notebook(cfg["final"], dict(cfg.get("final_parameters") or {}), grid=grid,
+                                     timeout=int(timeout or cfg.get("timeout") or DEFAULT_TIMEOUT), always=True))
     write_summary(outcomes, settings.runs_dir() / grid)
     return outcomes
 
@@ -471,23 +589,15 @@ def summary_table(outcomes: Sequence[RunOutcome]):
     return pd.DataFrame(rows)
 
 
-def write_summary(outcomes: Sequence[RunOutcome], out_dir: Path) -> Path:
+def write_summary(outcomes: Sequence[RunOutcome], out_dir: Path, stem: str = "summary") -> Path:
     df = summary_table(outcomes)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out_dir / "summary.csv", df.to_csv(index=False))
-    atomic_write_text(out_dir / "summary.md", _markdown(df))
-    return out_dir / "summary.csv"
+    atomic_write_text(out_dir / f"{stem}.csv", df.to_csv(index=False))
+    atomic_write_text(out_dir / f"{stem}.md", _markdown(df))
+    return out_dir / f"{stem}.csv"
 
 
 def _markdown(df) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        lines.append("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    """A GitHub Markdown table (pandas + tabulate); cell text keeps no '|' or line break that would split a row."""
+    clean = df.astype(object).map(lambda v: v.replace("|", "\\|").replace("\n", " ") if isinstance(v, str) else v)
+    return clean.to_markdown(index=False, floatfmt=".4g") + "\n"

@@ -106,7 +106,7 @@ def test_grid_runs_all_and_continues_after_failure(tmp_path, monkeypatch):
     nb = make_notebook(nbdir)
     cfg = tmp_path / "g.yaml"
     cfg.write_text(
-        "name: toygrid\ndefaults: {limit: 3, unused_elsewhere: 1}\nruns:\n"
+        "name: toygrid\ndefaults: {limit: 3}\nruns:\n"
         f"  - notebook: {nb}\n    grid: {{fail: [true, false], word: [x]}}\n"
     )
     outs = runner.run_grid(cfg, progress=False)
@@ -207,3 +207,12 @@ def test_a_report_notebook_is_never_skipped(tmp_path, monkeypatch):
     nb.write_text(src)
     assert runner.run_notebook(nb, {"limit": 1}, grid="t").status == "ok"
     assert runner.run_notebook(nb, {"limit": 1}, grid="t").status == "ok"  # re-read, not skipped
+
+
+def test_grid_summary_markdown_is_one_row_per_run(tmp_path):
+    outs = [runner.RunOutcome("a.ipynb", "a-1", "ok", 1.23456, {}, summary={"acc": 0.5}),
+            runner.RunOutcome("b.ipynb", "b-1", "failed", 2.0, {}, error="ValueError: x | y\nmore")]
+    runner.write_summary(outs, tmp_path)
+    lines = (tmp_path / "summary.md").read_text().splitlines()
+    assert len(lines) == 2 + len(outs) and lines[0].startswith("| notebook")
+    assert "x \\| y more" in lines[3] and all(line.count(" | ") == lines[0].count(" | ") for line in lines[2:])

@@ -386,6 +386,19 @@ def _present(spec: DatasetSpec, root: Path) -> bool:
     return all(any(next(iter(root.glob(g)), None) is not None for g in alternatives) for alternatives in spec.required)
 
 
+def require_present(name: str) -> None:
+    """A real dataset's files are in the data folder (one-line DatasetMissingError naming the fetch otherwise).
+
+    Sample and fixture datasets are generated on first use, so they always count as present.
+    """
+    spec = get_spec(name)
+    if spec.source == "sample" or not spec.folder:
+        return
+    root = _real_root(spec)
+    if not _present(spec, root):
+        raise _missing(spec, root)
+
+
 def _real_root(spec: DatasetSpec) -> Path:
     return settings.data_dir() / spec.folder
 

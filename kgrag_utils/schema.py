@@ -1,0 +1,228 @@
+"""Schemas for grids and run parameters, checked before any kernel starts (runs and grids alike).
+
+- A grid YAML is a `GridSpec` (top-level keys `name`, `defaults`, `timeout`, `runs`, `final`,
+  `final_parameters`), its runs `RunSpec`s (`notebook`, `parameters`, `grid`); unknown keys are refused.
+- A run's parameters are checked against a model built from the notebook's `parameters` cell (its
+  literals give each parameter's name, type and default), then against value rules (`limit` and
+  `seed` at least 0) and known names (datasets and their splits, LLM presets).
+
+Every refusal is one line that names the place and the fix, with the closest valid key (difflib) when a
+name looks like a typo.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from typing import Any, Iterable, Mapping, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, create_model
+
+from .errors import ConfigError
+
+DEFAULT_TIMEOUT = 3600  # seconds per cell
+
+
+def closest(word: Any, choices: Iterable[str]) -> str:
+    """' did you mean 'x'?' for the nearest valid name, or '' when nothing is near."""
+    hit = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" did you mean {hit[0]!r}?" if hit else ""
+
+
+# ----------------------------------------------------------------------------- grid YAML
+class RunSpec(BaseModel):
+    """One entry of a grid's `runs:` list."""
+
+    model_config = ConfigDict(extra="forbid")
+    notebook: StrictStr
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, Any] = Field(default_factory=dict)
+
+
+class GridSpec(BaseModel):
+    """A grid config (configs/NAME.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: StrictStr | None = None
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    timeout: StrictInt = Field(DEFAULT_TIMEOUT, gt=0)
+    runs: list[RunSpec] = Field(min_length=1)
+    final: StrictStr | None = None
+    final_parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+_HELP = {
+    "name": "a plain name, e.g. name: demo",
+    "defaults": "a mapping of parameters merged into every run that has them, e.g. defaults: {limit: 8}",
+    "timeout": "a whole number of seconds per cell, e.g. timeout: 1800",
+    "runs": "a non-empty list of {notebook, parameters, grid} entries",
+    "final": "a notebook run last, e.g. final: 05_report.ipynb",
+    "final_parameters": "a mapping of the final notebook's parameters, e.g. final_parameters: {include_benchmarks: false}",
+    "notebook": "a notebook file name, e.g. notebook: 01_simgrag.ipynb",
+    "parameters": "a mapping name: value, e.g. parameters: {limit: 8, dataset: sample-movies-2hop}",
+    "grid": "a mapping of parameter lists whose cartesian product is run, e.g. grid: {dataset: [metaqa-1hop, metaqa-2hop]}",
+}
+
+
+def _where(loc: tuple, source: str, raw: Any) -> tuple[str, type[BaseModel]]:
+    if len(loc) >= 2 and loc[0] == "runs" and isinstance(loc[1], int):
+        entry = raw.get("runs")[loc[1]] if isinstance(raw, Mapping) and isinstance(raw.get("runs"), list) else None
+        nb = f" ({entry.get('notebook')})" if isinstance(entry, Mapping) and entry.get("notebook") else ""
+        return f"{source}, run #{loc[1] + 1}{nb}", RunSpec
+    return source, GridSpec
+
+
+def grid_error(exc: ValidationError, source: str, raw: Any) -> ConfigError:
+    """The first schema error of a grid as one line naming the place and the fix."""
+    err = exc.errors()[0]
+    loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
+    where, model = _where(loc, source, raw)
+    field = str(loc[-1]) if loc else ""
+    keys = list(model.model_fields)
+    if kind == "extra_forbidden":
+        level = "run" if model is RunSpec else "top-level"
+        msg = f"unknown {level} key {field!r};{closest(field, keys) or ''} valid keys: {', '.join(keys)}."
+    elif kind == "missing":
+        msg = f"missing key {field!r}: {_HELP.get(field, 'required')}."
+    elif kind == "too_short" and field == "runs":
+        msg = f"'runs' is empty: {_HELP['runs']}."
+    elif kind in ("greater_than", "greater_than_equal") and field == "timeout":
+        msg = f"'timeout' must be positive: {_HELP['timeout']} (got {value!r})."
+    elif field in _HELP:
+        msg = f"{field!r} must be {_HELP[field]}; got {type(value).__name__} {value!r}."
+    else:
+        msg = f"{'.'.join(map(str, loc))}: {err['msg']} (got {value!r})."
+    return ConfigError(f"{where}: {msg}")
+
+
+def parse_grid(text: str, source: str) -> tuple[GridSpec, Any]:
+    """A grid's YAML text -> (validated spec, the raw mapping); invalid YAML or shape is one line."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{source} is not valid YAML ({at}{problem}): fix that line (quote values holding ': ' or '#').") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source} must be a mapping with keys {', '.join(GridSpec.model_fields)} "
+                          f"(e.g. `runs:` followed by a list), not a {type(raw).__name__}.")
+    return validate_grid(raw, source), raw
+
+
+def validate_grid(raw: Mapping[str, Any], source: str) -> GridSpec:
+    try:
+        spec = GridSpec.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise grid_error(exc, source, raw) from None
+    for i, run in enumerate(spec.runs):
+        for axis, values in run.grid.items():
+            if isinstance(values, list) and not values:
+                raise ConfigError(f"{source}, run #{i + 1} ({run.notebook}): grid axis {axis!r} is an empty list, "
+                                  f"which would drop the run: give it at least one value, or remove the axis.")
+    return spec
+
+
+# ----------------------------------------------------------------------------- run parameters
+_SCALARS: dict[type, Any] = {bool: StrictBool, int: StrictInt, str: StrictStr, float: Union[StrictFloat, StrictInt]}
+
+# Value rules by parameter name (types come from each notebook's defaults).
+NON_NEGATIVE = ("limit", "seed")
+
+
+def _field_type(default: Any) -> Any:
+    if default is None:
+        return Any
+    for kind, strict in _SCALARS.items():
+        if type(default) is kind:
+            return strict
+    if isinstance(default, (list, tuple)):
+        return Union[list, tuple]
+    if isinstance(default, dict):
+        return dict
+    return type(default)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return ("__list__", tuple(_freeze(v) for v in value))
+    if isinstance(value, dict):
+        return ("__dict__", tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple) and value and value[0] == "__list__":
+        return [_thaw(v) for v in value[1]]
+    if isinstance(value, tuple) and value and value[0] == "__dict__":
+        return {k: _thaw(v) for k, v in value[1]}
+    return value
+
+
+@lru_cache(maxsize=64)
+def _params_model(title: str, frozen: tuple) -> type[BaseModel]:
+    fields = {name: (_field_type(_thaw(default)), _thaw(default)) for name, default in frozen}
+    return create_model(f"{title}_parameters", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def params_model(title: str, defaults: Mapping[str, Any]) -> type[BaseModel]:
+    """A pydantic model of a notebook's parameters (names, types and defaults from its parameters cell)."""
+    return _params_model(title, tuple(sorted((k, _freeze(v)) for k, v in defaults.items())))
+
+
+def check_parameters(title: str, defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Overrides checked against the notebook's parameters (names, types, value rules); the merged parameters."""
+    model = params_model(title, defaults)
+    for name in overrides:
+        if name not in defaults:
+            raise ConfigError(f"{title} has no parameter {name!r};{closest(name, defaults)} its parameters are: "
+                              f"{', '.join(sorted(defaults))}.")
+    try:
+        model.model_validate(dict(overrides))
+    except ValidationError as exc:
+        name = str(exc.errors()[0]["loc"][0])
+        value, default = overrides[name], defaults[name]
+        raise ConfigError(f"parameter {name!r} of {title} expects {type(default).__name__} (default {default!r}), "
+                          f"got {type(value).__name__} {value!r}.") from None
+    merged = dict(defaults)
+    merged.update({k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()})
+    for name in NON_NEGATIVE:
+        value = merged.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            raise ConfigError(f"parameter {name!r} of {title} must be at least 0 (default {defaults[name]!r}), "
+                              f"got {value!r}.")
+    check_known_names(title, merged)
+    return merged
+
+
+def dataset_parameters(params: Mapping[str, Any]) -> list[str]:
+    """The parameters that name a dataset: `dataset` and any `*_dataset` (e.g. kinship_dataset)."""
+    return [k for k in params if k == "dataset" or k.endswith("_dataset")]
+
+
+def check_known_names(title: str, params: Mapping[str, Any]) -> None:
+    """Dataset names, their splits and LLM presets must exist (a typo would surface hours into a GPU grid)."""
+    from .datasets.registry import dataset_names, get_spec
+    from .llm.presets import PRESETS
+
+    names = dataset_names()
+    for key in dataset_parameters(params):
+        ds = params[key]
+        if isinstance(ds, str) and ds and ds not in names:
+            raise ConfigError(f"{title}: unknown {key} {ds!r};{closest(ds, names)} `kgrag data list` shows the "
+                              f"known datasets.")
+    ds, split = params.get("dataset"), params.get("split")
+    if isinstance(ds, str) and ds in names and isinstance(split, str):
+        splits = get_spec(ds).splits
+        if split not in splits:
+            raise ConfigError(f"{title}: dataset {ds!r} has no split {split!r};{closest(split, splits)} its splits "
+                              f"are: {', '.join(splits)}.")
+    preset = params.get("llm_preset")
+    known = [*PRESETS, "fake"]
+    if isinstance(preset, str) and preset not in known:
+        raise ConfigError(f"{title}: unknown llm_preset {preset!r};{closest(preset, known)} `kgrag presets` lists "
+                          f"them.")
