@@ -120,10 +120,10 @@ def main(argv=None) -> int:
     extra = {} if args.injective is None else {"injective": args.injective == "true"}
     method_settings = SimGRAGConfig(shots=args.shots, pattern_source="llm", **extra)
     structured = args.structured or get_preset(args.preset).structured
-    params = {"llm_structured": structured, "dataset": args.dataset, "split": args.split, "limit": args.limit,
-              "seed": args.seed, **({"take": args.take} if args.take else {}), "llm_preset": args.preset,
-              "llm_backend": args.backend or "", "embedder": args.embedder,
-              **method_settings.to_dict()}
+    # the config's own run fields (dataset, llm_preset, ... with their defaults) come first: this run's values win
+    params = {**method_settings.to_dict(), "llm_structured": structured, "dataset": args.dataset, "split": args.split,
+              "limit": args.limit, "seed": args.seed, **({"take": args.take} if args.take else {}),
+              "llm_preset": args.preset, "llm_backend": args.backend or "", "embedder": args.embedder}
     recorder = RunRecorder("simgrag", params, run_name=args.run_name or f"simgrag-e2e-{args.dataset}")
     print(f"{data.name}: {len(data.items)} questions, {len(recorder.done_ids)} already in {recorder.run_dir}", flush=True)
     index_kind = resolve_index_kind(args.index, data.kg.num_entities)

@@ -1,9 +1,10 @@
 """The decoding-mode comparison table (issue 13) from SimGRAG end-to-end runs: one row per (hop, model, mode).
 
-    python benchmarks/structured_table.py --runs simgrag-e2e-metaqa-1hop-n50-1.5b-off,... \
+    python benchmarks/structured_table.py --results benchmarks/results/simgrag_e2e_metaqa-1hop_1.5b_off.json,... \
         --out benchmarks/results/structured_decoding_simgrag.json
 
-Reads only run records (results/<run>/run.json + examples.jsonl written by benchmarks/simgrag_e2e.py):
+Reads the benchmark JSONs of benchmarks/simgrag_e2e.py (dataset, model, decoding mode, settings) and the
+run records they name (results/<run>/examples.jsonl):
 per stage, how many replies could not be parsed or validated (pattern: no usable pattern; answer: an
 answer call whose reply gave no answer), how many were cut by the token limit, strict / lenient Hits@1
 on all and on the answerable questions, wrong answers by stage, tokens and LLM seconds per question.
@@ -24,9 +25,9 @@ from kgrag_utils import settings
 from kgrag_utils.records import write_result
 
 
-def _records(run: str) -> tuple[dict, list[dict]]:
-    folder = settings.results_dir() / run
-    meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+def _records(result: Path) -> tuple[dict, list[dict]]:
+    meta = json.loads(Path(result).read_text(encoding="utf-8"))
+    folder = settings.results_dir() / meta["run"]
     recs = {}
     for line in (folder / "examples.jsonl").read_text(encoding="utf-8").splitlines():
         try:
@@ -46,9 +47,11 @@ def _cut(rec: dict, stage: str, params: dict) -> bool:
     return bool(limit) and done is not None and int(done) >= int(limit)
 
 
-def row(run: str) -> dict:
-    meta, recs = _records(run)
-    p = meta.get("params") or meta.get("parameters") or {}
+def row(result: Path) -> dict:
+    meta, recs = _records(result)
+    run = meta["run"]
+    p = {**meta.get("settings", {}), "dataset": meta["dataset"], "llm_preset": meta["llm"]["preset"],
+         "llm_structured": meta["llm"].get("structured") or "off"}
     n = len(recs)
     answered = [r for r in recs if r.get("answer_raw") is not None]
     ans = [r for r in recs if r.get("answerable")]
@@ -83,10 +86,10 @@ def row(run: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", required=True, help="comma list of run names (results/<run>)")
+    ap.add_argument("--results", required=True, help="comma list of simgrag_e2e.py JSON files")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    rows = [row(r) for r in args.runs.split(",") if r]
+    rows = [row(Path(r)) for r in args.results.split(",") if r]
     head = ("| dataset | model | decoding | n | pattern unusable (cut) | answer unparsed (cut) / calls | strict Hits@1 all "
             "| lenient all | strict / lenient answerable (n) | wrong by stage P/R/G | tokens/q | LLM s/q |")
     print(head)
