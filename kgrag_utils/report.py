@@ -405,40 +405,52 @@ _METHOD_COLORS = {"simgrag": "#1b9e77", "compact": "#d95f02", "vector_rerank": "
 def cost_figure(scores, metrics: Iterable[str] = ("hits@1", "f1", "recall@5")):
     """Accuracy against prompt tokens and against seconds per question, one point per run and variant.
 
-    Colour = method, marker = metric; the label names the variant and dataset. Log x axes, because
-    a no-LLM retriever and an LLM agent differ by orders of magnitude.
+    Colour = method, marker = metric; the label names the variant and dataset, moved apart by
+    `plotting.place_labels` (adjustText) so that no two labels overlap, a thin line joining a moved label
+    to its point. Log x axes, because a no-LLM retriever and an LLM agent differ by orders of magnitude.
+    The legend sits to the right of the plots, outside both axes.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from .plotting import place_labels
 
     metrics = list(metrics)
     markers = dict(zip(metrics, "os^Dv"))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(14, 6), sharey=True)
     sub = scores[scores["metric"].isin(metrics)] if not scores.empty else scores
+    placed = []
     for ax, col, label in ((axes[0], "prompt_tokens_per_q", "prompt tokens per question (log; 0 plotted at 1)"),
                            (axes[1], "seconds_per_q", "seconds per question as recorded (log)")):
+        xs, ys, texts = [], [], []
         for _, r in sub.iterrows():
             x = r[col]
             if x is None or x != x:
                 continue
             x = max(float(x), 1.0) if col == "prompt_tokens_per_q" else max(float(x), 1e-3)
             ax.scatter(x, r["value"], color=_METHOD_COLORS.get(r["method"], "#333333"),
-                       marker=markers.get(r["metric"], "o"), s=46, alpha=0.85, edgecolor="white", linewidth=0.5)
-            ax.annotate(f"{r['variant']} | {r['dataset']}", (x, r["value"]), fontsize=6.5, alpha=0.8,
-                        xytext=(3, 3), textcoords="offset points")
+                       marker=markers.get(r["metric"], "o"), s=46, alpha=0.85, edgecolor="white", linewidth=0.5, zorder=3)
+            xs.append(x)
+            ys.append(float(r["value"]))
+            texts.append(ax.text(x, r["value"], f"{r['variant']} | {r['dataset']}", fontsize=6.5, alpha=0.9, zorder=4))
         ax.set_xscale("log")
         ax.set_xlabel(label)
-        ax.set_ylim(-0.02, 1.05)
+        ax.set_ylim(-0.05, 1.1)
+        if xs:  # room on both sides of the points for their labels (log axes: a factor, not an offset)
+            ax.set_xlim(min(xs) / 4, max(xs) * 4)
+        placed.append((ax, texts, xs, ys))
     axes[0].set_ylabel("score (see legend for the metric)")
-    from matplotlib.lines import Line2D
-
     handles = [Line2D([], [], color=c, marker="o", linestyle="", label=m) for m, c in _METHOD_COLORS.items()
                if not sub.empty and m in set(sub["method"])]
     handles += [Line2D([], [], color="#333333", marker=mk, linestyle="", label=m) for m, mk in markers.items()
                 if not sub.empty and m in set(sub["metric"])]
     if handles:
-        axes[1].legend(handles=handles, fontsize=8, loc="lower right", frameon=True)
+        axes[1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=True)
     fig.suptitle("Accuracy against cost (same CPU, as recorded)")
     fig.tight_layout()
+    fig.canvas.draw()
+    for ax, texts, xs, ys in placed:  # after the layout is final: adjustText works in display coordinates
+        place_labels(ax, texts, xs, ys)
     return fig
 
 

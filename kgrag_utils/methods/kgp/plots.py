@@ -7,6 +7,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ...plotting import place_labels
 from .docsets import GoldUnits
 from .graphs import PassageGraph
 from .traversal import TraversalResult
@@ -76,9 +77,10 @@ def draw_traversal(graph: PassageGraph, result: TraversalResult, gold: GoldUnits
     nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=260,
                            edgecolors=["#e31a1c" if n in gold_nodes else "#555555" for n in g.nodes],
                            linewidths=[3.0 if n in gold_nodes else 0.6 for n in g.nodes])
-    show = set(result.seeds[:4]) | gold_nodes | {c for _, c in list(walked)[:6]}
-    nx.draw_networkx_labels(g, pos, ax=ax, font_size=7,
-                            labels={n: "\n".join(textwrap.wrap(str(labels[n]), 18)[:2]) for n in g.nodes if n in show})
+    show = set(result.seeds[:4]) | gold_nodes | {c for _, c in sorted(walked)[:6]}
+    texts = [ax.text(*pos[n], "\n".join(textwrap.wrap(str(labels[n]), 18)[:2]), fontsize=7, ha="center", va="center",
+                     zorder=4, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+             for n in g.nodes if n in show]
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], marker="o", ls="", markersize=9, markerfacecolor=ROLE_COLORS[k], markeredgecolor="#555")
@@ -86,10 +88,18 @@ def draw_traversal(graph: PassageGraph, result: TraversalResult, gold: GoldUnits
     handles.append(Line2D([], [], marker="o", ls="", markersize=9, markerfacecolor="white", markeredgecolor="#e31a1c",
                           markeredgewidth=2.5))
     handles.append(Line2D([], [], color="#1f78b4", lw=2.8))
+    # the legend sits below the drawing, so it never hides a node or a label
     ax.legend(handles, ["TF-IDF seed (or reseed)", "picked by traversal", "not retrieved", "supporting (gold)", "traversal step"],
-              loc="lower left", fontsize=8, frameon=True)
+              loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=5, fontsize=8, frameon=False)
     ax.set_title(title or f"passage graph ({graph.kind}): {len(nodes)} of {graph.n} passages drawn")
     ax.set_axis_off()
+    xs, ys = zip(*(pos[n] for n in g.nodes))
+    pad = 0.08 * max(np.ptp(xs), np.ptp(ys), 1e-9)
+    ax.set_xlim(min(xs) - pad, max(xs) + pad)
+    ax.set_ylim(min(ys) - pad, max(ys) + pad)
+    ax.figure.canvas.draw()
+    # labels start on their passage and are moved apart (adjustText), away from every drawn node
+    place_labels(ax, texts, xs, ys)
     return ax
 
 
