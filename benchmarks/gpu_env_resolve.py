@@ -114,7 +114,9 @@ def resolve(python: str, reqs: list[str], workdir: Path) -> dict:
     items = json.loads(report.read_text(encoding="utf-8"))["install"]
     return {"ok": True, "command": cmd, "install": [
         {"name": it["metadata"]["name"], "version": it["metadata"]["version"],
-         "file": it["download_info"]["url"].rsplit("/", 1)[-1], "cuda": cuda_major(it["metadata"])} for it in items]}
+         "file": it["download_info"]["url"].rsplit("/", 1)[-1], "cuda": cuda_major(it["metadata"]),
+         "requires_faiss": [d for d in it["metadata"].get("requires_dist") or []
+                            if d.lower().startswith("faiss") and "extra ==" not in d]} for it in items]}
 
 
 def checks(install: list[dict], reqs: list[str]) -> dict:
@@ -126,6 +128,7 @@ def checks(install: list[dict], reqs: list[str]) -> dict:
         "torch": by.get("torch", {}).get("version"), "torch_pin": torch_pin, "torch_cuda": by.get("torch", {}).get("cuda"),
         "torch_is_pinned_version": torch_pin is not None and torch_pin.split("==")[-1] == by.get("torch", {}).get("version"),
         "faiss_distributions": faiss, "one_faiss": len(faiss) == 1,
+        "faiss_required_by": {p["name"]: p["requires_faiss"] for p in install if p["requires_faiss"]},
         "transformers": tf, "transformers_5_or_newer": int(tf.split(".")[0]) >= 5,
         "bitsandbytes": by.get("bitsandbytes", {}).get("version"),
         "cuda_majors": {p["name"]: p["cuda"] for p in install if p["cuda"]},

