@@ -31,7 +31,8 @@ from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, PROMPT_VERSION, PUBLISHED_RECALL5,  # noqa: E402
                                                VectorRerank, VectorRerankConfig, build_index, gold_key_for,
                                                summarize_records)
-from kgrag_utils.records import RunRecorder, atomic_write_json, environment_info, params_hash, to_jsonable  # noqa: E402
+from kgrag_utils import settings  # noqa: E402
+from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
           "entity_extraction", "pool_per_question")
@@ -59,7 +60,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--openie-batch", type=int, default=4)
     ap.add_argument("--slice", type=int, default=10, help="questions between JSON checkpoints")
     ap.add_argument("--run-name", default=None)
-    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--out", required=True, type=Path, help="result JSON (a relative path resolves from the repo root)")
     ap.add_argument("--no-progress", action="store_true")
     return ap.parse_args(argv)
 
@@ -75,6 +76,7 @@ def _load_out(path: Path) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    out_path = args.out if args.out.is_absolute() else settings.repo_root() / args.out  # where write_result writes
     ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, limit=len(ds.items), seed=args.seed, vector_store=args.vector_store,
                              milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
@@ -102,7 +104,7 @@ def main(argv=None) -> int:
     method = VectorRerank(index, cfg, llm, gold_key=gold_key)
 
     def write(records, status: str) -> None:
-        out = _load_out(args.out)
+        out = _load_out(out_path)
         same = (out.get("dataset") == args.dataset and out.get("limit") == args.limit and out.get("seed") == args.seed)
         if not same:
             out = {}
@@ -128,8 +130,7 @@ def main(argv=None) -> int:
         })
         out["runs"] = runs
         out["environment"] = environment_info()
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(args.out, to_jsonable(out))
+        write_result(out_path, to_jsonable(out))
 
     questions = list(ds.items)
     records = []
