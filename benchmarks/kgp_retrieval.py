@@ -132,6 +132,14 @@ def _read_examples(run_name: str | list[str]) -> list[dict]:
     return list(seen.values())
 
 
+def _path(p: str | Path) -> Path:
+    """A benchmark path as every benchmark reads it: a relative one resolves from the repository root."""
+    from kgrag_utils import settings
+
+    p = Path(p)
+    return p if p.is_absolute() else settings.repo_root() / p
+
+
 def _rate(flags) -> float | None:
     flags = [bool(f) for f in flags if f is not None]
     return sum(flags) / len(flags) if flags else None
@@ -268,11 +276,9 @@ def main(argv: list[str] | None = None) -> dict:
                       {k: round(v, 3) for k, v in entry["summary"].items() if isinstance(v, float) and ("@5" in k or "@30" in k or k in ("em", "f1", "mean_graph_density"))},
                       flush=True)
         out["results"] = results
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    from kgrag_utils.records import atomic_write_json
+    from kgrag_utils.records import write_result
 
-    atomic_write_json(path, out)
+    path = write_result(_path(args.out), out)
     print(f"wrote {path}")
     return out
 
@@ -299,9 +305,9 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import IntegrityError
     from kgrag_utils.methods.kgp import metric_keys, summarize_run
-    from kgrag_utils.records import atomic_write_json
+    from kgrag_utils.records import write_result
 
-    shards = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    shards = [json.loads(_path(p).read_text(encoding="utf-8")) for p in paths]
     first = shards[0]
     for key in ("dataset", "split", "seed", "limit", "config"):
         if any(s.get(key) != first.get(key) for s in shards):
@@ -374,9 +380,7 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
     for key in ("llm_threads", "llm_threads_batch_set"):
         if key in first:
             out[key] = first[key]
-    path = Path(out_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, out)
+    path = write_result(_path(out_path), out)
     print(f"wrote {path}")
     return out
 
@@ -394,10 +398,10 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     from kgrag_utils.methods.kgp import KGP, KGPConfig, metric_keys
     from kgrag_utils.methods.kgp.evaluation import answer_metrics
     from kgrag_utils.methods.kgp.prompts import reader_instruction
-    from kgrag_utils.records import RunRecorder, atomic_write_json
+    from kgrag_utils.records import RunRecorder, write_result
     from kgrag_utils import metrics
 
-    merged = json.loads(Path(merged_path).read_text(encoding="utf-8"))
+    merged = json.loads(_path(merged_path).read_text(encoding="utf-8"))
     entry = merged["results"][0]
     cfg = KGPConfig.from_params({**merged["config"], "ks": tuple(merged["config"]["ks"])})
     if structured:
@@ -449,7 +453,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     summary["yes_no_answers"] = len(yes_no)
     summary["yes_no_answers_v1"] = sum(1 for r in rows if str(r.get("answer_v1") or "").strip().lower() in ("yes", "no"))
     rec.finish(summary=summary, extra={"benchmark": "kgp_retrieval", "reread_of": names})
-    path = Path(out_path)
+    path = _path(out_path)
     previous = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     previous = previous if previous.get("run_name") == rec.run_name else {}  # an earlier call of this resumed run
     out = {"benchmark": "kgp_retrieval", "mode": "reread", "dataset": merged["dataset"], "split": merged["split"],
@@ -461,8 +465,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
            "earlier_call": {k: previous.get(k) for k in ("command", "wall_seconds_this_call")} if previous else None,
            "command": " ".join(sys.argv), "summary": summary,
            "retrieval_summary": {k: v for k, v in entry["summary"].items() if "@" in k}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, out)
+    write_result(path, out)
     print(f"wrote {path}", {k: summary[k] for k in ("n", "n_failed", "em", "f1", "em_v1", "f1_v1", "yes_no_answers")})
     return out
 
@@ -478,7 +481,7 @@ def plot_files(paths: list[str]) -> dict:
     from kgrag_utils.methods.kgp import plots
 
     plotting.set_theme()
-    loaded = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    loaded = [json.loads(_path(p).read_text(encoding="utf-8")) for p in paths]
     density = [d for d in loaded if "density_sweep" in d]
     branching = {d["dataset"]: d["branching_sweep"] for d in loaded if "branching_sweep" in d}
     written = {}

@@ -140,3 +140,18 @@ def test_reread_reruns_only_the_reader_on_the_recorded_passages(tmp_path):
     again = bench.main(["--reread", merged, "--run-name", "reread-test-v2", "--out", str(tmp_path / "again.json"),
                         "--no-progress"])
     assert again["summary"]["n"] == 3  # resumed: nothing added twice
+
+
+def test_relative_paths_resolve_from_the_repo_root(tmp_path, monkeypatch):
+    bench = _bench()
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("KGRAG_ROOT", str(root))
+    monkeypatch.chdir(elsewhere)
+    common = ["--dataset", "sample-passages", "--graph", "entity", "--traversal", "nollm", "--limit", "3",
+              "--budget", "8", "--no-progress", "--run-name", "relative-test"]
+    bench.main(common + ["--shard", "0/1", "--out", "benchmarks/results/s0.json"])
+    assert (root / "benchmarks/results/s0.json").exists() and not (elsewhere / "benchmarks").exists()
+    merged = bench.main(["--merge", "benchmarks/results/s0.json", "--out", "benchmarks/results/merged.json"])
+    assert merged["n_questions"] == 3 and (root / "benchmarks/results/merged.json").exists()
