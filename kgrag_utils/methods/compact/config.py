@@ -19,7 +19,7 @@ from .gate import GATES
 
 __all__ = ["CompactConfig", "KNOWLEDGE_SOURCES", "CONTEXTS"]
 
-KNOWLEDGE_SOURCES = ("auto", "rules", "lexicon", "knn")
+KNOWLEDGE_SOURCES = ("auto", "rules", "lexicon", "knn", "hybrid")
 CONTEXTS = ("compact", "topk", "both")
 
 
@@ -31,8 +31,8 @@ class CompactConfig(MethodConfig):
     dataset: str = "sample-movies-2hop"
     limit: int = 8
     # relation knowledge
-    knowledge: Literal["auto", "rules", "lexicon", "knn"] = "auto"  # auto: rules for kinship stories, knn for
-    #                                  WebQSP/CWQ (human-written), lexicon otherwise
+    knowledge: Literal["auto", "rules", "lexicon", "knn", "hybrid"] = "auto"  # auto: rules for kinship stories, knn for
+    #                                  WebQSP/CWQ (human-written), hybrid (lexicon + kNN vote) otherwise
     lift_threshold: float = 0.0      # 0 = choose on validation from threshold_grid
     threshold_grid: tuple[float, ...] = (1.5, 2.0, 3.0, 5.0)
     min_pair_count: float = 2.0      # minimum expected (aligned) count of a kept word-relation pair

@@ -38,8 +38,9 @@ class KNNVote(RelationKnowledge):
 
     name = "knn"
 
-    def __init__(self, embedder, k: int = 10, batch: int = 4096):
+    def __init__(self, embedder, k: int = 10, batch: int = 4096, backoff: bool = False):
         super().__init__()
+        self.backoff = bool(backoff)  # after the voted chains: their reversed directions, then every other chain
         if k < 1:
             raise ConfigError(f"k for the vote must be >= 1 (got {k}).")
         if embedder is None:
@@ -107,9 +108,27 @@ class KNNVote(RelationKnowledge):
                         voters[cid] += 1
                 total = sum(weights.values()) or 1.0
                 ranked = sorted(weights, key=lambda c: (-weights[c], -voters[c], -self.frequency[self.chains[c]]))
-                out.append([ChainProposal(self.chains[c], weights[c] / total, "knn",
-                                          evidence={"voters": int(voters[c]), "max_sim": round(float(row[idx].max()), 4)})
-                            for c in ranked])
+                props = [ChainProposal(self.chains[c], weights[c] / total, "knn",
+                                       evidence={"voters": int(voters[c]), "max_sim": round(float(row[idx].max()), 4)})
+                         for c in ranked]
+                out.append(self._back_off(props) if self.backoff else props)
+        return out
+
+    def _back_off(self, props: list[ChainProposal]) -> list[ChainProposal]:
+        """The voted chains, then each with every step reversed (neighbours that ask the other way round:
+        "who directed [X]" beside "what did [X] direct"), then every other training chain by frequency."""
+        seen = {p.chain for p in props}
+        out = list(props)
+        for p in props:
+            flipped = tuple((r, not f) for r, f in reversed(p.chain))
+            if flipped not in seen:
+                seen.add(flipped)
+                out.append(ChainProposal(flipped, 0.0, "knn:reversed", evidence={"of": "voted chain"}))
+        total = sum(self.frequency.values()) or 1
+        for chain, n in self.frequency.most_common():
+            if chain not in seen:
+                seen.add(chain)
+                out.append(ChainProposal(chain, n / total, "knn:fallback"))
         return out
 
     def training_chains(self) -> set[Chain]:
@@ -118,6 +137,7 @@ class KNNVote(RelationKnowledge):
         return set(self.chains)
 
     def describe(self) -> dict:
-        return {"name": self.name, "k": self.k, "n_train": int(self.chain_ids.size), "n_chains": len(self.chains),
+        return {"name": self.name, "k": self.k, "backoff": self.backoff, "n_train": int(self.chain_ids.size),
+                "n_chains": len(self.chains),
                 "votes_per_question": round(float(self.vote_chain.size / max(self.chain_ids.size, 1)), 3),
                 "embedder": getattr(self.embedder, "model_id", type(self.embedder).__name__)}

@@ -1,0 +1,95 @@
+"""Spelling correction against the training questions' vocabulary (no outside word list).
+
+A question word of at least `min_length` letters that no training question uses is replaced by the
+training word at Damerau-Levenshtein distance 1 (one swap of neighbours, deletion, insertion or
+substitution) that training uses most often; ties go to the alphabetically first. Words with no such
+neighbour, short words and the topic mention (MetaQA's `[...]`, or a topic name) stay as written.
+Relation knowledge then reads "who dirrcted [X]" as "who directed [X]".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter, defaultdict
+from typing import Sequence
+
+from .lexicon import TOPIC_MARK, OTHER_MARK, other_topics, question_tokens
+
+__all__ = ["SpellingCorrector", "within_one_edit"]
+
+_WORD = re.compile(r"[^\W\d_]+")
+_MENTION = re.compile(r"(\[[^\]]*\])")
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """Damerau-Levenshtein distance of a and b <= 1 (adjacent transposition counts as one edit)."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    if la == lb:
+        diff = [i for i in range(la) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    if la < lb:
+        a, b = b, a
+    i = 0
+    while i < len(b) and a[i] == b[i]:
+        i += 1
+    return a[i + 1:] == b[i:]
+
+
+class SpellingCorrector:
+    """Learns a vocabulary from training questions; corrects words outside it (see the module docstring)."""
+
+    def __init__(self, min_length: int = 4, min_count: int = 2):
+        self.min_length = int(min_length)
+        self.min_count = int(min_count)
+        self.vocabulary: Counter = Counter()
+        self._by_deletion: dict[str, set[str]] = defaultdict(set)
+        self._memo: dict[str, str] = {}
+
+    def fit(self, questions: Sequence) -> "SpellingCorrector":
+        counts = Counter(t for q in questions
+                         for t in question_tokens(q.question, q.topic_entities, other_topics(q))
+                         if t not in (TOPIC_MARK, OTHER_MARK))
+        self.vocabulary = Counter({w: n for w, n in counts.items() if n >= self.min_count and _WORD.fullmatch(w)})
+        self._by_deletion = defaultdict(set)
+        for w in self.vocabulary:
+            for key in self._keys(w):
+                self._by_deletion[key].add(w)
+        self._memo = {}
+        return self
+
+    @staticmethod
+    def _keys(word: str) -> set[str]:
+        return {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
+
+    def correct_word(self, word: str) -> str:
+        """The training word for `word` (lower case), or `word` itself."""
+        low = word.lower()
+        if len(low) < self.min_length or low in self.vocabulary or not _WORD.fullmatch(low):
+            return word
+        if low not in self._memo:
+            cands = {w for key in self._keys(low) for w in self._by_deletion.get(key, ())}
+            cands = [w for w in cands if within_one_edit(low, w)]
+            self._memo[low] = min(cands, key=lambda w: (-self.vocabulary[w], w)) if cands else low
+        fixed = self._memo[low]
+        return word if fixed == low else fixed
+
+    def correct_text(self, text: str, protect: Sequence[str] = ()) -> str:
+        """The text with every word corrected, except bracketed mentions and the `protect` names."""
+        names = sorted((p for p in protect if p), key=len, reverse=True)
+        pattern = re.compile("(" + "|".join([r"\[[^\]]*\]"] + [re.escape(n) for n in names]) + ")", re.IGNORECASE)
+        parts = pattern.split(str(text))
+        return "".join(p if i % 2 else _WORD.sub(lambda m: self.correct_word(m.group(0)), p)
+                       for i, p in enumerate(parts))
+
+    def correct(self, question):
+        """A copy of a question with its text corrected (the written text kept in meta['written_question'])."""
+        text = self.correct_text(question.question, list(question.topic_entities) + other_topics(question))
+        if text == question.question:
+            return question
+        return dataclasses.replace(question, question=text, meta={**question.meta, "written_question": question.question})
