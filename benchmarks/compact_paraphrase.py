@@ -111,10 +111,13 @@ def main(argv=None) -> dict:
     edits = Counter(e.split(" ")[0] for q in sets["all rule noise"] for e in q.meta["paraphrase"]["edits"])
     llm_info = None
     if args.llm_limit:
-        from kgrag_utils.datasets.registry import sample_items
+        import numpy as np
+
         from kgrag_utils.llm import DEFAULT_CPU_PRESET, load_llm
 
-        asked, _ = sample_items(list(ds.items), args.llm_limit, seed=args.seed + 1)
+        # a seeded order of the sample: a smaller --llm-limit asks a prefix of a larger one's questions (cache reuse)
+        order = np.random.default_rng(args.seed + 1).permutation(len(ds.items))[:args.llm_limit]
+        asked = [ds.items[i] for i in sorted(order.tolist())]
         llm = load_llm(args.llm or DEFAULT_CPU_PRESET)
         t_llm = time.perf_counter()
         kept, counts = para.llm_paraphrases(asked, llm)

@@ -36,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 
+from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -147,8 +149,7 @@ def _rate(flags) -> float | None:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", default="musique", help="hotpotqa, musique, 2wiki or sample-passages")
-    ap.add_argument("--split", default="all")
+    add_dataset_arguments(ap, kinds=("passages",), default="musique", split="all")  # + --option questions=FILE
     ap.add_argument("--graph", default="entity", help="comma list of tfidf,knn,entity,union")
     ap.add_argument("--traversal", default="nollm", help="comma list of llm,nollm,nograph,tfidf,knn")
     ap.add_argument("--budget", type=int, default=30)
@@ -199,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict:
     from kgrag_utils.methods.kgp import KGPConfig
     from kgrag_utils.methods.kgp import sweeps
 
-    ds = load_dataset(args.dataset, split=args.split, limit=args.limit, seed=args.seed)
+    ds = dataset_from_args(args, limit=args.limit, seed=args.seed)
     shard = None
     if args.shard:
         i, n = (int(x) for x in args.shard.split("/"))
@@ -228,6 +229,7 @@ def main(argv: list[str] | None = None) -> dict:
         overrides["structural"] = True
     base = base.replace(**overrides)
     out: dict = {"benchmark": "kgp_retrieval", "dataset": args.dataset, "split": args.split,
+                 "dataset_options": check_dataset_arguments(args),
                  "n_questions": len(ds.items), "shard": args.shard, "limit": args.limit, "seed": args.seed,
                  "config": base.to_dict(), "environment": _environment(), "command": " ".join(sys.argv)}
     progress = not args.no_progress
@@ -309,7 +311,7 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
 
     shards = [json.loads(_path(p).read_text(encoding="utf-8")) for p in paths]
     first = shards[0]
-    for key in ("dataset", "split", "seed", "limit", "config"):
+    for key in ("dataset", "split", "seed", "limit", "config", "dataset_options"):
         if any(s.get(key) != first.get(key) for s in shards):
             raise IntegrityError(f"the shards differ in {key!r}: merge only the shard files of one run.")
     try:
@@ -324,7 +326,7 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
     if len(n_entries) != 1:
         raise IntegrityError("the shards hold different numbers of (graph, traversal) entries: merge one run's shards.")
     expected = [q.qid for q in load_dataset(first["dataset"], split=first["split"], limit=first["limit"],
-                                            seed=first["seed"]).items]
+                                            seed=first["seed"], **first.get("dataset_options", {})).items]
     results = []
     for j in range(n_entries.pop()):
         parts = [s["results"][j] for s in shards]
@@ -373,6 +375,7 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
             entry["reader_failed"] = sum(1 for r in rows if r.get("reader_failed"))
         results.append(entry)
     out = {"benchmark": "kgp_retrieval", "dataset": first["dataset"], "split": first["split"],
+           "dataset_options": first.get("dataset_options", {}),
            "n_questions": len(expected), "shard": None, "limit": first["limit"], "seed": first["seed"],
            "config": first["config"], "environment": first.get("environment"),
            "merged_from": [str(p) for p in paths], "shard_commands": [s.get("command") for s in shards],
@@ -406,7 +409,8 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     cfg = KGPConfig.from_params({**merged["config"], "ks": tuple(merged["config"]["ks"])})
     if structured:
         cfg = cfg.replace(llm_structured=structured)
-    ds = load_dataset(merged["dataset"], split=merged["split"], limit=merged["limit"], seed=merged["seed"])
+    ds = load_dataset(merged["dataset"], split=merged["split"], limit=merged["limit"], seed=merged["seed"],
+                      **merged.get("dataset_options", {}))
     names = [s["run_name"] for s in entry.get("shards", [])] or [entry["run_name"]]
     recorded = {r["id"]: r for r in _read_examples(names)}
     missing = [q.qid for q in ds.items if q.qid not in recorded]
@@ -457,6 +461,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     previous = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     previous = previous if previous.get("run_name") == rec.run_name else {}  # an earlier call of this resumed run
     out = {"benchmark": "kgp_retrieval", "mode": "reread", "dataset": merged["dataset"], "split": merged["split"],
+           "dataset_options": merged.get("dataset_options", {}),
            "n_questions": len(ds.items), "limit": merged["limit"], "seed": merged["seed"], "config": cfg.to_dict(),
            "reread_of": merged_path, "traversal_runs": names, "run_name": rec.run_name,
            "llm": kgp._llm.describe() if kgp._llm is not None else previous.get("llm", {"preset": cfg.llm_preset}),

@@ -5,7 +5,9 @@ Real data (patterns from the gold relation chains, so the LLM is out of the loop
     python benchmarks/simgrag_retrieval.py --dataset metaqa-3hop --pattern-source oracle --limit 1000 \
         --out benchmarks/results/simgrag_metaqa-3hop.json
 
-reports Hits@1 of the top-1 subgraph's answer node on all questions and on the answerable subset
+takes any registered KG-question dataset and its options (`--dataset wc2014-conj`, `--dataset pq-file
+--option path=PQL-2H.txt --option kb=PQL2-KB.txt`, `--option variant=ntm`); conjunctive questions get
+tree patterns. It reports Hits@1 of the top-1 subgraph's answer node on all questions and on the answerable subset
 (answers reachable in the loaded KB), whether any top-k subgraph holds a gold answer, and per query:
 vector search ms (FAISS over all entity names + exact re-scoring of the top-n; also per pattern node
 and amortised over one batched call for all queries), relation-distance ms, embedding-lookup ms,
@@ -35,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
 from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, gold_answer_ids, miss_class, oracle_pattern,
@@ -42,7 +45,6 @@ from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, gold_answer_ids, m
 from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
 from kgrag_utils.metrics import normalize_answer
 
-REAL = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop")
 
 
 def stats(values, digits: int = 4) -> dict:
@@ -70,11 +72,10 @@ def config_from(args) -> GSDConfig:
 
 
 def run_real(args) -> dict:
-    from kgrag_utils.datasets import load_dataset
     from kgrag_utils.embeddings import load_embedder
 
     t0 = time.perf_counter()
-    data = load_dataset(args.dataset, split=args.split, limit=args.limit, seed=args.seed)
+    data = dataset_from_args(args, limit=args.limit, seed=args.seed)
     t1 = time.perf_counter()
     embedder = load_embedder(args.embedder)
     retriever = GSDRetriever.from_embedder(data.kg, embedder, index_kind=args.index)
@@ -155,7 +156,7 @@ def summarize_rows(args, rows, extra) -> dict:
     return {
         "benchmark": "simgrag_retrieval",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "params": {k: v for k, v in vars(args).items()},
+        "params": {k: v for k, v in vars(args).items() if not k.startswith("_")},
         "machine": machine(),
         **extra,
         "hits@1_top1_subgraph": {
@@ -316,15 +317,14 @@ def run_synthetic(args) -> dict:
         print(json.dumps({kind: out["indexes"][kind]["ms_per_query"]["retrieval_total"]}), flush=True)
         del retriever
     return {"benchmark": "simgrag_retrieval_synthetic", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "params": vars(args), "machine": machine(), **out}
+            "params": {k: v for k, v in vars(args).items() if not k.startswith("_")}, "machine": machine(), **out}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", required=True, choices=REAL + ("synthetic",))
+    add_dataset_arguments(ap, kinds=("kgqa",))  # --dataset NAME (or 'synthetic'), --split, --option key=value
     ap.add_argument("--pattern-source", default="oracle", choices=("oracle",),
                     help="only oracle patterns here; LLM patterns run through the notebook")
-    ap.add_argument("--split", default="test")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--top-k", type=int, default=3)
@@ -348,6 +348,8 @@ def main(argv=None) -> int:
                     help="OpenMP threads for FAISS (1: single queries do not wait on busy cores)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.dataset != "synthetic":
+        check_dataset_arguments(args)  # unknown names, kinds and options fail here, in one line
     import faiss
 
     faiss.omp_set_num_threads(args.faiss_threads)

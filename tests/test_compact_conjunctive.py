@@ -94,3 +94,15 @@ def test_the_conjunctive_context_keeps_only_paths_to_the_intersection_and_caps_w
 def test_single_chain_questions_are_untouched_by_the_branch_machinery():
     q = KGQuestion("q", "who directed [X]", ["X"], ["d"], [("directed_by", True)], 1, None)
     assert branch_views(q) == [q] and q.gold_branches() == [("X", [("directed_by", True)])]
+
+
+def test_a_file_dataset_trains_on_its_own_training_cut(embedder):
+    """pq-file (any file in the PathQuestion/WC2014 line format): compact finds the training split itself."""
+    from kgrag_utils.datasets.fixtures import ensure_fixture
+
+    path = ensure_fixture("wc2014") / "WC2014" / "WC-C.txt"
+    ds = load_dataset("pq-file", split="test", path=str(path))
+    method = Compact.prepare(dataset=ds, config=CompactConfig(knowledge="lexicon"), embedder=embedder)
+    assert method.tuning["n_train"] == len(load_dataset("pq-file", split="train", path=str(path)))
+    summary = summarize_records(method.derive_many(ds.items), "kgqa", llm=False)
+    assert summary["derived_hits@1"] == 1.0

@@ -506,6 +506,74 @@ def test_2wiki_loader_with_title_questions(data_root):
     assert ds[0].supporting == ["Lothair II", "Teutberga"] and [p.pid for p in ds.corpus] == ["Teutberga", "Lothair II"]
 
 
+def test_2wiki_takes_another_questions_file_in_either_released_form(data_root, tmp_path):
+    root = data_root / "2WikiMultiHopQA"
+    root.mkdir()
+    corpus = [{"title": "Teutberga", "text": "Teutberga was a queen."}, {"title": "Lothair II", "text": "A king."}]
+    (root / "hipporag_2wikimultihopqa_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    (root / "2wiki_50q_supporting_titles.json").write_text(json.dumps([{"question": "q?", "supporting_titles": []}]),
+                                                          encoding="utf-8")
+    dev = [{"_id": "a1", "question": "Who was Lothair II's wife?", "answer": "Teutberga", "type": "compositional",
+            "context": [["Lothair II", ["A king."]], ["Teutberga", ["Teutberga was a queen."]]],
+            "supporting_facts": [["Lothair II", 0], ["Teutberga", 0]]}]
+    (tmp_path / "dev.json").write_text(json.dumps(dev), encoding="utf-8")
+    ds = load_dataset("2wiki", questions=str(tmp_path / "dev.json"))
+    assert len(ds) == 1 and ds[0].answers == ["Teutberga"] and ds.info["questions_file"] == "dev.json"
+    assert ds[0].supporting_titles == ["Lothair II", "Teutberga"]
+    titles = root / "mine.json"  # a relative path resolves in the dataset's folder
+    titles.write_text(json.dumps([{"question": "x?", "supporting_titles": ["Teutberga"]}]), encoding="utf-8")
+    assert load_dataset("2wiki", questions="mine.json")[0].supporting == ["Teutberga"]
+    with pytest.raises(DatasetMissingError, match="questions="):
+        load_dataset("2wiki", questions="missing.json")
+
+
+def test_the_training_split_of_a_file_dataset_is_found_beside_it_or_named_in_one_line(tmp_path):
+    from kgrag_utils.datasets.registry import training_dataset
+
+    lines = [f"q{i} of a_{i} ?\tb_{i}(b_{i}/)\ta_{i}#r#b_{i}#<end>#b_{i}" for i in range(20)]
+    _write(tmp_path / "PQL-2H.txt", lines)
+    _write(tmp_path / "PQL2-KB.txt", [f"a_{i}\tr\tb_{i}" for i in range(20)])
+    test = load_dataset("pq-file", split="test", path=str(tmp_path / "PQL-2H.txt"))
+    train = training_dataset(test)
+    assert train.split == "train" and train.info["qa_file"] == "PQL-2H.txt" and len(train) == 16
+    assert not {q.qid for q in train} & {q.qid for q in test}
+    whole = load_dataset("pq-file", split="all", path=str(tmp_path / "PQL-2H.txt"))
+    with pytest.raises(ConfigError, match="split='test'.*train="):
+        training_dataset(whole)
+    _write(tmp_path / "mine-test.txt", lines[:5])
+    _write(tmp_path / "mine-train.txt", lines[5:])
+    mine = load_dataset("pq-file", split="all", path=str(tmp_path / "mine-test.txt"), kb=str(tmp_path / "PQL2-KB.txt"))
+    assert [q.qid for q in training_dataset(mine)][:1] == ["mine-train-00000"] and len(training_dataset(mine)) == 15
+    with pytest.raises(ConfigError, match="has no training split"):
+        training_dataset(load_dataset("pq-file", split="train", path=str(tmp_path / "PQL-2H.txt")))
+    with pytest.raises(ConfigError, match="is the training split"):
+        training_dataset(load_dataset("fixture-wc2014-1hop", split="train"))
+    wc = training_dataset(load_dataset("fixture-wc2014-1hop", split="test"))
+    assert wc.split == "train" and wc.name == "fixture-wc2014-1hop" and wc[0].answerable is None
+
+
+def test_benchmark_dataset_arguments_take_any_registered_dataset_and_its_options():
+    import argparse
+
+    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, parse_options
+
+    assert parse_options(["path=a/b.txt", "chain_lengths=[4,5]", "answerable=false", "variant=ntm", "n=3"]) == \
+        {"path": "a/b.txt", "chain_lengths": [4, 5], "answerable": False, "variant": "ntm", "n": 3}
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_options(["novalue"])
+    ap = argparse.ArgumentParser()
+    add_dataset_arguments(ap, kinds=("kgqa",), default="metaqa-1hop")
+    args = ap.parse_args(["--dataset", "wc2014-1hop", "--split", "all"])
+    assert check_dataset_arguments(args) == {}
+    args = ap.parse_args(["--dataset", "pq-file", "--option", "path=x.txt", "--option", "kb=y.txt"])
+    assert check_dataset_arguments(args) == {"path": "x.txt", "kb": "y.txt"}
+    for bad, match in ((["--dataset", "metaqa-1hopp"], "did you mean"), (["--dataset", "clutrr"], "kinship dataset"),
+                       (["--dataset", "metaqa-1hop", "--option", "path=x"], "does not take"),
+                       (["--dataset", "metaqa-1hop", "--split", "train"], "has splits")):
+        with pytest.raises(ConfigError, match=match):
+            check_dataset_arguments(ap.parse_args(bad))
+
+
 def test_corpus_with_repeated_titles_needs_title_text_ids(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps([{"title": "A", "text": "x"}, {"title": "A", "text": "y"}]), encoding="utf-8")

@@ -117,3 +117,33 @@ def test_branches_pattern_builds_longer_branches_with_their_own_unknowns():
     assert [(e.head, e.relation, e.tail) for e in pattern.edges] == [(1, "r1", 2), (0, "r2", 2), (3, "r3", 0)]
     assert branches_pattern([("A", [("r1", True)])]).edges == oracle_pattern(
         KGQuestion("q", "", ["A"], ["x"], [("r1", True)], 1, None)).edges
+
+
+def test_the_retrieval_benchmark_takes_any_registered_dataset_with_options(tmp_path):
+    """benchmarks/simgrag_retrieval.py on the conjunctive fixture (tree patterns) and on a file through pq-file."""
+    import importlib.util
+    import json
+
+    import pytest
+
+    from kgrag_utils import settings
+    from kgrag_utils.datasets.fixtures import ensure_fixture
+    from kgrag_utils.errors import ConfigError
+
+    path = settings.repo_root() / "benchmarks" / "simgrag_retrieval.py"
+    spec = importlib.util.spec_from_file_location("simgrag_retrieval", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "conj.json"
+    assert bench.main(["--dataset", "fixture-wc2014-conj", "--split", "all", "--index", "flat", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["n_questions"] == result["hits@1_top1_subgraph"]["n_answerable"] > 100
+    assert result["no_pattern"] == 0 and result["hits@1_top1_subgraph"]["answerable"] >= 0.95
+    assert result["params"]["injective"] is False
+    kb = ensure_fixture("wc2014") / "WC2014"
+    out = tmp_path / "file.json"
+    assert bench.main(["--dataset", "pq-file", "--split", "all", "--option", f"path={kb / 'WC-P2.txt'}",
+                       "--option", f"kb={kb / 'WC2014.txt'}", "--index", "flat", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["hits@1_top1_subgraph"]["n_all"] == 56
+    with pytest.raises(ConfigError, match="does not take"):
+        bench.main(["--dataset", "fixture-wc2014-conj", "--option", "variant=ntm"])

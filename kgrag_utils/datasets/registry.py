@@ -25,7 +25,7 @@ from .answerable import cached_answerable
 from .records import Dataset, KGQuestion
 
 __all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items",
-           "load_kg_file", "load_pq_file"]
+           "load_kg_file", "load_pq_file", "training_dataset"]
 
 
 @dataclass(frozen=True)
@@ -166,14 +166,28 @@ def _load_clutrr(spec: DatasetSpec, root: Path, split: str, chain_lengths=None) 
                    root=root, info=info)
 
 
-def _load_hotpotqa(spec: DatasetSpec, root: Path, split: str) -> Dataset:
-    questions = passages.read_hotpot_questions(root / spec.params["questions"], prefix=spec.name)
+def _questions_file(spec: DatasetSpec, root: Path, questions: str | Path | None, default: str) -> Path:
+    """The questions file: the registered one, or `questions=` (absolute, or relative to the dataset folder)."""
+    if questions is None:
+        return root / default
+    path = Path(questions)
+    path = path if path.is_absolute() else root / path
+    if not path.is_file():
+        raise DatasetMissingError(f"questions file {path} not found (dataset {spec.name!r}, option questions=).")
+    return path
+
+
+def _load_hotpotqa(spec: DatasetSpec, root: Path, split: str, questions: str | Path | None = None) -> Dataset:
+    qfile = _questions_file(spec, root, questions, spec.params["questions"])
+    items = passages.read_hotpot_questions(qfile, prefix=spec.name)
     corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title")
-    return _passage_dataset(spec, root, split, questions, corpus, None, {})
+    return _passage_dataset(spec, root, split, items, corpus, None, {"questions_file": qfile.name})
 
 
-def _load_musique(spec: DatasetSpec, root: Path, split: str, openie: bool = True) -> Dataset:
-    questions = passages.read_musique_questions(root / spec.params["questions"])
+def _load_musique(spec: DatasetSpec, root: Path, split: str, openie: bool = True,
+                  questions: str | Path | None = None) -> Dataset:
+    qfile = _questions_file(spec, root, questions, spec.params["questions"])
+    questions = passages.read_musique_questions(qfile)
     corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title+text")
     triples, counts = None, {}
     if openie:
@@ -182,20 +196,28 @@ def _load_musique(spec: DatasetSpec, root: Path, split: str, openie: bool = True
             triples, counts = passages.read_openie_triples(found[0])
             counts["openie_file"] = found[0].name
             counts["openie_passages_not_in_corpus"] = len(set(triples) - {p.pid for p in corpus})
+    counts["questions_file"] = qfile.name
     return _passage_dataset(spec, root, split, questions, corpus, triples, counts)
 
 
-def _load_2wiki(spec: DatasetSpec, root: Path, split: str) -> Dataset:
+def _2wiki_questions(path: Path) -> list:
+    """2Wiki questions in either form: {question, supporting_titles} or the released 2WikiMultiHopQA
+    records (context + supporting_facts, HotpotQA's layout)."""
+    data = passages.read_json(path)
+    first = data[0] if isinstance(data, list) and data else {}
+    if isinstance(first, dict) and "supporting_titles" in first:
+        return passages.read_title_questions(path, prefix="2wiki")
+    return passages.read_hotpot_questions(path, prefix="2wiki")
+
+
+def _load_2wiki(spec: DatasetSpec, root: Path, split: str, questions: str | Path | None = None) -> Dataset:
     corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title")
-    small = root / spec.params["questions"]
-    if small.is_file():
-        questions = passages.read_title_questions(small, prefix="2wiki")
-        qfile = small.name
+    if questions is not None:
+        qfile = _questions_file(spec, root, questions, spec.params["questions"])
     else:
-        full = root / spec.params["questions_full"]
-        questions = passages.read_hotpot_questions(full, prefix="2wiki")
-        qfile = full.name
-    return _passage_dataset(spec, root, split, questions, corpus, None, {"questions_file": qfile})
+        small = root / spec.params["questions"]
+        qfile = small if small.is_file() else root / spec.params["questions_full"]
+    return _passage_dataset(spec, root, split, _2wiki_questions(qfile), corpus, None, {"questions_file": qfile.name})
 
 
 def _passage_dataset(spec, root, split, questions, corpus, triples, extra) -> Dataset:
@@ -320,13 +342,13 @@ _register(DatasetSpec(
 _register(DatasetSpec(
     name="hotpotqa", kind="passages", source="real", folder="HotpotQA",
     required=(("hipporag_hotpotqa_train_100q.json",), ("hipporag_hotpotqa_train_corpus.json",)),
-    loader=_load_hotpotqa, splits=_PASSAGE_SPLITS,
+    loader=_load_hotpotqa, splits=_PASSAGE_SPLITS, options=("questions",),
     params={"questions": "hipporag_hotpotqa_train_100q.json", "corpus": "hipporag_hotpotqa_train_corpus.json"},
     description="HotpotQA: HippoRAG's 100-question sample (distractor format) and its 994-title corpus"))
 _register(DatasetSpec(
     name="musique", kind="passages", source="real", folder="MuSiQue",
     required=(("hipporag_musique_train_100q.json",), ("hipporag_musique_train_corpus.json",)),
-    loader=_load_musique, splits=_PASSAGE_SPLITS, options=("openie",),
+    loader=_load_musique, splits=_PASSAGE_SPLITS, options=("openie", "questions"),
     params={"questions": "hipporag_musique_train_100q.json", "corpus": "hipporag_musique_train_corpus.json",
             "openie": "hipporag_openie_musique_*.json"},
     description="MuSiQue: HippoRAG's 100-question sample, 1,890-passage corpus and its OpenIE triples"))
@@ -334,14 +356,14 @@ _register(DatasetSpec(
     name="2wiki", kind="passages", source="real", folder="2WikiMultiHopQA",
     required=(("hipporag_2wikimultihopqa_corpus.json",),
               ("2wiki_50q_supporting_titles.json", "2wikimultihopqa.json")),
-    loader=_load_2wiki, splits=_PASSAGE_SPLITS,
+    loader=_load_2wiki, splits=_PASSAGE_SPLITS, options=("questions",),
     params={"corpus": "hipporag_2wikimultihopqa_corpus.json", "questions": "2wiki_50q_supporting_titles.json",
             "questions_full": "2wikimultihopqa.json"},
     description="2WikiMultiHopQA: HippoRAG's 6,119-passage corpus with 50 questions (gold titles, no answers)"))
 _register(DatasetSpec(
     name="sample-passages", kind="passages", source="sample", folder="SamplePassages",
     required=(("sample_questions.json",), ("sample_corpus.json",)), loader=_load_musique,
-    splits=_PASSAGE_SPLITS, options=("openie",), sample_key="passages",
+    splits=_PASSAGE_SPLITS, options=("openie", "questions"), sample_key="passages",
     params={"questions": "sample_questions.json", "corpus": "sample_corpus.json", "openie": "sample_openie.json"},
     description="generated passage questions in MuSiQue/HippoRAG's format, with OpenIE triples"))
 
@@ -441,6 +463,8 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
 
     Options by dataset: MetaQA `variant` ("vanilla" | "ntm"), `answerable` (compute the flag,
     default True); CLUTRR `chain_lengths` (int or list); MuSiQue `openie` (default True);
+    HotpotQA / MuSiQue / 2Wiki `questions` (another questions file in the same format, absolute or
+    relative to the dataset folder, e.g. all of 2WikiMultiHopQA's dev set);
     pq-file `path` and `kb`; FactKG `graph` ("auto" | "light" | "full"), `relation_filter`, `kg`;
     WebQSP/CWQ `paths` (shortest topic-to-answer chains, default True); IIRC `unanswerable`. Missing files raise DatasetMissingError naming the fetch command.
     """
@@ -464,12 +488,51 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
     ds = spec.loader(spec, root, split, **options)
     n_total = len(ds.items)
     ds.items, kept = sample_items(ds.items, limit, seed)
-    ds.info.update({"n_total": n_total, "n_items": len(ds.items), "limit": limit, "seed": seed,
-                    "options": dict(options)})
+    ds.info.update({"registered_name": spec.name, "n_total": n_total, "n_items": len(ds.items), "limit": limit,
+                    "seed": seed, "options": dict(options)})
     if ds.kind == "kgqa" and limit is not None and ds.items and ds.items[0].answerable is not None:
         ds.info["answerable_rate"] = float(np.mean([q.answerable for q in ds.items]))
         ds.info["answerable_khop_rate"] = float(np.mean([q.meta.get("answerable_khop", False) for q in ds.items]))
     return ds
+
+
+def training_dataset(dataset: Dataset, split: str | None = None) -> Dataset:
+    """The training split that belongs to a loaded dataset: the same registered name and options
+    (without the answerable flag), split `split` or the first of 'train' / 'dev' it has.
+
+    A `pq-file` dataset evaluated on its seeded 'dev' or 'test' cut trains on the same file's 'train'
+    cut; evaluated whole (`split='all'`), it trains on a file beside it whose name says train where
+    its own says test (`X-test.txt` -> `X-train.txt`, `test.txt` -> `train.txt`). Anything else
+    raises a one-line ConfigError saying how to give the training data.
+    """
+    name = dataset.info.get("registered_name", dataset.name)
+    if name not in _SPECS:
+        raise ConfigError(f"dataset {dataset.name!r} was not loaded by name: pass its training split yourself "
+                          "(train=load_dataset(NAME, split='train', ...)).")
+    spec = _SPECS[name]
+    options = dict(dataset.info.get("options") or {})
+    if spec.kind == "kgqa" and "answerable" in spec.options:
+        options["answerable"] = False  # the training split needs no answerable flag
+    if split is None:
+        split = next((s for s in ("train", "dev") if s in spec.splits), None)
+        if split is None:
+            raise ConfigError(f"dataset {name!r} has no train or dev split to learn from; pass train= yourself.")
+    if name == "pq-file" and dataset.split in ("all", "train"):
+        path = Path(options.get("path", ""))
+        stem = path.stem
+        swapped = stem.replace("test", "train").replace("TEST", "TRAIN").replace("Test", "Train")
+        beside = path.with_name(swapped + path.suffix) if swapped != stem else None
+        if beside is None or not beside.is_file():
+            raise ConfigError(
+                f"pq-file {path.name} split {dataset.split!r} has no training split: evaluate split='test' (the "
+                "file's seeded 80/10/10 cut trains on its 'train' part), put a training file beside it "
+                f"({beside.name if beside else 'a name with train where this one says test'}), or pass "
+                "train=load_dataset('pq-file', split='all', path=TRAINING_FILE, kb=...).")
+        return load_dataset("pq-file", split="all", **{**options, "path": str(beside)})
+    if split == dataset.split:
+        raise ConfigError(f"{dataset.name!r} split {split!r} is the training split: evaluate on another split "
+                          f"({', '.join(s for s in spec.splits if s != split)}).")
+    return load_dataset(name, split=split, **options)
 
 
 def list_datasets() -> list[dict]:

@@ -159,16 +159,10 @@ def _topic_ids(kg, names: Iterable[str]) -> tuple[list[int], list[str]]:
 def _training_data(dataset, train, source: QuestionKGs | None = None) -> tuple[list, QuestionKGs | None]:
     """(training items, where their KGs come from). The training split is loaded by name unless given;
     with per-question subgraphs it must be a Dataset (its items' subgraphs live in it)."""
-    from ...datasets import load_dataset
-    from ...datasets.registry import get_spec
+    from ...datasets.registry import training_dataset
 
-    if train is None:
-        split = training_split(dataset.name)
-        if split == dataset.split:
-            raise ConfigError(f"{dataset.name!r} split {split!r} is the training split of the relation knowledge: "
-                              "evaluate on 'test'.")
-        kwargs = {"answerable": False} if dataset.kind == "kgqa" and "answerable" in get_spec(dataset.name).options else {}
-        train = load_dataset(dataset.name, split=split, **kwargs)
+    if train is None:  # the same registered dataset and options (a file dataset: its training cut or file)
+        train = training_dataset(dataset)
     items = list(train.items if hasattr(train, "items") else train)
     if source is None or not source.per_question:
         return items, source
