@@ -95,6 +95,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--knowledge", default=",".join(KNOWLEDGE), help=f"comma list of {KNOWLEDGE}")
     ap.add_argument("--llm-limit", type=int, default=300, help="questions (of the sample) the LLM paraphrases; 0 = none")
     ap.add_argument("--llm", default=None, help="LLM preset (default: the packaged CPU model)")
+    ap.add_argument("--llm-threads", type=int, default=0, help="llama.cpp threads (0 = the backend's default)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--figure-dir", type=Path, default=Path("benchmarks/results"))
     args = ap.parse_args(argv)
@@ -118,7 +119,7 @@ def main(argv=None) -> dict:
         # a seeded order of the sample: a smaller --llm-limit asks a prefix of a larger one's questions (cache reuse)
         order = np.random.default_rng(args.seed + 1).permutation(len(ds.items))[:args.llm_limit]
         asked = [ds.items[i] for i in sorted(order.tolist())]
-        llm = load_llm(args.llm or DEFAULT_CPU_PRESET)
+        llm = load_llm(args.llm or DEFAULT_CPU_PRESET, **({"n_threads": args.llm_threads} if args.llm_threads else {}))
         t_llm = time.perf_counter()
         kept, counts = para.llm_paraphrases(asked, llm)
         kept_ids = {q.qid for q in kept}
