@@ -25,9 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop", "clutrr",
-            "sample-movies-1hop", "sample-movies-2hop", "sample-movies-3hop", "sample-kinship",
-            "webqsp", "cwq", "fixture-webqsp", "fixture-cwq")
 
 
 def _error_patterns(records, kind: str, n: int = 10) -> list[dict]:
@@ -53,14 +50,13 @@ def _error_patterns(records, kind: str, n: int = 10) -> list[dict]:
 
 def main(argv=None) -> dict:
     from kgrag_utils import settings
-    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
     from kgrag_utils.methods.compact import CompactConfig, Compact, gate_table, load_token_counter, summarize_records
     from kgrag_utils.methods.compact.config import KNOWLEDGE_SOURCES
     from kgrag_utils.records import atomic_write_json, environment_info
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", required=True, choices=DATASETS)
-    parser.add_argument("--split", default="test")
+    add_dataset_arguments(parser, kinds=("kgqa", "kinship"))  # any registered dataset; --option key=value
     parser.add_argument("--limit", type=int, default=None, help="seeded sample of the split (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--knowledge", default="auto", choices=KNOWLEDGE_SOURCES)
@@ -71,11 +67,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", default=None, help="JSON file (default benchmarks/results/compact_<dataset>.json)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    options = check_dataset_arguments(args)
 
     out = Path(args.out) if args.out else settings.repo_root() / "benchmarks" / "results" / f"compact_{args.dataset}.json"
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    ds = load_dataset(args.dataset, split=args.split, limit=args.limit, seed=args.seed)
+    ds = dataset_from_args(args, limit=args.limit, seed=args.seed)
     timings["load"] = time.perf_counter() - t0
     config = CompactConfig(knowledge=args.knowledge, max_facts=args.max_facts, lift_threshold=args.lift_threshold,
                            seed=args.seed)
@@ -124,7 +121,7 @@ def main(argv=None) -> dict:
     summary = summarize_records(records, method.kind, llm=False)
     result = {
         "benchmark": "compact_derived",
-        "dataset": args.dataset, "split": args.split, "limit": args.limit, "seed": args.seed,
+        "dataset": args.dataset, "split": args.split, "dataset_options": options, "limit": args.limit, "seed": args.seed,
         "n": len(items), "source": ds.source, "kind": method.kind,
         "method": method.describe(),
         "summary": summary,

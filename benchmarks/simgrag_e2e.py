@@ -27,10 +27,6 @@ from kgrag_utils import settings
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, summarize_records
 
-DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop") + \
-    ("sample-movies-1hop", "sample-movies-2hop", "sample-movies-3hop")
-
-
 def seconds_per_question(records: list[dict]) -> dict:
     """LLM seconds per question over the questions whose LLM calls were all computed (not cache hits)."""
     fresh = [r for r in records if not (r.get("tokens") or {}).get("pattern_cached")
@@ -83,14 +79,13 @@ def first_computation_seconds(records: list[dict], earlier_run: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
     from kgrag_utils.llm import DEFAULT_CPU_PRESET, get_preset, load_llm
     from kgrag_utils.methods.simgrag.gsd_search import resolve_index_kind
     from kgrag_utils.records import RunRecorder
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", required=True, choices=DATASETS)
-    ap.add_argument("--split", default="test")
+    add_dataset_arguments(ap, kinds=("kgqa",))  # any registered KG-question dataset; --option key=value
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--take", type=int, default=0,
@@ -114,7 +109,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    data = load_dataset(args.dataset, split=args.split, limit=args.limit or None, seed=args.seed)
+    options = check_dataset_arguments(args)
+    data = dataset_from_args(args, limit=args.limit or None, seed=args.seed)
     if args.take:
         data.items = data.items[: args.take]
     extra = {} if args.injective is None else {"injective": args.injective == "true"}
@@ -123,7 +119,8 @@ def main(argv=None) -> int:
     # the config's own run fields (dataset, llm_preset, ... with their defaults) come first: this run's values win
     params = {**method_settings.to_dict(), "llm_structured": structured, "dataset": args.dataset, "split": args.split,
               "limit": args.limit, "seed": args.seed, **({"take": args.take} if args.take else {}),
-              "llm_preset": args.preset, "llm_backend": args.backend or "", "embedder": args.embedder}
+              "llm_preset": args.preset, "llm_backend": args.backend or "", "embedder": args.embedder,
+              **({"dataset_options": options} if options else {})}  # absent without options: old run keys hold
     recorder = RunRecorder("simgrag", params, run_name=args.run_name or f"simgrag-e2e-{args.dataset}")
     print(f"{data.name}: {len(data.items)} questions, {len(recorder.done_ids)} already in {recorder.run_dir}", flush=True)
     index_kind = resolve_index_kind(args.index, data.kg.num_entities)

@@ -23,7 +23,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from kgrag_utils.datasets import load_dataset  # noqa: E402
+from kgrag_utils.datasets.arguments import add_dataset_arguments, dataset_from_args  # noqa: E402
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, FactRerank,  # noqa: E402
                                                VectorRerankConfig, build_index, kgqa_variants, summarize_kgqa)
@@ -36,8 +36,7 @@ _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candida
 def parse_args(argv=None) -> argparse.Namespace:
     d = VectorRerankConfig()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", default="metaqa-2hop", help="metaqa-{1,2,3}hop | pq-{2,3}hop | sample-movies-{1,2,3}hop")
-    ap.add_argument("--split", default="test")
+    add_dataset_arguments(ap, kinds=("kgqa",), default="metaqa-2hop")  # any registered KG dataset; --option key=value
     ap.add_argument("--variants", default="all", help="all (= naive,expand,rerank) or a comma list of them")
     ap.add_argument("--limit", type=int, default=None, help="questions (seeded sample); default all")
     ap.add_argument("--seed", type=int, default=d.seed)
@@ -57,7 +56,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    ds = load_dataset(args.dataset, split=args.split, limit=args.limit, seed=args.seed)
+    ds = dataset_from_args(args, limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, split=args.split, limit=len(ds.items), seed=args.seed,
                              vector_store=args.vector_store, embedder=args.embedder, llm_preset=args.llm,
                              llm_backend=args.llm_backend or "", variants=args.variants,

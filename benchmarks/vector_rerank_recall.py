@@ -26,7 +26,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from kgrag_utils.datasets import load_dataset  # noqa: E402
+from kgrag_utils.datasets.arguments import add_dataset_arguments, dataset_from_args  # noqa: E402
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, PROMPT_VERSION, PUBLISHED_RECALL5,  # noqa: E402
                                                VectorRerank, VectorRerankConfig, build_index, gold_key_for,
@@ -41,7 +41,7 @@ _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candida
 def parse_args(argv=None) -> argparse.Namespace:
     d = VectorRerankConfig()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", default="musique", help="musique | hotpotqa | 2wiki | sample-passages")
+    add_dataset_arguments(ap, kinds=("passages",), default="musique")  # + --option questions=FILE
     ap.add_argument("--variants", default="all", help="all, or a comma list of naive,expand,rerank,rerank-padded")
     ap.add_argument("--limit", type=int, default=None, help="questions (seeded sample); default all")
     ap.add_argument("--seed", type=int, default=d.seed)
@@ -77,7 +77,7 @@ def _load_out(path: Path) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     out_path = args.out if args.out.is_absolute() else settings.repo_root() / args.out  # where write_result writes
-    ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
+    ds = dataset_from_args(args, limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, limit=len(ds.items), seed=args.seed, vector_store=args.vector_store,
                              milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
                              llm_backend=args.llm_backend or "", llm_structured=args.structured, variants=args.variants,
