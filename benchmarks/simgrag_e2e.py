@@ -98,6 +98,9 @@ def main(argv=None) -> int:
                          "constrained to its JSON schema; default: the preset's")
     ap.add_argument("--injective", default=None, choices=("true", "false"),
                     help="injective matching (false: walks allowed); default: SimGRAGConfig's")
+    ap.add_argument("--anchor-entity", default=None, choices=("true", "false"),
+                    help="schema mode only: the first pattern triple must name the entity the question marks in "
+                         "[brackets] (SimGRAGConfig.anchor_entity); default: SimGRAGConfig's")
     ap.add_argument("--shots", type=int, default=SimGRAGConfig().shots)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
@@ -114,10 +117,15 @@ def main(argv=None) -> int:
     if args.take:
         data.items = data.items[: args.take]
     extra = {} if args.injective is None else {"injective": args.injective == "true"}
+    if args.anchor_entity is not None:
+        extra["anchor_entity"] = args.anchor_entity == "true"
     method_settings = SimGRAGConfig(shots=args.shots, pattern_source="llm", **extra)
     structured = args.structured or get_preset(args.preset).structured
     # the config's own run fields (dataset, llm_preset, ... with their defaults) come first: this run's values win
-    params = {**method_settings.to_dict(), "llm_structured": structured, "dataset": args.dataset, "split": args.split,
+    settings_params = method_settings.to_dict()
+    if not settings_params.get("anchor_entity"):  # absent when off (the default): earlier runs' keys hold
+        settings_params.pop("anchor_entity", None)
+    params = {**settings_params, "llm_structured": structured, "dataset": args.dataset, "split": args.split,
               "limit": args.limit, "seed": args.seed, **({"take": args.take} if args.take else {}),
               "llm_preset": args.preset, "llm_backend": args.backend or "", "embedder": args.embedder,
               **({"dataset_options": options} if options else {})}  # absent without options: old run keys hold

@@ -9,6 +9,13 @@ per stage, how many replies could not be parsed or validated (pattern: no usable
 answer call whose reply gave no answer), how many were cut by the token limit, strict / lenient Hits@1
 on all and on the answerable questions, wrong answers by stage, tokens and LLM seconds per question.
 Prints a markdown table and writes the rows as JSON.
+
+    python benchmarks/structured_table.py --compact compact-metaqa-2hop-100-0.5b-off,... \
+        --out benchmarks/results/structured_decoding_compact.json
+
+With `--compact`, the rows come from compact relation-selection runs (notebook 02; run folders under results/):
+per context (compact, top-k), the reader's strict and lenient Hits@1 on all and answerable questions, replies that
+gave no answer, replies cut by the token limit, prompt tokens and LLM seconds per question.
 """
 
 from __future__ import annotations
@@ -47,6 +54,13 @@ def _cut(rec: dict, stage: str, params: dict) -> bool:
     return bool(limit) and done is not None and int(done) >= int(limit)
 
 
+def decoding_label(params: dict) -> str:
+    """The decoding mode as tables show it: off (free text, the paper's), schema, or schema+anchor (schema mode with
+    SimGRAG's anchored pattern schema: the first triple names the question's [marked] entity)."""
+    mode = params.get("llm_structured") or "off"
+    return f"{mode}+anchor" if mode == "schema" and params.get("anchor_entity") else mode
+
+
 def row(result: Path) -> dict:
     meta, recs = _records(result)
     run = meta["run"]
@@ -66,7 +80,7 @@ def row(result: Path) -> dict:
     tok = [sum(v for k, v in (r.get("tokens") or {}).items() if isinstance(v, int) and not isinstance(v, bool))
            for r in recs]
     return {
-        "run": run, "dataset": p.get("dataset"), "model": p.get("llm_preset"), "decoding": p.get("llm_structured", "off"),
+        "run": run, "dataset": p.get("dataset"), "model": p.get("llm_preset"), "decoding": decoding_label(p),
         "injective": p.get("injective"), "n": n, "n_answerable": len(ans),
         "pattern_unusable": sum(1 for r in recs if not r.get("pattern_ok")),
         "pattern_cut_by_limit": sum(1 for r in recs if _cut(r, "pattern", p)),
@@ -84,11 +98,84 @@ def row(result: Path) -> dict:
     }
 
 
+def _run_folder(run: str) -> tuple[dict, list[dict]]:
+    folder = settings.results_dir() / run
+    meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    recs = {}
+    for line in (folder / "examples.jsonl").read_text(encoding="utf-8").splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        recs[r["id"]] = r
+    return meta, list(recs.values())
+
+
+def compact_row(run: str) -> dict:
+    """One compact run: the reader on the compact context and on the top-k baseline, same questions."""
+    meta, recs = _run_folder(run)
+    p = meta.get("params", {})
+    ans = [r for r in recs if r.get("answerable")]
+
+    def mean(xs):
+        xs = [float(x) for x in xs if x is not None and x == x]
+        return round(100 * float(np.mean(xs)), 1) if xs else None
+
+    out = {"run": run, "status": meta.get("status"), "dataset": p.get("dataset"), "model": p.get("llm_preset"),
+           "decoding": decoding_label(p), "n": len(recs), "n_answerable": len(ans)}
+    for ctx in ("compact", "topk"):
+        called = [r for r in recs if r.get(f"llm_{ctx}") is not None]
+        out[ctx] = {
+            "calls": len(called),
+            "no_answer": sum(1 for r in called if not r.get(f"answer_{ctx}")),
+            "failed": sum(1 for r in recs if r.get(f"failed_{ctx}")),
+            "cut_by_limit": sum(1 for r in called if r.get(f"finish_{ctx}") == "length"),
+            "hits1_strict_all": mean([r.get(f"hits@1_{ctx}") for r in recs]),
+            "hits1_lenient_all": mean([r.get(f"containment_{ctx}") for r in recs]),
+            "hits1_strict_answerable": mean([r.get(f"hits@1_{ctx}") for r in ans]),
+            "hits1_lenient_answerable": mean([r.get(f"containment_{ctx}") for r in ans]),
+            "hits1_gated_all": mean([r.get(f"hits@1_{ctx}_gated") for r in recs]),
+            "prompt_tokens_per_question": round(float(np.mean([r.get(f"prompt_tokens_{ctx}") or 0 for r in called])), 1)
+            if called else None,
+            "completion_tokens_per_question": round(float(np.mean([r.get(f"completion_tokens_{ctx}") or 0
+                                                                   for r in called])), 1) if called else None,
+        }
+    return out
+
+
+def compact_main(runs: list[str], out: Path | None) -> int:
+    rows = [compact_row(r) for r in runs]
+    print("| dataset | model | decoding | n | context | strict Hits@1 all | lenient all | strict / lenient answerable (n) "
+          "| gated all | no answer (cut) / calls | prompt tokens / q |")
+    print("|" + "---|" * 11)
+    for x in rows:
+        for ctx in ("compact", "topk"):
+            c = x[ctx]
+            print(f"| {x['dataset']} | {x['model']} | {x['decoding']} | {x['n']} | {ctx} | {c['hits1_strict_all']} "
+                  f"| {c['hits1_lenient_all']} | {c['hits1_strict_answerable']} / {c['hits1_lenient_answerable']} "
+                  f"({x['n_answerable']}) | {c['hits1_gated_all']} | {c['no_answer']} ({c['cut_by_limit']}) / {c['calls']} "
+                  f"| {c['prompt_tokens_per_question']} |")
+    if out is not None:
+        write_result(out, {"benchmark": "structured_decoding_compact", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "metric_note": "strict Hits@1: the reader's first parsed answer equals a gold answer; lenient: "
+                                          "a gold answer is contained in the raw reply; gated: the derived answer where "
+                                          "the gate passes, else the reader's; compact = the selected relation paths' "
+                                          "facts, topk = the baseline's top-k facts (100) for the same question; no answer "
+                                          "= a reply that gave no answer; cut = finish_reason length",
+                           "rows": rows})
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", required=True, help="comma list of simgrag_e2e.py JSON files")
+    ap.add_argument("--results", default="", help="comma list of simgrag_e2e.py JSON files")
+    ap.add_argument("--compact", default="", help="comma list of compact run names (folders under results/)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.compact:
+        return compact_main([r for r in args.compact.split(",") if r], args.out)
+    if not args.results:
+        ap.error("give --results or --compact")
     rows = [row(Path(r)) for r in args.results.split(",") if r]
     head = ("| dataset | model | decoding | n | pattern unusable (cut) | answer unparsed (cut) / calls | strict Hits@1 all "
             "| lenient all | strict / lenient answerable (n) | wrong by stage P/R/G | tokens/q | LLM s/q |")

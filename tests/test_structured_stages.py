@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 from pathlib import Path
 
@@ -97,6 +98,75 @@ def test_simgrag_runs_in_schema_mode_with_json_replies_and_records_the_mode():
     assert all(r["answers"] for r in out) and llm.stats["schema_calls"] == 2 * len(out)
 
 
+def test_anchored_pattern_schema_requires_the_marked_entity_in_the_first_triple():
+    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, marked_entities
+
+    q = "who are movie co-writers of [Al Pacino]"
+    assert marked_entities(q) == ["Al Pacino"] and marked_entities("who wrote it") == []
+    assert marked_entities("[A] and [B] and [A]") == ["A", "B"]
+    schema = anchored_pattern_schema(q)
+    assert anchored_pattern_schema("what films did Ann Lee direct") is PATTERN_SCHEMA
+
+    def reply(*triples):
+        return json.dumps({"phrases": ["p"], "triples": [list(t) for t in triples]})
+
+    assert validate_reply(reply(("Al Pacino", "wrote", "UNKNOWN movie 1"), ("UNKNOWN writer 2", "wrote", "UNKNOWN movie 1")),
+                          schema) is None
+    assert validate_reply(reply(("UNKNOWN movie 1", "written by", "Al Pacino")), schema) is None
+    # what the 1.5B model wrote for this question under the static schema: every node UNKNOWN
+    every_unknown = reply(("UNKNOWN co-writer 1", "co-wrote", "UNKNOWN movie 1"),
+                          ("UNKNOWN co-writer 2", "co-wrote", "UNKNOWN movie 1"))
+    assert validate_reply(every_unknown, PATTERN_SCHEMA) is None and validate_reply(every_unknown, schema) is not None
+    assert validate_reply(reply(("UNKNOWN movie 1", "written by", "UNKNOWN writer 2"),
+                                ("UNKNOWN movie 1", "written by", "Al Pacino")), schema) is not None
+    assert validate_reply(reply(*[("Al Pacino", "wrote", f"UNKNOWN movie {i}") for i in range(7)]), schema) is not None
+    assert validate_reply(reply(("Al Pacino", "wrote", "")), schema) is not None  # the static limits still hold
+
+
+def test_every_movie_shot_is_valid_under_its_anchored_schema():
+    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, load_prompt_file
+
+    for ex in load_prompt_file("simgrag_pattern.yaml")["families"]["movies"]:
+        turn = json.dumps({"phrases": ex["phrases"], "triples": ex["triples"]})
+        assert validate_reply(turn, anchored_pattern_schema(ex["question"])) is None, ex["question"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_llamacpp_turns_the_anchored_schema_into_a_grammar_naming_the_entity():
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema
+
+    gbnf = json_schema_to_gbnf(schema_text(anchored_pattern_schema('who wrote [The "Big" Sleep]')))
+    const = [ln.split(" ::= ", 1)[1] for ln in gbnf.splitlines() if "Sleep" in ln]
+    # the name, JSON-escaped, is the only string allowed at the head or the tail of the first triple (6 lengths x 2)
+    assert len(const) == 12 and set(const) == {'"\\"The \\\\"Big\\\\" Sleep\\""'}
+
+
+def test_simgrag_anchor_entity_sends_each_question_its_schema():
+    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
+    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema
+
+    from test_llm_structured import _HashEmbedder
+
+    data = load_dataset("sample-movies-2hop", limit=3)
+    every_unknown = json.dumps({"phrases": ["p"], "triples": [["UNKNOWN person 1", "directed", "UNKNOWN movie 2"]]})
+    llm = load_llm("fake", responses=lambda text: every_unknown if "Evidence:" not in text else '{"answers": []}',
+                   cache=False, structured="schema")
+    retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
+    static = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(reader=False), dataset=data.name)
+    out = static.run(data.items, progress=False)  # valid under the static schema, unusable: no known entity
+    assert all(not r["pattern_ok"] and "no known entity" in r["pattern_error"] and not r["pattern_anchored"] for r in out)
+    anchored = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(reader=False, anchor_entity=True), dataset=data.name)
+    assert anchored.pattern_schema(data.items[0].question) == anchored_pattern_schema(data.items[0].question)
+    with pytest.raises(Exception, match="schema"):  # a constrained model could not have written it
+        anchored.run(data.items, progress=False)
+    free = SimGRAG(data.kg, retriever, load_llm("fake", responses=lambda t: every_unknown, cache=False, structured="off"),
+                   SimGRAGConfig(reader=False, anchor_entity=True), dataset=data.name).run(data.items, progress=False)
+    assert all(not r["pattern_anchored"] for r in free)  # free text: no schema, nothing anchored
+
+
 def test_no_stage_evaluates_model_output():
     """No eval / exec anywhere in the package, and no ast.literal_eval where model output is read (the LLM
     layer, the parsers, the methods); data loaders and the notebook-parameter reader may read literals."""
@@ -116,3 +186,69 @@ def test_no_stage_evaluates_model_output():
 
 def test_schema_text_is_canonical():
     assert schema_text(PATTERN_SCHEMA) == schema_text(json.loads(json.dumps(PATTERN_SCHEMA)))
+
+
+def _bench_module(name: str):
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(name, root / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tables_label_the_anchored_schema_mode_apart_from_schema_and_free_text():
+    label = _bench_module("structured_table").decoding_label
+    assert label({"llm_structured": "off"}) == "off" and label({}) == "off"
+    assert label({"llm_structured": "schema", "anchor_entity": False}) == "schema"
+    assert label({"llm_structured": "schema", "anchor_entity": True}) == "schema+anchor"
+    assert label({"llm_structured": "off", "anchor_entity": True}) == "off"  # free text: no schema to anchor
+
+
+def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch):
+    bench = _bench_module("simgrag_e2e")
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_recorder(method, params, run_name=None):
+        seen.update(params)
+        raise Stop
+
+    monkeypatch.setattr("kgrag_utils.records.RunRecorder", fake_recorder)
+    with pytest.raises(Stop):
+        bench.main(["--dataset", "metaqa-2hop", "--limit", "2", "--anchor-entity", "true"])
+    assert seen["anchor_entity"] is True
+    for args in (["--anchor-entity", "false"], []):
+        seen.clear()
+        with pytest.raises(Stop):
+            bench.main(["--dataset", "metaqa-2hop", "--limit", "2", *args])
+        assert "anchor_entity" not in seen and seen["shots"]  # off (the default): earlier runs' keys hold
+
+
+def test_compact_table_counts_each_context_from_the_run_records(tmp_path, monkeypatch, capsys):
+    table = _bench_module("structured_table")
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path))
+    run = tmp_path / "c1"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"status": "ok", "params": {
+        "dataset": "metaqa-2hop", "llm_preset": "qwen2.5-coder-1.5b", "llm_structured": "schema"}}))
+    recs = [
+        {"id": "a", "answerable": True, "llm_compact": '{"answers": ["X"]}', "answer_compact": ["X"], "hits@1_compact": 1.0,
+         "containment_compact": 1.0, "finish_compact": "stop", "prompt_tokens_compact": 100,
+         "llm_topk": '{"answers": ["Y"', "answer_topk": ["Y"], "hits@1_topk": 0.0, "containment_topk": 0.0,
+         "finish_topk": "length", "prompt_tokens_topk": 500},
+        {"id": "b", "answerable": False, "llm_compact": "{}", "answer_compact": [], "hits@1_compact": 0.0,
+         "containment_compact": 1.0, "finish_compact": "stop", "prompt_tokens_compact": 50,
+         "llm_topk": '{"answers": ["Z"]}', "answer_topk": ["Z"], "hits@1_topk": 1.0, "containment_topk": 1.0,
+         "finish_topk": "stop", "prompt_tokens_topk": 300},
+    ]
+    (run / "examples.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n{torn")
+    row = table.compact_row("c1")
+    assert (row["decoding"], row["n"], row["n_answerable"]) == ("schema", 2, 1)
+    c, t = row["compact"], row["topk"]
+    assert (c["hits1_strict_all"], c["hits1_lenient_all"], c["hits1_strict_answerable"], c["no_answer"]) == (50.0, 100.0, 100.0, 1)
+    assert (t["hits1_strict_all"], t["hits1_strict_answerable"], t["cut_by_limit"], t["prompt_tokens_per_question"]) == (50.0, 0.0, 1, 400.0)
+    assert table.main(["--compact", "c1", "--out", str(tmp_path / "t.json")]) == 0
+    assert json.loads((tmp_path / "t.json").read_text())["rows"][0]["topk"]["calls"] == 2
+    assert "| compact | 50.0 |" in capsys.readouterr().out

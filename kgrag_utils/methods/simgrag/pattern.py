@@ -12,7 +12,9 @@ triple `(head, relation, tail)`; entities the question does not name are written
 * `build_pattern_prompt` - the few-shot chat (4, 8 or 12 shots) from `prompts/simgrag_pattern.yaml`;
   `form="json"` (the schema-constrained mode) shows every shot as the JSON object of
   `PATTERN_SCHEMA` ({"phrases": [...], "triples": [[head, relation, tail], ...]}) instead of the
-  paper's "Phrases:" / "Triples:" lines.
+  paper's "Phrases:" / "Triples:" lines;
+* `anchored_pattern_schema` - PATTERN_SCHEMA narrowed to one question: the first triple must have the
+  entity the question marks in [brackets] as its head or tail (config `anchor_entity`, schema mode only).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "PatternNode", "PatternEdge", "Pattern", "PatternCheck", "ParsedPatternOutput",
     "parse_unknown", "parse_pattern_output", "validate_pattern", "load_prompt_file",
     "pattern_family", "build_pattern_prompt", "MAX_PATTERN_EDGES", "PATTERN_SCHEMA", "PROMPT_FORMS",
+    "marked_entities", "anchored_pattern_schema",
 ]
 
 PROMPT_FORMS = ("text", "json")
@@ -49,6 +52,42 @@ PATTERN_SCHEMA = {
     "required": ["phrases", "triples"],
     "additionalProperties": False,
 }
+
+_MARKED = re.compile(r"\[([^\[\]]+)\]")
+
+
+def marked_entities(question: str) -> list[str]:
+    """The names a question marks in [brackets] (MetaQA's convention), in order, each once."""
+    out: list[str] = []
+    for m in _MARKED.finditer(question or ""):
+        name = m.group(1).strip()
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
+def anchored_pattern_schema(question: str) -> dict:
+    """PATTERN_SCHEMA for one question: the first triple's head or tail is the question's first marked entity.
+
+    A schema-valid pattern could otherwise write every node as UNKNOWN, which no search can anchor
+    ("no known entity"). JSON Schema's `contains` would say "some triple names it", but llama.cpp's
+    schema-to-grammar converter has no `contains` (and ignores `prefixItems` beside `items`), so the
+    triples are written as one fixed-length tuple per length 1..6 whose first item is anchored, as the
+    few-shot examples are. A question that marks no entity gets PATTERN_SCHEMA unchanged.
+    """
+    names = marked_entities(question)
+    if not names:
+        return PATTERN_SCHEMA
+    text = dict(PATTERN_SCHEMA["properties"]["triples"]["items"]["items"])
+    triple = PATTERN_SCHEMA["properties"]["triples"]["items"]
+    name = {"const": names[0]}
+    first = {"anyOf": [{"type": "array", "prefixItems": [name, text, text], "minItems": 3, "maxItems": 3},
+                       {"type": "array", "prefixItems": [text, text, name], "minItems": 3, "maxItems": 3}]}
+    n_max = PATTERN_SCHEMA["properties"]["triples"]["maxItems"]
+    triples = {"anyOf": [{"type": "array", "prefixItems": [first] + [triple] * k, "minItems": k + 1, "maxItems": k + 1}
+                         for k in range(n_max)]}
+    return {**PATTERN_SCHEMA, "properties": {**PATTERN_SCHEMA["properties"], "triples": triples}}
+
 
 # "UNKNOWN movie 1" (upper case: a title such as "Unknown" stays a name), or lower case with a number.
 _UNKNOWN = re.compile(r"^\s*UNKNOWN(?![a-z])[\s_:#-]*(?P<type>[^\d]*?)[\s_:#-]*(?P<num>\d+)?\s*$")

@@ -25,6 +25,7 @@ entities: a retrieval or a pattern error), else "generation".
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -37,8 +38,8 @@ from .generate import ANSWER_SCHEMA, build_answer_prompt, build_verify_prompt, e
 from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
-from .pattern import (PATTERN_SCHEMA, Pattern, build_pattern_prompt, parse_pattern_output, pattern_family,
-                      validate_pattern)
+from .pattern import (PATTERN_SCHEMA, Pattern, anchored_pattern_schema, build_pattern_prompt, parse_pattern_output,
+                      pattern_family, validate_pattern)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
@@ -89,6 +90,26 @@ class SimGRAG:
 
     def pattern_prompt(self, question: str) -> list[dict]:
         return build_pattern_prompt(question, self.settings.shots, self.family, form=self.prompt_form)
+
+    def pattern_schema(self, question: str) -> dict:
+        """The pattern call's schema: PATTERN_SCHEMA, or with `anchor_entity` the question's anchored one."""
+        return anchored_pattern_schema(question) if self.settings.anchor_entity else PATTERN_SCHEMA
+
+    def _generate_patterns(self, prompts: list, schemas: list[dict]) -> list:
+        """One generate call per distinct schema (a call has one schema), results in the prompts' order."""
+        s = self.settings
+        if not wants_schema(self.llm):  # free text: the schema is dropped anyway, keep one batched call
+            schemas = [PATTERN_SCHEMA] * len(prompts)
+        groups: dict[str, list[int]] = {}
+        for i, sc in enumerate(schemas):
+            groups.setdefault(json.dumps(sc, sort_keys=True), []).append(i)
+        out: list = [None] * len(prompts)
+        for idx in groups.values():
+            res = self.llm.generate([prompts[i] for i in idx], max_new_tokens=s.pattern_max_new_tokens,
+                                    stop=("\nQuestion:",), schema=schemas[idx[0]])
+            for i, r in zip(idx, res):
+                out[i] = r
+        return out
 
     def retrieve(self, pattern: Pattern) -> SearchResult:
         """Filtering + enumeration; timings (encode/search/relations/enumerate ms) on the result."""
@@ -156,9 +177,9 @@ class SimGRAG:
                                  "timings": {"pattern_s": 0.0}, "tokens": {}})
             return
         prompts = [self.pattern_prompt(w.q.question) for w in chunk]
-        results = self.llm.generate(prompts, max_new_tokens=s.pattern_max_new_tokens, stop=("\nQuestion:",),
-                                    schema=PATTERN_SCHEMA)
-        for w, prompt, res in zip(chunk, prompts, results):
+        schemas = [self.pattern_schema(w.q.question) for w in chunk]
+        results = self._generate_patterns(prompts, schemas)
+        for w, prompt, res, schema in zip(chunk, prompts, results, schemas):
             parsed = parse_pattern_output(res.text, w.q.question)
             check = validate_pattern(Pattern.from_triples(parsed.triples), typed_unknowns=typed) if parsed.triples else None
             w.pattern = check.pattern if check is not None and check.ok else None
@@ -170,6 +191,7 @@ class SimGRAG:
                 "pattern_ok": w.pattern is not None, "pattern_error": error,
                 "pattern_warnings": check.warnings if check is not None else [],
                 "pattern_finish": res.finish_reason, "structured": self.llm.structured,
+                "pattern_anchored": bool(wants_schema(self.llm) and schema is not PATTERN_SCHEMA),
                 "timings": {"pattern_s": res.seconds},
                 "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
                            "pattern_cached": res.cached},
