@@ -147,3 +147,26 @@ def test_the_retrieval_benchmark_takes_any_registered_dataset_with_options(tmp_p
     assert json.loads(out.read_text())["hits@1_top1_subgraph"]["n_all"] == 56
     with pytest.raises(ConfigError, match="does not take"):
         bench.main(["--dataset", "fixture-wc2014-conj", "--option", "variant=ntm"])
+
+
+def test_the_recorded_oracle_benchmarks_use_the_default_and_keep_the_injective_runs_beside_them():
+    """benchmarks/results/simgrag_<dataset>.json were run with the current default (walks allowed), and each
+    `_injective` file beside one with injective matching; walks never lose an answerable question there."""
+    import json
+
+    from kgrag_utils import settings
+
+    folder = settings.repo_root() / "benchmarks" / "results"
+    datasets = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop")
+    assert GSDConfig().injective is False
+    for name in datasets:
+        walks = json.loads((folder / f"simgrag_{name}.json").read_text())
+        injective = json.loads((folder / f"simgrag_{name}_injective.json").read_text())
+        assert walks["params"]["injective"] is False and injective["params"]["injective"] is True, name
+        assert walks["dataset"] == injective["dataset"] == name
+        hw, hi = walks["hits@1_top1_subgraph"], injective["hits@1_top1_subgraph"]
+        assert hw["n_answerable"] == hi["n_answerable"] and hw["answerable"] >= hi["answerable"], name
+        assert walks["answerable_misses_by_class"]["needs_non_simple_path"] == 0, name
+    assert not list(folder.glob("simgrag_*_noninjective.json"))  # superseded by the default runs
+    for flat in folder.glob("simgrag_metaqa-*_flat.json"):
+        assert json.loads(flat.read_text())["params"]["injective"] is False, flat.name
