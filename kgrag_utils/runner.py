@@ -31,6 +31,7 @@ import queue
 import sys
 import time
 import traceback
+import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -45,6 +46,7 @@ from .records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RU
                       to_jsonable)
 
 DEFAULT_TIMEOUT = schema.DEFAULT_TIMEOUT  # seconds per cell
+KERNEL_START_TIMEOUT = 300  # seconds a kernel may take to start (papermill's 60 s fail on a loaded machine)
 
 
 # ----------------------------------------------------------------------------- notebook parameters
@@ -72,6 +74,7 @@ def _notebook_parameters(name: str, mtime_ns: int, size: int) -> dict[str, Any]:
     if len(cells) != 1:
         raise ConfigError(f"{path.name} must have exactly one cell tagged 'parameters' (found {len(cells)}).")
     src = "".join(cells[0].get("source", []))
+    _check_papermill_reads(path, src)
     try:
         tree = ast.parse(src)
     except SyntaxError as exc:
@@ -95,6 +98,43 @@ def _notebook_parameters(name: str, mtime_ns: int, size: int) -> dict[str, Any]:
     return params
 
 
+def _check_papermill_reads(path: Path, src: str) -> None:
+    """papermill must read the same parameter names as the runner, or it warns falsely on every run.
+
+    papermill's parser skips any line with more than one '=' (a comment such as `# 0 = all`), then reports
+    that parameter as unknown ("Unable to parse line" / "Passed unknown parameter"). Such a line is refused
+    here, naming it, so that every warning a run log shows is a real one.
+    """
+    import logging
+
+    from papermill.translators import PythonTranslator
+
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return  # reported by the caller
+    ours = {}
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) and node.targets else None)
+        if isinstance(target, ast.Name):
+            ours[target.id] = node.lineno
+    log = logging.getLogger("papermill.translators")
+    level, log.level = log.level, logging.ERROR  # this probe's own warnings are the false alarms themselves
+    try:
+        theirs = {p.name for p in PythonTranslator.inspect({"source": src})}
+    finally:
+        log.level = level
+    missing = [name for name in ours if name not in theirs]
+    if missing:
+        lineno = ours[missing[0]]
+        line = src.splitlines()[lineno - 1].strip()
+        raise ConfigError(
+            f"{path.name}: papermill cannot read line {lineno} of the parameters cell ({line[:80]!r}), so it would "
+            f"warn 'Passed unknown parameter: {missing[0]}' on every run: keep '=' out of its comment "
+            f"(write '0: all', not '0 = all')."
+        )
+
+
 def validate_parameters(notebook: Path | str, overrides: Mapping[str, Any], strict: bool = True) -> dict[str, Any]:
     """Check overrides against the notebook's parameters (`schema.check_parameters`); the merged parameters.
 
@@ -109,10 +149,31 @@ def validate_parameters(notebook: Path | str, overrides: Mapping[str, Any], stri
 
 def check_run_parameters(notebook: Path | str, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Everything a run is checked for before a kernel starts (runs and grids alike); the merged parameters."""
-    params = validate_parameters(notebook, overrides)
+    path = resolve_notebook(notebook)
+    params = validate_parameters(path, overrides)
     if params.get("run_name"):
         check_run_name(params["run_name"])
+    check_method_config(path, params)
     return params
+
+
+def check_method_config(path: Path, params: Mapping[str, Any]) -> None:
+    """A registered method notebook's parameters must also build its config (choices, ranges, combinations)."""
+    from pydantic import ValidationError
+
+    from .methods.registry import method_for_notebook
+
+    spec = method_for_notebook(path.name)
+    config_class = spec.config_class if spec is not None else None
+    if config_class is None:
+        return
+    try:
+        config_class.from_params(params)
+    except ConfigError as exc:
+        raise ConfigError(f"{path.name}: {exc}") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"{path.name}: {'.'.join(map(str, err['loc']))}: {err['msg']} (got {err.get('input')!r}).") from None
 
 
 def check_data_present(params: Mapping[str, Any]) -> None:
@@ -196,13 +257,40 @@ def _prefer_project_kernel() -> None:
             os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(share), paths) if p)
 
 
+def _ipc_prefix() -> str | None:
+    """A fresh IPC socket prefix in Jupyter's runtime folder, or None where IPC cannot serve (not POSIX,
+    or a path too long for a UNIX socket)."""
+    if os.name != "posix":
+        return None
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    runtime = Path(jupyter_runtime_dir())
+    prefix = str(runtime / f"kgrag-{os.getpid()}-{uuid.uuid4().hex[:12]}-ipc")
+    if len(prefix) + 4 > 100:  # sockets are "<prefix>-<n>"; UNIX socket paths hold about 104-108 bytes
+        return None
+    runtime.mkdir(parents=True, exist_ok=True)
+    return prefix
+
+
 def _kernel_manager_class(extra_env: Mapping[str, str]):
     """A kernel manager that starts its kernel with these environment variables added (per run, thread-safe)."""
     from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
 
     extra = {str(k): str(v) for k, v in extra_env.items()}
 
     class RunKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self):
+            # local sockets, not TCP on 127.0.0.1: the kernel need not warn that TCP is unencrypted
+            return "ipc" if _ipc_prefix() else "tcp"
+
+        @default("ip")
+        def _ip_default(self):
+            # one socket prefix per kernel (jupyter's default, "kernel-ipc" in the cwd, is shared by
+            # kernels started at the same time, which then collide)
+            return _ipc_prefix() or super()._ip_default()
+
         async def start_kernel(self, **kw):
             env = dict(kw.pop("env", None) or os.environ)
             env.update(extra)
@@ -267,7 +355,8 @@ def run_notebook(
                 with text_progress_in_children():  # nobody watches this kernel's widgets: its bars print plain lines
                     pm.execute_notebook(
                         str(path), str(out_nb), parameters=params, kernel_name="python3", cwd=str(path.parent),
-                        execution_timeout=timeout, progress_bar=False, log_output=True, stdout_file=log,
+                        execution_timeout=timeout, start_timeout=KERNEL_START_TIMEOUT, progress_bar=False,
+                        log_output=True, stdout_file=log,
                         stderr_file=log, kernel_manager_class=_kernel_manager_class(kernel_env),
                     )
             except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
