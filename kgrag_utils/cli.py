@@ -3,7 +3,7 @@
     kgrag run 01_simgrag -p dataset=sample-movies-2hop -p limit=20
     kgrag grid demo [--workers 2] [--force] [--validate-only] [-p limit=2] [--shard 0/4]
     kgrag report demo                      # after the shards: the final notebook once, the whole summary
-    kgrag data list | kgrag data fetch metaqa | kgrag data samples
+    kgrag data list | kgrag data fetch metaqa [--force] | kgrag data verify [NAME] [--accept] | kgrag data samples
     kgrag presets | kgrag paths | kgrag cache stats
 """
 
@@ -95,9 +95,23 @@ def _cmd_data(args) -> int:
     if args.action == "fetch":
         if not args.name:
             raise ConfigError("say which dataset to fetch: `kgrag data fetch NAME` (see `kgrag data list`).")
+        from .integrity import accept_group
+
         for name in args.name:
-            path = download.fetch(name)
+            path = download.fetch(name, force=args.force)
+            for group in (download.GROUPS if name == "all" else [download.group_of(name)]):
+                accept_group(group)  # what was fetched is the reference the loaders check against
             print(f"{name}: ready at {path}")
+        return 0
+    if args.action == "verify":
+        from .datasets.registry import _present, _real_root, dataset_names, get_spec
+        from .integrity import verify_dataset
+
+        names = args.name or [n for n in dataset_names("real") if get_spec(n).folder
+                              and _present(get_spec(n), _real_root(get_spec(n)))]
+        for name in names:
+            files = verify_dataset(name, accept_changes=args.accept)
+            print(f"{name}: {len(files)} file(s) {'accepted as they are' if args.accept else 'verified'}")
         return 0
     if args.action == "samples":
         from .datasets.samples import ensure_sample
@@ -154,9 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=_cmd_report)
 
     d = sub.add_parser("data", help="list, fetch or generate datasets")
-    d.add_argument("action", choices=["list", "fetch", "samples"])
+    d.add_argument("action", choices=["list", "fetch", "verify", "samples"])
     d.add_argument("name", nargs="*")
-    d.add_argument("--force", action="store_true")
+    d.add_argument("--force", action="store_true", help="fetch: download again even files that are present")
+    d.add_argument("--accept", action="store_true",
+                   help="verify: take the files as they are now as their reference (after a change made on purpose)")
     d.set_defaults(func=_cmd_data)
 
     sub.add_parser("presets", help="list LLM presets").set_defaults(func=_cmd_presets)

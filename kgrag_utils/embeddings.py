@@ -58,6 +58,33 @@ def _slug(model_id: str) -> str:
     return f"{tail}-{hashlib.sha1(model_id.encode()).hexdigest()[:10]}"
 
 
+SUMS_FILE = "sha256.json"  # per shard: the sha256 of keys.npy and vecs.npy, checked when the shard is read
+
+
+class _DamagedShard(Exception):
+    pass
+
+
+def _read_meta(path: Path) -> dict | None:
+    """A small JSON file of the cache, or None when it is missing or unreadable (derived: it is rewritten)."""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _write_sums(shard: Path) -> None:
+    from .fileio import atomic_write_text
+    from .integrity import _hash
+
+    try:
+        sums = {name: _hash(shard / name)[0] for name in ("keys.npy", "vecs.npy")}
+        atomic_write_text(shard / SUMS_FILE, json.dumps(sums))
+    except OSError:
+        pass  # merged away meanwhile
+
+
 class VectorCache:
     """Append-only, multi-process-safe store of float32 vectors for one model, keyed by text hash."""
 
@@ -76,8 +103,8 @@ class VectorCache:
         self._offsets = np.zeros(1, dtype=np.int64)  # global row start of each shard
         self._dim: int | None = None
         meta = self.folder / "meta.json"
-        if meta.exists():
-            info = json.loads(meta.read_text())
+        info = _read_meta(meta)
+        if info is not None:
             if info.get("model_id") != model_id:
                 raise IntegrityError(
                     f"cache folder {self.folder} belongs to model {info.get('model_id')!r}, not {model_id!r}: delete the folder."
@@ -117,12 +144,15 @@ class VectorCache:
         loaded = dict(zip(self._names, zip(self._keys, self._vecs)))
         for _attempt in range(1000):
             vanished = False
-            for name in names:
+            for name in list(names):
                 if name not in loaded:
                     try:
                         loaded[name] = self._read_shard(name)
                     except FileNotFoundError:
                         vanished = True
+                    except _DamagedShard as exc:  # derived data: set it aside, its texts are encoded again
+                        self._set_aside(name, str(exc))
+                        names.remove(name)
             if not vanished:
                 self._install(names, loaded)
                 return
@@ -131,16 +161,41 @@ class VectorCache:
         raise IntegrityError(f"embedding cache {self.folder} keeps changing while being read: retry, or delete the folder.")
 
     def _read_shard(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        from .integrity import file_digest
+
         shard = self._shards_dir / name
-        k = np.load(shard / "keys.npy").astype(np.int64, copy=False)
-        v = np.load(shard / "vecs.npy", mmap_mode="r")
+        sums = _read_meta(shard / SUMS_FILE)
+        if sums is None and not (shard / "keys.npy").exists():
+            raise FileNotFoundError(shard)  # merged away meanwhile
+        if sums is not None:
+            for fname in ("keys.npy", "vecs.npy"):
+                if file_digest(shard / fname)["sha256"] != sums.get(fname):
+                    raise _DamagedShard(f"{shard / fname} does not match its checksum")
+        try:
+            k = np.load(shard / "keys.npy").astype(np.int64, copy=False)
+            v = np.load(shard / "vecs.npy", mmap_mode="r")
+        except FileNotFoundError:
+            raise
+        except (ValueError, EOFError, OSError) as exc:  # a truncated or garbled .npy file
+            raise _DamagedShard(f"{shard} does not load ({type(exc).__name__}: {exc})") from None
         if v.ndim != 2 or v.shape[0] != k.shape[0] or v.dtype != np.float32:
-            raise IntegrityError(f"embedding cache shard {shard} is malformed: delete it.")
+            raise _DamagedShard(f"{shard} is malformed ({v.shape[0] if v.ndim else '?'} vectors for {k.shape[0]} keys)")
+        if sums is None:  # a shard written before checksums: record them now, so later damage shows
+            _write_sums(shard)
         if self._dim is None:
             self._dim = int(v.shape[1])
         elif v.shape[1] != self._dim:
             raise IntegrityError(f"embedding cache shard {shard} has dim {v.shape[1]}, expected {self._dim}: delete it.")
         return k, v
+
+    def _set_aside(self, name: str, why: str) -> None:
+        import sys
+
+        try:
+            os.rename(self._shards_dir / name, self._shards_dir / f".damaged-{name}")
+        except OSError:
+            pass  # another process set it aside first
+        print(f"embedding cache: {why}: set aside as .damaged-{name}; its texts will be encoded again", file=sys.stderr)
 
     def _install(self, names: list[str], loaded: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         keys = [loaded[n][0] for n in names]
@@ -173,7 +228,7 @@ class VectorCache:
     # -- writing -----------------------------------------------------------------------------
     def _write_meta(self, dim: int) -> None:
         meta = self.folder / "meta.json"
-        if meta.exists():
+        if _read_meta(meta) is not None:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.folder / f".meta-{uuid.uuid4().hex}.json"
@@ -187,6 +242,7 @@ class VectorCache:
         tmp.mkdir()
         np.save(tmp / "keys.npy", keys)
         np.save(tmp / "vecs.npy", vectors)
+        _write_sums(tmp)
         os.rename(tmp, self._shards_dir / name)  # atomic: readers see a whole shard or none
 
     def put(self, keys: np.ndarray, vectors: np.ndarray) -> None:

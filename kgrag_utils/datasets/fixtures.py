@@ -606,7 +606,7 @@ def _marker(kind: str, root: Path) -> Path:
 
 
 def fixture_is_current(kind: str, root: Path | None = None) -> bool:
-    """True when the fixture's marker has this version and every listed file has its recorded size."""
+    """True when the fixture's marker has this version and every listed file has its recorded size and sha256."""
     _check(kind)
     base = settings.sample_dir(create=False) if root is None else Path(root)
     try:
@@ -618,10 +618,9 @@ def fixture_is_current(kind: str, root: Path | None = None) -> bool:
     files = marker.get("files")
     if not isinstance(files, dict) or not files:
         return False
-    try:
-        return all((base / rel).stat().st_size == int(info["size"]) for rel, info in files.items())
-    except (OSError, KeyError, TypeError, ValueError):
-        return False
+    from ..integrity import files_match
+
+    return files_match(base, files)  # size and sha256 (re-hashed only after a change of size or mtime)
 
 
 def ensure_fixture(kind: str, force: bool = False) -> Path:

@@ -409,7 +409,7 @@ def _present(spec: DatasetSpec, root: Path) -> bool:
 
 
 def require_present(name: str) -> None:
-    """A real dataset's files are in the data folder (one-line DatasetMissingError naming the fetch otherwise).
+    """A real dataset's files are in the data folder and verify (one-line error naming the fetch otherwise).
 
     Sample and fixture datasets are generated on first use, so they always count as present.
     """
@@ -419,6 +419,9 @@ def require_present(name: str) -> None:
     root = _real_root(spec)
     if not _present(spec, root):
         raise _missing(spec, root)
+    from ..integrity import verify_dataset
+
+    verify_dataset(name)
 
 
 def _real_root(spec: DatasetSpec) -> Path:
@@ -483,6 +486,9 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
         root = _real_root(spec)
         if not _present(spec, root):
             raise _missing(spec, root)
+        from ..integrity import verify_dataset
+
+        verify_dataset(name)  # cut or edited files: one line naming the file and the refetch
     else:
         root = settings.data_dir()
     ds = spec.loader(spec, root, split, **options)

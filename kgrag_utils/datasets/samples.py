@@ -8,13 +8,15 @@ Generation is seeded and byte-for-byte deterministic. Writing is safe when sever
 (parallel notebook kernels, test workers) call it at once: every file goes to a temporary file in
 its own folder and is moved into place with `os.replace`, and a marker file holding the content
 version and the file digests is written last; a sample counts as present only when its marker
-matches this version and every file it lists exists with the recorded size.
+matches this version and every file it lists exists with the recorded size and sha256 (re-hashed
+only when a file's size or mtime changed); a sample that does not is generated again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -76,14 +78,9 @@ def sample_is_current(kind: str, root: Path | None = None) -> bool:
     files = marker.get("files")
     if not isinstance(files, dict) or not files:
         return False
-    for rel, info in files.items():
-        path = base / rel
-        try:
-            if path.stat().st_size != int(info.get("size", -1)):
-                return False
-        except (OSError, AttributeError, TypeError, ValueError):
-            return False
-    return True
+    from ..integrity import files_match
+
+    return files_match(base, files)  # size and sha256 (re-hashed only after a change of size or mtime)
 
 
 def ensure_sample(kind: str, force: bool = False) -> Path:
@@ -95,6 +92,8 @@ def ensure_sample(kind: str, force: bool = False) -> Path:
     root = settings.sample_dir(create=True)
     if not force and sample_is_current(kind, root):
         return root
+    if not force and _read_marker(kind, root) is not None:
+        print(f"sample {kind!r} in {root} is outdated or was changed on disk: regenerating it", file=sys.stderr)
     files = generate_sample(kind)
     for rel, data in files.items():
         atomic_write_bytes(root / rel, data)

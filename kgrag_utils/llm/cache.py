@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .. import settings
+from ..errors import IntegrityError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -28,6 +29,15 @@ CREATE TABLE IF NOT EXISTS responses (
 )
 """
 _CHUNK = 500  # keys per SELECT (stays under SQLite's host-parameter limit)
+
+
+class CacheDamagedError(IntegrityError):
+    """The cache file is not a readable SQLite database."""
+
+
+def _is_damage(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "disk image" in text
 
 
 def canonical_json(obj: Any) -> str:
@@ -70,23 +80,39 @@ class ResponseCache:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        conn = sqlite3.connect(str(self.path), timeout=self.timeout_s, check_same_thread=False, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=self.timeout_s, check_same_thread=False, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
         self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
-        conn.execute("PRAGMA synchronous = NORMAL")
+        self._retry(lambda: conn.execute("PRAGMA synchronous = NORMAL"))
         self._retry(lambda: conn.execute(_SCHEMA))
         self._conn, self._pid = conn, os.getpid()
         return conn
 
+    def _damaged(self, exc: BaseException) -> CacheDamagedError:
+        return CacheDamagedError(
+            f"LLM response cache {self.path} is damaged ({exc}): move it aside (`mv {self.path} {self.path}.damaged`) "
+            f"and rerun; the replies it held are generated again."
+        )
+
     def _retry(self, fn, attempts: int = 20):
-        """Run fn, retrying briefly on 'database is locked' (schema/WAL switches can race at first open)."""
+        """Run fn, retrying briefly on 'database is locked' (schema/WAL switches can race at first open).
+
+        A file that is not a database, or whose pages are damaged, is a one-line CacheDamagedError.
+        """
         for i in range(attempts):
             try:
                 return fn()
             except sqlite3.OperationalError as exc:
+                if _is_damage(exc):
+                    raise self._damaged(exc) from None
                 if "locked" not in str(exc) or i == attempts - 1:
                     raise
                 time.sleep(0.05 * (i + 1))
+            except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
+                raise self._damaged(exc) from None
 
     def close(self) -> None:
         with self._lock:
