@@ -7,13 +7,22 @@ ever evaluated (no eval, no ast.literal_eval): a bracketed span is read by json.
 token-level repair (single quotes, Python literals, bare keys, trailing commas), then by the
 json-repair library (unescaped quotes, missing commas or quotes, Python tuples), which is not handed
 spans that contain call syntax such as `f(`.
+
+Work is bounded on any input (adversarial text included): each public parser gets a budget of
+`_WORK_PER_CHAR` character steps per input character (`_Work`); a text that would need more, such as
+thousands of unclosed brackets, is counted as unparseable (`STATS["over_budget"]`) and gives the empty
+result. Spans nested deeper than `_MAX_DEPTH` are not parsed, ids longer than `_MAX_ID_DIGITS` digits
+are not ids, and the line regexes are written so that they cannot backtrack quadratically.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import itertools
 import json
 import re
-from typing import Any, Collection, Iterable, Iterator
+from typing import Any, Callable, Collection, Iterable, Iterator
 
 _MAX_SCAN = 200_000  # characters of a model output considered
 _MAX_STARTS = 64  # bracket positions tried per text
@@ -21,6 +30,72 @@ _MAX_REPAIR = 20_000  # longest span handed to json-repair
 _CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\s*\(|\)\s*\(|\blambda\b")  # `f(`, `)(`, lambda: code, not data
 _PAIRS = {"}": "{", "]": "["}
 _FENCE = re.compile(r"```(?:[\w+.-]*[ \t]*\n)?(.*?)(?:```|\Z)", re.S)
+_WORK_PER_CHAR = 24  # character steps a parser may take per input character (normal replies take a few)
+_WORK_BASE = 20_000  # and a floor, for short texts
+_MAX_DEPTH = 64  # deepest bracket nesting parsed (model output is a few levels deep)
+_MAX_ID_DIGITS = 18  # a longer run of digits is not an id (and int() of 4,300+ digits raises)
+
+STATS = {"over_budget": 0}  # replies given up as unparseable because they needed more work than allowed
+
+
+class _OutOfWork(Exception):
+    pass
+
+
+class _Work:
+    """A budget of character steps for one parse of a text of n characters."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, n: int):
+        self.limit = _WORK_PER_CHAR * n + _WORK_BASE
+        self.used = 0
+
+    def spend(self, steps: int) -> None:
+        self.used += steps
+        if self.used > self.limit:
+            raise _OutOfWork
+
+
+_WORK: contextvars.ContextVar[_Work | None] = contextvars.ContextVar("kgrag_parse_work", default=None)
+
+
+def _spend(steps: int) -> None:
+    work = _WORK.get()
+    if work is not None:
+        work.spend(steps)
+
+
+def _bounded(empty: Callable[..., Any]):
+    """Run a public parser under one work budget (shared with the parsers it calls); over it: `empty(...)`."""
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(text, *args, **kwargs):
+            if _WORK.get() is not None:
+                return fn(text, *args, **kwargs)
+            n = min(len(text), _MAX_SCAN) if isinstance(text, str) else 0
+            token = _WORK.set(_Work(n))
+            try:
+                return fn(text, *args, **kwargs)
+            except _OutOfWork:
+                STATS["over_budget"] += 1
+                return empty(text, *args, **kwargs)
+            finally:
+                _WORK.reset(token)
+
+        return wrapper
+
+    return deco
+
+
+def _too_deep(span: str) -> bool:
+    """Nesting deeper than _MAX_DEPTH (brackets outside quoted strings), found in linear time."""
+    brackets = re.sub(r"[^\[\]{}]+", "", _outside_strings(span))
+    if len(brackets) <= 2 * _MAX_DEPTH:
+        return False
+    steps = (1 if c in "[{" else -1 for c in brackets)
+    return max(itertools.accumulate(steps), default=0) > _MAX_DEPTH
 
 
 def strip_code_fences(text: str) -> str:
@@ -40,7 +115,7 @@ def _balanced_span(s: str, start: int, quotes: str, close_truncated: bool = True
     stack: list[str] = []
     in_str: str | None = None
     esc = False
-    last_cut: tuple[int, list[str]] | None = None
+    last_cut: tuple[int, int] | None = None
     for i in range(start, len(s)):
         c = s[i]
         if in_str:
@@ -57,20 +132,25 @@ def _balanced_span(s: str, start: int, quotes: str, close_truncated: bool = True
             stack.append(c)
         elif c in "}]":
             if not stack or _PAIRS[c] != stack[-1]:
+                _spend(i + 1 - start)
                 return None
             stack.pop()
             if not stack:
+                _spend(i + 1 - start)
                 return s[start : i + 1]
-            last_cut = (i + 1, list(stack))
+            last_cut = (i + 1, len(stack))  # later events are pushes only (a pop moves the cut): stack[:depth] stays
+    _spend(len(s) - start)
     if last_cut is None or not close_truncated:
         return None
-    cut, open_ = last_cut  # output ended mid-structure: keep the complete elements and close
+    cut, depth = last_cut  # output ended mid-structure: keep the complete elements and close
+    open_ = stack[:depth]
     closers = "".join("}" if b == "{" else "]" for b in reversed(open_))
     return s[start:cut] + closers
 
 
 def _repair_json(span: str) -> str:
     """Rewrite JSON-ish text outside strings: single-quoted strings, Python literals, bare keys, trailing commas."""
+    _spend(2 * len(span))  # one pass; look-aheads read each blank once more
     out: list[str] = []
     i, n = 0, len(span)
     while i < n:
@@ -138,6 +218,9 @@ def _outside_strings(span: str) -> str:
 
 
 def _loads_lenient(span: str) -> tuple[bool, Any]:
+    _spend(len(span))
+    if _too_deep(span):
+        return False, None
     try:
         return True, json.loads(span)
     except (ValueError, RecursionError):
@@ -152,6 +235,7 @@ def _loads_lenient(span: str) -> tuple[bool, Any]:
     if len(span) <= _MAX_REPAIR and ('"' in span or "'" in span) and not _CALL.search(bare):
         import json_repair
 
+        _spend(4 * len(span))
         try:
             value = json_repair.loads(span, skip_json_loads=True)
         except (ValueError, RecursionError, TypeError):
@@ -167,9 +251,32 @@ def iter_json_values(text: str) -> Iterator[Any]:
     A fenced block that holds exactly one JSON value comes first; then the whole text is scanned
     from each { or [ (a fence is not trusted further: a JSON string may itself contain ```).
     Only the whole text may be repaired as truncated (cut by the token limit at its end).
+    The search stops (counted in STATS) once it has used its work budget.
     """
     if not isinstance(text, str):
         return
+    work = _WORK.get()
+    own = work is None
+    if own:
+        work = _Work(min(len(text), _MAX_SCAN))
+    values = _json_values(text)
+    while True:
+        token = _WORK.set(work)
+        try:
+            value = next(values)
+        except StopIteration:
+            return
+        except _OutOfWork:
+            if not own:
+                raise  # the calling parser gives up as a whole
+            STATS["over_budget"] += 1
+            return
+        finally:
+            _WORK.reset(token)
+        yield value
+
+
+def _json_values(text: str) -> Iterator[Any]:
     text = text[:_MAX_SCAN]
     if "```" in text:
         for m in _FENCE.finditer(text):
@@ -203,6 +310,7 @@ def iter_json_values(text: str) -> Iterator[Any]:
             pos = start + 1
 
 
+@_bounded(lambda text, default=None: default)
 def extract_json(text: str, default: Any = None) -> Any:
     """The first JSON object or array in `text` (inside prose or a ``` fence), or `default`."""
     for value in iter_json_values(text):
@@ -210,6 +318,7 @@ def extract_json(text: str, default: Any = None) -> Any:
     return default
 
 
+@_bounded(lambda *a, **k: None)
 def json_field_list(text: str, key: str) -> list | None:
     """The list under `key` of a reply that is one JSON object ({"answers": [...]}), else None.
 
@@ -221,10 +330,11 @@ def json_field_list(text: str, key: str) -> list | None:
     value = extract_json(text)
     if isinstance(value, dict) and isinstance(value.get(key), list):
         return value[key]
-    if len(text) > _MAX_REPAIR or _CALL.search(_outside_strings(text)):
+    if len(text) > _MAX_REPAIR or _CALL.search(_outside_strings(text)) or _too_deep(text):
         return None
     import json_repair
 
+    _spend(4 * len(text))
     try:
         value = json_repair.loads(text, skip_json_loads=True)
     except (ValueError, RecursionError, TypeError):
@@ -237,6 +347,7 @@ def json_field_list(text: str, key: str) -> list | None:
     return items
 
 
+@_bounded(lambda *a, **k: [])
 def extract_json_list(text: str, key: str | None = None) -> list:
     """The first JSON list in `text`; a dict counts when `key` (or its only list field) holds a list. [] if none."""
     for value in iter_json_values(text):
@@ -303,14 +414,16 @@ def _triples_from_json(value: Any) -> list[tuple[str, str, str]]:
 
 def _split_top_level(s: str) -> list[str]:
     """Split on commas that are outside quotes and nested brackets."""
+    _spend(len(s))
     parts, buf, depth, quote = [], [], 0, None
+    blank = True  # the current part holds only whitespace so far
     for i, c in enumerate(s):
         if quote:
             buf.append(c)
             if c == quote:
                 quote = None
             continue
-        if c in "\"`" or (c == "'" and (not "".join(buf).strip())):
+        if c in "\"`" or (c == "'" and blank):
             quote = c  # a quote opens a string only at the start of a part (apostrophes in words are text)
         elif c in "([":
             depth += 1
@@ -318,9 +431,10 @@ def _split_top_level(s: str) -> list[str]:
             depth -= 1
         if c == "," and depth == 0:
             parts.append("".join(buf))
-            buf = []
+            buf, blank = [], True
         else:
             buf.append(c)
+            blank = blank and c.isspace()
     parts.append("".join(buf))
     if depth != 0 or quote:  # a stray bracket or quote inside a name: plain commas are the best guess
         return s.split(",")
@@ -352,6 +466,7 @@ def _bracket_groups(text: str, start: int = 0, end: int | None = None) -> Iterat
                     if depth == 0:
                         break
                 j += 1
+            _spend(j - i + 1)
             if j < end and depth == 0 and text[j] == close:
                 yield i, text[i + 1 : j]
                 i = j + 1
@@ -391,7 +506,9 @@ def _triples_from_pipes(text: str, skip_lines: set[int]) -> list[tuple[int, tupl
     return found
 
 
-_BARE_LINE = re.compile(r"^\s*[(\[]?([^,()\[\]|]+),([^,()\[\]|]+),([^,()\[\]|]+?)[)\]]?\s*$")
+# matched on a line stripped of blanks and of one closing bracket: no two neighbouring parts can trade
+# characters, so the match is linear (the older `\s*...+?...\s*$` form backtracked quadratically)
+_BARE_LINE = re.compile(r"[(\[]?([^,()\[\]|]+),([^,()\[\]|]+),([^,()\[\]|]+)")
 
 
 def _bare_comma_lines(text: str, skip_lines: set[int]) -> list[tuple[int, tuple[str, str, str]]]:
@@ -401,13 +518,18 @@ def _bare_comma_lines(text: str, skip_lines: set[int]) -> list[tuple[int, tuple[
         pos += len(line) + 1
         if lineno in skip_lines:
             continue
-        m = _BARE_LINE.match(_BULLET.sub("", line))
+        body = _BULLET.sub("", line).strip()
+        if body[-1:] in (")", "]"):
+            body = body[:-1].rstrip()
+        _spend(len(line))
+        m = _BARE_LINE.fullmatch(body)
         triple = _as_triple(list(m.groups())) if m else None
         if triple:
             found.append((start, triple))
     return found
 
 
+@_bounded(lambda *a, **k: [])
 def parse_triples(text: str) -> list[tuple[str, str, str]]:
     """Triples written as JSON, `(h, r, t)`, `[h, r, t]` or `h | r | t` lines, in order of appearance.
 
@@ -444,11 +566,11 @@ def _ints(values: Any) -> list[int]:
             out.append(v)
         elif isinstance(v, float) and v.is_integer():
             out.append(int(v))
-        elif isinstance(v, str):
+        elif isinstance(v, str) and len(v) <= _MAX_ID_DIGITS + 8:
             m = re.fullmatch(r"\s*\[?\s*(\d+)\s*\]?\s*", v)
-            if m:
+            if m and len(m.group(1)) <= _MAX_ID_DIGITS:
                 out.append(int(m.group(1)))
-    return out
+    return [i for i in out if abs(i) < 10 ** _MAX_ID_DIGITS]
 
 
 def _ids_from_json(value: Any, key: str | None) -> list[int] | None:
@@ -466,6 +588,7 @@ def _ids_from_json(value: Any, key: str | None) -> list[int] | None:
     return None
 
 
+@_bounded(lambda *a, **k: [])
 def parse_ids(text: str, valid: Collection[int] | None = None, key: str | None = None) -> list[int]:
     """Integer ids in order, without repeats: a JSON list (or a dict's id list), else `[12]` marks, else bare numbers.
 
@@ -482,9 +605,9 @@ def parse_ids(text: str, valid: Collection[int] | None = None, key: str | None =
             break
         ids.extend(found or [])
     if not ids:
-        ids = [int(m) for m in _BRACKET_ID.findall(text)]
+        ids = [int(m) for m in _BRACKET_ID.findall(text) if len(m) <= _MAX_ID_DIGITS]
     if not ids:
-        ids = [int(m) for m in _BARE_INT.findall(text)]
+        ids = [int(m) for m in _BARE_INT.findall(text) if len(m) <= _MAX_ID_DIGITS]
     allowed = set(valid) if valid is not None else None
     seen: dict[int, None] = {}
     for i in ids:
@@ -495,9 +618,18 @@ def parse_ids(text: str, valid: Collection[int] | None = None, key: str | None =
 
 # --- answer lists -----------------------------------------------------------------------------
 
-_ANSWER_LABEL = re.compile(r"^\s*(?:\*\*)?\s*(?:final\s+)?answers?\s*(?:\*\*)?\s*[:\-]\s*(?:\*\*)?\s*", re.IGNORECASE)
+# possessive blanks (`\s*+`): two neighbouring optional blank runs cannot trade characters, so a long
+# blank run after "answer" is read once (with plain `\s*` the failing match was quadratic in its length)
+_ANSWER_LABEL = re.compile(r"^\s*+(?:\*\*)?\s*+(?:final\s++)?answers?\s*+(?:\*\*)?\s*+[:\-]\s*(?:\*\*)?\s*", re.IGNORECASE)
 _INITIAL_END = re.compile(r"(?:^|[\s.])(?:[A-Za-z]|Jr|Sr|St)\.$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+
+def _drop_label(line: str) -> str:
+    """The line without a leading "Answer:" label (one linear match: `_ANSWER_LABEL`)."""
+    _spend(len(line))
+    m = _ANSWER_LABEL.match(line)
+    return line[m.end():] if m else line
 
 
 def _answer_piece(piece: str) -> str:
@@ -507,6 +639,7 @@ def _answer_piece(piece: str) -> str:
     return piece
 
 
+@_bounded(lambda *a, **k: [])
 def parse_answer_list(text: str | None, known: Iterable[str] = (), first_line: bool = False) -> list[str]:
     """Answer names, in order, from a model's reply.
 
@@ -524,22 +657,23 @@ def parse_answer_list(text: str | None, known: Iterable[str] = (), first_line: b
 
     items = json_field_list(str(text), "answers")
     if items is not None:
-        names: list[str] = []
+        names: dict[str, None] = {}
         for item in items:
             piece = _answer_piece(str(item)) if isinstance(item, (str, int, float)) and not isinstance(item, bool) else ""
-            if piece and piece not in names:
-                names.append(piece)
-        return names
+            if piece:
+                names.setdefault(piece)
+        return list(names)
 
     body = strip_code_fences(str(text)) if "```" in str(text) else str(text)
-    lines = [ln for ln in (_ANSWER_LABEL.sub("", ln).strip() for ln in body.strip().splitlines()) if ln]
+    lines = [ln for ln in (_drop_label(ln).strip() for ln in body.strip().splitlines()) if ln]
     if first_line:
         lines = lines[:1]
     known_norm = {normalize_answer(k) for k in known}
     out: list[str] = []
+    seen: set[str] = set()
     for line in lines:
         for raw in line.split("|"):
-            piece = _answer_piece(_ANSWER_LABEL.sub("", raw))
+            piece = _answer_piece(_drop_label(raw))
             if not piece:
                 continue
             if known_norm and normalize_answer(piece) not in known_norm and re.search(r"[,;]", piece):
@@ -547,6 +681,7 @@ def parse_answer_list(text: str | None, known: Iterable[str] = (), first_line: b
             else:
                 parts = [piece]
             for part in parts:
-                if part and part not in out:
+                if part and part not in seen:
+                    seen.add(part)
                     out.append(part)
     return out
