@@ -377,3 +377,59 @@ def test_a_grid_name_is_a_name(tmp_path, capsys):
     assert "grid name '../../G' is not a plain name" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="not a plain name"):
         records.RunRecorder("m", {}, run_name="../escape", root=tmp_path)
+
+
+# ----------------------------------------------------------------------------- case 7: limit=0 means all
+LIMIT_DATASETS = [("sample-movies-1hop", "test"), ("sample-movies-2hop", "test"), ("sample-kinship", "test"),
+                  ("sample-passages", "all"), ("fixture-factkg", "test"), ("fixture-iirc", "dev")]
+
+
+@pytest.mark.parametrize("name,split", LIMIT_DATASETS)
+def test_limit_zero_is_every_item_of_a_dataset(name, split):
+    from kgrag_utils.datasets import load_dataset
+
+    def ids(ds):
+        return [getattr(q, "qid", None) or q.sid for q in ds.items]  # questions have qids, kinship stories sids
+
+    every = ids(load_dataset(name, split=split))
+    assert len(every) > 1
+    for seed in (0, 7):
+        assert ids(load_dataset(name, split=split, limit=0, seed=seed)) == every
+    assert len(load_dataset(name, split=split, limit=1).items) == 1  # a positive limit still samples
+    with pytest.raises(ConfigError, match="non-negative"):
+        load_dataset(name, split=split, limit=-1)
+
+
+def test_limit_zero_is_every_item_in_every_method_config():
+    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.methods import registry
+
+    for spec in registry.methods():
+        cfg = spec.config_class(limit=0)
+        every = load_dataset(cfg.dataset, split=cfg.split)
+        assert len(cfg.load_dataset()) == len(every) > 1, spec.name
+
+
+def test_limit_zero_is_accepted_by_every_notebook_before_a_kernel_starts():
+    for path in sorted((ROOT / "notebooks").glob("0[0-4]_*.ipynb")):
+        params = runner.notebook_parameters(path)
+        assert "limit" in params, path.name
+        runner.validate_parameters(path, {"limit": 0})  # raises ConfigError when refused
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook,params", [
+    # the two notebooks that raised IndexError with limit=0 (it used to select no question)
+    ("00_quickstart", {"dataset": "sample-movies-1hop", "llm_preset": "fake", "embedder": "minilm"}),
+    ("04_kgp", {"dataset": "fixture-iirc", "split": "dev", "llm_preset": "fake", "sweep_limit": 2,
+                "variants": ["tfidf", "nollm"], "set_passages": 40}),
+])
+def test_notebooks_run_every_question_with_limit_zero(notebook, params):
+    from kgrag_utils.datasets import load_dataset
+
+    out = runner.run_notebook(notebook, {**params, "limit": 0}, run_name=f"limit0-{notebook}", grid="test",
+                              timeout=900)
+    assert out.status == "ok", f"{out.error} (log: {out.log})"
+    every = load_dataset(params["dataset"], split=params.get("split", "test"))
+    assert out.summary["n"] == len(every) > 1
+    assert len(records.load_examples(out.run_name)) == len(every)
