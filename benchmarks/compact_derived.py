@@ -78,7 +78,7 @@ def main(argv=None) -> dict:
                            seed=args.seed)
     counter = load_token_counter()
     t0 = time.perf_counter()
-    method = Compact.prepare(ds, config, token_counter=counter)
+    method = Compact.prepare(config, ds, token_counter=counter)
     timings["prepare"] = time.perf_counter() - t0
 
     items = list(ds.items)

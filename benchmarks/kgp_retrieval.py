@@ -61,20 +61,22 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
     from kgrag_utils.methods.kgp import KGP, summarize_run
     from kgrag_utils.records import RunRecorder
 
-    kgp = KGP(ds, cfg, llm=llm, embedder=embedder)
+    kgp = KGP(cfg, ds, llm=llm, embedder=embedder)
     rec = None
     rows: list[dict] = []
     wanted = {q.qid for q in ds.items}
     if run_name and only_done:  # read what a (possibly running) run has written; touch nothing
         rows = [r for r in _read_examples(run_name) if r.get("id") in wanted]
     elif run_name:
-        rec = RunRecorder("kgp", {"dataset": ds.name, "limit": limit_desc, **cfg.to_dict()}, run_name=run_name)
+        # the run's parameters: the config's knobs (not its split, which this script does not record) and the sample
+        params = {**{k: v for k, v in cfg.to_dict().items() if k != "split"}, "dataset": ds.name, "limit": limit_desc}
+        rec = RunRecorder("kgp", params, run_name=run_name)
         rows = [r for r in rec.examples if r.get("id") in wanted]
     done = {r["id"] for r in rows}
     t0 = time.perf_counter()
     todo = [] if only_done else [q for q in ds.items if q.qid not in done]
     for q in progress_bar(todo, desc=f"{ds.name} {cfg.graph}/{cfg.traversal}", enabled=progress):
-        row = kgp.run(q)
+        row = kgp.run_one(q)
         rows.append(row)
         if rec is not None:
             rec.add(row)
@@ -86,8 +88,8 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
              "choices": cfg.describe_choices(), "summary": summary, "wall_seconds_this_call": wall,
              "n_resumed": len(done), "n_done": len(rows), "complete": len(rows) == len(ds.items)}
     if cfg.uses_llm_traversal or cfg.reader:
-        entry["llm"] = kgp._llm.describe() if kgp._llm is not None else {"preset": cfg.llm_preset}
-        entry["llm_stats"] = kgp._llm.stats if kgp._llm is not None else None
+        entry["llm"] = kgp.loaded_llm.describe() if kgp.loaded_llm is not None else {"preset": cfg.llm_preset}
+        entry["llm_stats"] = kgp.loaded_llm.stats if kgp.loaded_llm is not None else None
         toks = [r.get("tokens", {}) for r in rows]
         entry["tokens_mean"] = {k: sum(t.get(k, 0) for t in toks) / max(len(rows), 1)
                                 for k in ("agent_prompt", "agent_completion", "reader_prompt", "reader_completion")}
@@ -237,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     if args.sweep:
         cfg = base.replace(traversal=args.sweep_traversal, reader=False, graph=_csv(args.graph)[0])
-        kgp = KGP(ds, cfg)
+        kgp = KGP(cfg, ds)
         t0 = time.perf_counter()
         if args.sweep == "density":
             rows = []
@@ -272,7 +274,7 @@ def main(argv: list[str] | None = None) -> dict:
                         run_name = [f"{run_name}-shard{k}of{shard[1]}" for k in range(shard[1])]
                 entry, kgp = run_variant(ds, cfg, str(args.limit), run_name, progress, llm=llm, embedder=embedder,
                                          only_done=args.only_done)
-                llm, embedder = kgp._llm, kgp._embedder
+                llm, embedder = kgp.loaded_llm, kgp.loaded_embedder
                 results.append(entry)
                 print(json.dumps({k: entry[k] for k in ("graph", "traversal")}),
                       {k: round(v, 3) for k, v in entry["summary"].items() if isinstance(v, float) and ("@5" in k or "@30" in k or k in ("em", "f1", "mean_graph_density"))},
@@ -426,7 +428,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
         llm = load_llm(cfg.llm_preset, backend=cfg.llm_backend or None, n_threads=llm_threads,
                        structured=cfg.llm_structured or None)
         _set_batch_threads(llm, llm_threads)
-    kgp = KGP(ds, cfg, llm=llm)
+    kgp = KGP(cfg, ds, llm=llm)
     t0 = time.perf_counter()
     for q in progress_bar(todo, desc="reader", enabled=progress):
         old = recorded[q.qid]
@@ -436,7 +438,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
         try:
             if old.get("failed"):
                 raise RuntimeError(f"the traversal record failed: {old.get('error')}")
-            dset = kgp.prepare(q).dset
+            dset = kgp.prepare_question(q).dset
             where = {pid: i for i, pid in enumerate(dset.pids)}
             if any(pid not in where for pid in old["retrieved"]):
                 raise IntegrityError("the rebuilt document set lacks a recorded passage (set rule or corpus changed).")
@@ -464,8 +466,8 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
            "dataset_options": merged.get("dataset_options", {}),
            "n_questions": len(ds.items), "limit": merged["limit"], "seed": merged["seed"], "config": cfg.to_dict(),
            "reread_of": merged_path, "traversal_runs": names, "run_name": rec.run_name,
-           "llm": kgp._llm.describe() if kgp._llm is not None else previous.get("llm", {"preset": cfg.llm_preset}),
-           "llm_stats": kgp._llm.stats if kgp._llm is not None else previous.get("llm_stats"),
+           "llm": kgp.loaded_llm.describe() if kgp.loaded_llm is not None else previous.get("llm", {"preset": cfg.llm_preset}),
+           "llm_stats": kgp.loaded_llm.stats if kgp.loaded_llm is not None else previous.get("llm_stats"),
            "wall_seconds_this_call": time.perf_counter() - t0, "environment": _environment(),
            "earlier_call": {k: previous.get(k) for k in ("command", "wall_seconds_this_call")} if previous else None,
            "command": " ".join(sys.argv), "summary": summary,

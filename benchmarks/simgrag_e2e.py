@@ -119,15 +119,16 @@ def main(argv=None) -> int:
     extra = {} if args.injective is None else {"injective": args.injective == "true"}
     if args.anchor_entity is not None:
         extra["anchor_entity"] = args.anchor_entity == "true"
-    method_settings = SimGRAGConfig(shots=args.shots, pattern_source="llm", **extra)
     structured = args.structured or get_preset(args.preset).structured
-    # the config's own run fields (dataset, llm_preset, ... with their defaults) come first: this run's values win
+    # this run's values (dataset, llm_preset, ...) go into the config, so the record holds them, not the defaults
+    method_settings = SimGRAGConfig(dataset=args.dataset, split=args.split, limit=args.limit or 0, seed=args.seed,
+                                    llm_preset=args.preset, llm_backend=args.backend or "", llm_structured=structured,
+                                    embedder=args.embedder, shots=args.shots, pattern_source="llm",
+                                    batch_size=args.batch_size, **extra)
     settings_params = method_settings.to_dict()
     if not settings_params.get("anchor_entity"):  # absent when off (the default): earlier runs' keys hold
         settings_params.pop("anchor_entity", None)
-    params = {**settings_params, "llm_structured": structured, "dataset": args.dataset, "split": args.split,
-              "limit": args.limit, "seed": args.seed, **({"take": args.take} if args.take else {}),
-              "llm_preset": args.preset, "llm_backend": args.backend or "", "embedder": args.embedder,
+    params = {**settings_params, **({"take": args.take} if args.take else {}),
               **({"dataset_options": options} if options else {})}  # absent without options: old run keys hold
     recorder = RunRecorder("simgrag", params, run_name=args.run_name or f"simgrag-e2e-{args.dataset}")
     print(f"{data.name}: {len(data.items)} questions, {len(recorder.done_ids)} already in {recorder.run_dir}", flush=True)
@@ -140,9 +141,9 @@ def main(argv=None) -> int:
         llm = load_llm(args.preset, backend=args.backend, structured=structured,
                        **({"n_threads": args.threads} if args.threads else {}))
         backend = getattr(llm, "backend_name", backend)
-        method = SimGRAG(data.kg, retriever, llm, method_settings, dataset=data.name)
+        method = SimGRAG(method_settings, data.kg, retriever, llm, dataset=data.name)
         try:
-            method.run(data.items, recorder=recorder, batch_size=args.batch_size, progress=True)
+            method.run(data.items, recorder=recorder, progress=True)
         except BaseException as exc:  # keep what was recorded; mark the run as failed
             recorder.fail(exc)
             raise

@@ -77,7 +77,7 @@ def main(argv=None) -> int:
         params["llm_preset"] = ""
     rec = RunRecorder("vector_rerank", params, run_name=args.run_name or
                       f"vector_rerank_kgqa-{args.dataset}-{params_hash(params)[:10]}")
-    method = FactRerank(index, cfg, llm)
+    method = FactRerank(cfg, index, llm)
     print(f"{index} built in {t_index:.1f} s; run {rec.run_name}: {len(rec.done_ids)} of {len(ds.items)} done", flush=True)
 
     def write(records, status: str) -> None:

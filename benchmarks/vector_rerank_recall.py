@@ -101,7 +101,7 @@ def main(argv=None) -> int:
         run_params["prompt_version"] = PROMPT_VERSION
     run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"
     rec = RunRecorder("vector_rerank", run_params, run_name=run_name)
-    method = VectorRerank(index, cfg, llm, gold_key=gold_key)
+    method = VectorRerank(cfg, index, llm, gold_key=gold_key)
 
     def write(records, status: str) -> None:
         out = _load_out(out_path)

@@ -41,7 +41,7 @@ def test_a_conjunctive_question_is_read_once_per_branch_with_the_other_topic_mar
 @pytest.mark.parametrize("knowledge", ["lexicon", "knn"])
 def test_compact_derives_each_branch_and_intersects_on_the_fixture_world(knowledge, embedder):
     ds = load_dataset("fixture-wc2014-conj", split="test")
-    method = Compact.prepare(ds, CompactConfig(knowledge=knowledge), embedder=embedder)
+    method = Compact.prepare(CompactConfig(knowledge=knowledge), ds, embedder=embedder)
     records = method.derive_many(ds.items)
     summary = summarize_records(records, "kgqa", llm=False)
     assert summary["n"] == len(ds) >= 10

@@ -35,7 +35,7 @@ def movies():
 
 @pytest.fixture(scope="module")
 def method(movies):
-    return Compact.prepare(movies, CompactConfig(), embedder=hash_embedder())
+    return Compact.prepare(CompactConfig(), movies, embedder=hash_embedder())
 
 
 def test_prepare_learns_on_the_training_split_and_tunes_on_its_validation_part(movies, method):
@@ -49,13 +49,13 @@ def test_prepare_learns_on_the_training_split_and_tunes_on_its_validation_part(m
     assert method.knowledge.n_train == t["n_train"]  # refit on the whole training split
     assert t["validation_derived"]["gate_coverage"] == pytest.approx(method.gate.coverage)
     with pytest.raises(ConfigError):
-        Compact.prepare(load_dataset("sample-movies-2hop", split="dev"), CompactConfig())
+        Compact.prepare(CompactConfig(), load_dataset("sample-movies-2hop", split="dev"))
     with pytest.raises(ConfigError):
-        Compact.prepare(movies, CompactConfig(knowledge="rules"))
+        Compact.prepare(CompactConfig(knowledge="rules"), movies)
 
 
 def test_a_named_gate_and_a_given_threshold_are_kept(movies):
-    m = Compact.prepare(movies, CompactConfig(gate="consistent+unique", lift_threshold=2.0), embedder=hash_embedder())
+    m = Compact.prepare(CompactConfig(gate="consistent+unique", lift_threshold=2.0), movies, embedder=hash_embedder())
     assert m.gate.name == "consistent+unique" and m.tuning["threshold_source"] == "given"
     assert m.knowledge.threshold == 2.0 and "threshold_table" not in m.tuning
     row = next(r for r in m.gate.table if r["gate"] == "consistent+unique")
@@ -90,7 +90,8 @@ def test_run_reads_both_contexts_applies_the_gate_and_resumes(movies, method):
     llm = load_llm("fake", responses=first_object, cache=False)
     items = movies.items[:6]
     rec = RunRecorder("compact", {"dataset": "sample-movies-2hop", "limit": 6}, run_name="compact-pipeline-test")
-    out = method.run(items, llm=llm, recorder=rec, progress=False)
+    method.llm = llm
+    out = method.run(items, recorder=rec, progress=False)
     assert len(out) == 6 and len(llm.prompts_seen) == 12  # one prompt per item and context
     for r in out:
         assert len(r["topk_facts"]) <= 100 and r["prompt_compact"] != r["prompt_topk"]
@@ -102,7 +103,8 @@ def test_run_reads_both_contexts_applies_the_gate_and_resumes(movies, method):
     # resume: a second run with the same recorder parameters generates nothing new
     llm2 = load_llm("fake", responses=first_object, cache=False)
     rec2 = RunRecorder("compact", {"dataset": "sample-movies-2hop", "limit": 6}, run_name="compact-pipeline-test")
-    again = method.run(items, llm=llm2, recorder=rec2, progress=False)
+    method.llm = llm2
+    again = method.run(items, recorder=rec2, progress=False)
     assert len(again) == 6 and llm2.prompts_seen == []
     s = summarize_records(again, "kgqa")
     assert set(s["llm_compact"]) >= {"hits@1", "containment", "hits@1_gated", "n_failed"}
@@ -111,10 +113,11 @@ def test_run_reads_both_contexts_applies_the_gate_and_resumes(movies, method):
 
 def test_kinship_pipeline_with_rules():
     ds = load_dataset("sample-kinship", split="test", limit=12)
-    m = Compact.prepare(ds, CompactConfig())
+    m = Compact.prepare(CompactConfig(), ds)
     assert m.knowledge.name == "rules"
     llm = load_llm("fake", responses=lambda p: "mother", cache=False)
-    recs = m.run(ds.items, llm=llm, progress=False)
+    m.llm = llm
+    recs = m.run(ds.items, progress=False)
     assert len(recs) == 12
     for r, s in zip(recs, ds.items):
         assert r["n_facts"] == len(r["path_relations"]) >= 2
@@ -123,12 +126,12 @@ def test_kinship_pipeline_with_rules():
     s = summarize_records(recs, "kinship")
     assert s["derived_hits@1"] >= 0.9 and set(s["by_chain_length"]) <= {2, 3, 4, 5, 6}
     with pytest.raises(ConfigError):
-        Compact.prepare(ds, CompactConfig(knowledge="lexicon"))
+        Compact.prepare(CompactConfig(knowledge="lexicon"), ds)
 
 
 def test_baseline_radius_is_at_least_two_hops():
     ds = load_dataset("sample-movies-1hop", split="test", limit=5)
-    m = Compact.prepare(ds, CompactConfig(), embedder=hash_embedder())
+    m = Compact.prepare(CompactConfig(), ds, embedder=hash_embedder())
     recs = m.add_baselines(m.derive_many(ds.items), ds.items)
     for r, q in zip(recs, ds.items):
         topic = [ds.kg.entity_id(t) for t in q.topic_entities]
@@ -139,7 +142,7 @@ def test_baseline_radius_is_at_least_two_hops():
 
 def test_knn_knowledge_through_the_pipeline():
     ds = load_dataset("sample-movies-1hop", split="test", limit=20)
-    m = Compact.prepare(ds, CompactConfig(knowledge="knn", knn_k=5), embedder=hash_embedder())
+    m = Compact.prepare(CompactConfig(knowledge="knn", knn_k=5), ds, embedder=hash_embedder())
     recs = m.derive_many(ds.items)
     assert all(r["chain_source"] == "knn" for r in recs if r["chain"])
     assert summarize_records(recs, "kgqa", llm=False)["chain_accuracy"] >= 0.7

@@ -132,7 +132,7 @@ def test_functional_relations_are_counted_over_training_subgraphs():
 def test_training_questions_recover_their_own_chains_in_their_own_subgraphs(rog):
     name, _, train = rog
     for knowledge in ("knn", "lexicon"):
-        m = Compact.prepare(train, CompactConfig(knowledge=knowledge), train=train, embedder=hash_embedder())
+        m = Compact.prepare(CompactConfig(knowledge=knowledge), train, train=train, embedder=hash_embedder())
         assert m.source.per_question and m.topic_policy == "exclude_end"
         recs = m.derive_many(train.items)
         for rec, q in zip(recs, train.items):
@@ -148,13 +148,14 @@ def test_training_questions_recover_their_own_chains_in_their_own_subgraphs(rog)
 
 def test_the_pipeline_runs_per_question_with_the_fake_reader(rog):
     name, test, _ = rog
-    m = Compact.prepare(test, CompactConfig(), embedder=hash_embedder())
+    m = Compact.prepare(CompactConfig(), test, embedder=hash_embedder())
     t = m.tuning
     assert m.knowledge.name == "knn" and t["kg"]["kind"] == "per-question subgraphs"
     assert t["n_fit"] + t["n_validation"] == t["n_train"] == len(load_dataset(name, split="train").items)
     assert isinstance(t["functional_relations"], list) and m.gate is not None
     llm = load_llm("fake", responses=gold_if_listed)
-    recs = m.run(test.items, llm=llm, progress=False)
+    m.llm = llm
+    recs = m.run(test.items, progress=False)
     assert [r["id"] for r in recs] == [q.qid for q in test.items]
     for rec, q in zip(recs, test.items):
         own = set(test.triples[q.qid])
@@ -177,7 +178,7 @@ def test_cwq_test_question_with_an_unseen_chain_derives_the_wrong_answer():
     """The fixture's first CWQ test question needs a chain no training question has; the vote's
     derivable chain (the spouse's school) derives an answer, which is wrong - the paper's warning."""
     test = load_dataset("fixture-cwq", split="test")
-    m = Compact.prepare(test, CompactConfig(), embedder=hash_embedder())
+    m = Compact.prepare(CompactConfig(), test, embedder=hash_embedder())
     rec = m.derive(test.items[0])
     assert rec["gold_chain_seen"] is False and rec["derivable"] and rec["derived_hits@1"] == 0.0
 
@@ -195,6 +196,6 @@ def test_per_question_training_split_must_be_a_dataset():
     test = load_dataset("fixture-webqsp", split="test")
     train = load_dataset("fixture-webqsp", split="train")
     with pytest.raises(ConfigError):
-        Compact.prepare(test, CompactConfig(), train=list(train.items), embedder=hash_embedder())
+        Compact.prepare(CompactConfig(), test, train=list(train.items), embedder=hash_embedder())
     with pytest.raises(ConfigError):
-        Compact.prepare(train, CompactConfig(), embedder=hash_embedder())  # would train on itself
+        Compact.prepare(CompactConfig(), train, embedder=hash_embedder())  # would train on itself

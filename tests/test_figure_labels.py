@@ -130,9 +130,9 @@ def test_kgp_passage_graph_labels_do_not_overlap():
     from kgrag_utils.methods.kgp import KGP, KGPConfig, plots
 
     ds = load_dataset("sample-passages", split="test", limit=2, seed=0)
-    kgp = KGP(ds, KGPConfig(graph="tfidf", traversal="nollm"))
+    kgp = KGP(KGPConfig(graph="tfidf", traversal="nollm"), ds)
     q = ds.items[0]
-    prep = kgp.prepare(q)
+    prep = kgp.prepare_question(q)
     res = kgp.retrieve(q, prep)
     labels = [f"{t} {s[0]}" if s[0] > 0 else t for t, s in zip(prep.dset.titles, prep.dset.spans)]
     fig, ax = plt.subplots(figsize=(10, 7.5))

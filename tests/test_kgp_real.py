@@ -9,8 +9,8 @@ from kgrag_utils.methods.kgp import KGP, KGPConfig, summarize_run
 
 
 def _run(ds, cfg):
-    kgp = KGP(ds, cfg)
-    rows = [kgp.run(q) for q in ds.items]
+    kgp = KGP(cfg, ds)
+    rows = kgp.run(ds.items, progress=False)
     assert not any(r["failed"] for r in rows), [r.get("error") for r in rows if r["failed"]][:1]
     return rows, summarize_run(rows, cfg.ks, reader=False)
 

@@ -119,7 +119,7 @@ class _HashEmbedder:
 def test_simgrag_run_records_a_prompt_too_long_question_as_that_questions_failure(tmp_path):
     """issue 17 case 8: one 45k-character question in a run; the run goes on and records why."""
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, replay_gold_llm
+    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm
     from kgrag_utils.records import RunRecorder
 
     data = load_dataset("sample-movies-1hop", limit=3)
@@ -129,7 +129,7 @@ def test_simgrag_run_records_a_prompt_too_long_question_as_that_questions_failur
     llm = load_llm("fake", responses=gold.responses, cache=False, n_ctx=4000)
     retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
     rec = RunRecorder("simgrag", {"t": 1}, run_name="too-long", root=tmp_path)
-    out = SimGRAG(data.kg, retriever, llm, dataset=data.name).run([big] + qs, recorder=rec, progress=False)
+    out = SimGRAG(SimGRAGConfig(), data.kg, retriever, llm, dataset=data.name).run([big] + qs, recorder=rec, progress=False)
     by_id = {r["id"]: r for r in out}
     assert by_id["huge"]["failed"] and by_id["huge"]["failure"] == "pattern"
     assert "context window" in by_id["huge"]["pattern_error"]

@@ -108,3 +108,91 @@ def test_run_parameters_are_every_notebook_parameter_but_run_name(spec):
     params = runner.notebook_parameters(spec.notebook)
     namespace = {**params, "unrelated": 1, "run_name": "r"}
     assert spec.run_parameters(namespace) == {k: v for k, v in params.items() if k != "run_name"}
+
+
+# ----------------------------------------------------------------------------- one run for every method
+import inspect  # noqa: E402
+
+from kgrag_utils.datasets import load_dataset  # noqa: E402
+from kgrag_utils.embeddings import Embedder  # noqa: E402
+from kgrag_utils.methods.base import Method, SystematicFailure  # noqa: E402
+from kgrag_utils.records import RunRecorder  # noqa: E402
+from stand_ins import HashBOW  # noqa: E402
+
+
+@pytest.mark.parametrize("spec", METHODS, ids=IDS)
+def test_every_method_has_the_same_run_and_prepare(spec):
+    cls = spec.method_class
+    assert issubclass(cls, Method) and cls.name == spec.name
+    assert list(inspect.signature(cls.run).parameters) == ["self", "items", "recorder", "progress"]
+    assert cls.run is Method.run  # one implementation: resume, isolation, progress
+    assert list(inspect.signature(cls.prepare).parameters)[:2] == ["config", "dataset"]  # a classmethod
+
+
+def _embedder():
+    return Embedder(model=HashBOW(), model_id="hash-bow-protocol", cache=False)
+
+
+def _prepared(name):
+    """Each method on its sample data, without an LLM (the no-LLM variants), with a stand-in embedder."""
+    spec = get_method(name)
+    cfg = spec.config_class
+    if name == "simgrag":
+        ds = load_dataset("sample-movies-2hop", limit=6)
+        return spec.method_class.prepare(cfg(pattern_source="oracle", reader=False, batch_size=3), ds,
+                                         embedder=_embedder()), ds
+    if name == "compact":
+        ds = load_dataset("sample-movies-2hop", limit=6)
+        return spec.method_class.prepare(cfg(reader=False, context="compact", batch_size=3), ds, embedder=_embedder()), ds
+    ds = load_dataset("sample-passages", split="test" if name == "vector_rerank" else "all", limit=4)
+    if name == "vector_rerank":
+        return spec.method_class.prepare(cfg(variants=["naive", "expand"], batch_size=2), ds, embedder=_embedder()), ds
+    return spec.method_class.prepare(cfg(traversal="tfidf", reader=False, set_passages=40), ds, embedder=_embedder()), ds
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_an_example_that_raises_is_recorded_as_its_failure_and_the_run_goes_on(name, monkeypatch):
+    method, ds = _prepared(name)
+    bad = method.item_id(ds.items[1])
+    inner = method._run_batch
+
+    def flaky(batch):
+        if any(method.item_id(it) == bad for it in batch):
+            raise RuntimeError("boom on one example")
+        return inner(batch)
+
+    monkeypatch.setattr(method, "_run_batch", flaky)
+    rec = RunRecorder(name, {"test": "isolation"}, run_name=f"isolation-{name}")
+    records = method.run(ds.items, recorder=rec, progress=False)
+    assert [r["id"] for r in records] == [method.item_id(it) for it in ds.items]
+    failed = [r for r in records if r.get("error")]
+    assert [r["id"] for r in failed] == [bad] and failed[0]["failed"] and "boom on one example" in failed[0]["error"]
+    assert all(not r.get("error") for r in records if r["id"] != bad)
+    assert len(rec.examples) == len(ds.items)  # the failure is recorded too
+    # resume: nothing is redone, the records come back in item order
+    monkeypatch.setattr(method, "_run_batch", lambda batch: pytest.fail("resumed items must not run again"))
+    again = RunRecorder(name, {"test": "isolation"}, run_name=f"isolation-{name}")
+    assert [r["id"] for r in method.run(ds.items, recorder=again, progress=False)] == [r["id"] for r in records]
+
+
+class _Toy(Method):
+    name = "toy"
+
+    def __init__(self, fail):
+        self.config = get_method("kgp").config_class(reader=False, traversal="tfidf")
+        self.fail = fail
+
+    def _run_batch(self, batch):
+        if any(self.fail(q) for q in batch):
+            raise ValueError(f"cannot do {batch}")
+        return [{"id": q, "value": q * 2} for q in batch]
+
+    def item_id(self, item):
+        return item
+
+
+def test_a_run_whose_first_examples_all_raise_stops_with_a_systematic_failure():
+    with pytest.raises(SystematicFailure, match="all of the first 3 examples raised"):
+        _Toy(lambda q: True).run(list(range(10)), progress=False)
+    out = _Toy(lambda q: q == 0).run(list(range(10)), progress=False)  # one bad example: the run goes on
+    assert len(out) == 10 and out[0]["error"].startswith("ValueError") and out[5] == {"id": 5, "value": 10}

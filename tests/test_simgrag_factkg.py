@@ -234,7 +234,7 @@ def fixture_factkg():
 
 def test_fixture_claims_are_verified_and_scored_by_accuracy(fixture_factkg):
     data, retriever = fixture_factkg
-    method = SimGRAG(data.kg, retriever, replay_gold_llm(data.items), SimGRAGConfig(relation_topk=64), dataset=data.name)
+    method = SimGRAG(SimGRAGConfig(relation_topk=64), data.kg, retriever, replay_gold_llm(data.items), dataset=data.name)
     assert method.task == "verify" and method.family == "claims"
     records = method.run(data.items, progress=False)
     assert len(records) == len(data.items) == 4
@@ -280,7 +280,7 @@ def test_failures_type_candidates_and_verdict_parsing_in_one_batch(fixture_factk
         return verdicts[claim]
 
     llm = _claim_fake(patterns.__getitem__, verdict_for)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(), dataset=data.name)
+    method = SimGRAG(SimGRAGConfig(), data.kg, retriever, llm, dataset=data.name)
     by_q = {r["question"]: r for r in method.run(data.items, progress=False)}
     r = by_q[q_unparsable.question]
     assert not r["pattern_ok"] and r["failed"] and r["failure"] == "pattern" and r["hits@1"] == 0.0

@@ -51,8 +51,8 @@ def retriever(sample_sets):
 @pytest.mark.parametrize("hops", [1, 2, 3])
 def test_oracle_retrieval_answers_every_sample_question(sample_sets, retriever, hops):
     data = sample_sets[hops]
-    method = SimGRAG(data.kg, retriever, None, SimGRAGConfig(pattern_source="oracle"), dataset=data.name)
-    records = method.run(data.items, progress=False, answer=False)
+    method = SimGRAG(SimGRAGConfig(pattern_source="oracle", reader=False), data.kg, retriever, None, dataset=data.name)
+    records = method.run(data.items, progress=False)
     assert len(records) == len(data.items) > 50
     missed = [r["question"] for r in records if r["hits@1"] != 1.0]
     assert not missed, missed[:5]
@@ -97,7 +97,7 @@ def test_stage_attribution(sample_sets, retriever):
     for name, (q, pattern_for, answer_for, stage) in cases.items():
         view = dataclasses.replace(data, items=[q])
         settings = SimGRAGConfig(shots=4, relation_topk=1 if name == "wrong_pattern" else 16)
-        method = SimGRAG(data.kg, retriever, _fake(view, pattern_for, answer_for), settings, dataset=data.name)
+        method = SimGRAG(settings, data.kg, retriever, _fake(view, pattern_for, answer_for), dataset=data.name)
         [rec] = method.run([q], progress=False)
         assert rec["failed_stage"] == stage, (name, rec["failed_stage"], rec["answers"], rec["pattern_triples"])
         if name == "correct":
@@ -119,15 +119,15 @@ def test_run_resumes_through_the_run_recorder(sample_sets, retriever):
     data = sample_sets[2]
     items = data.items[:6]
     llm = replay_gold_llm(items)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(shots=4), dataset=data.name)
+    method = SimGRAG(SimGRAGConfig(shots=4), data.kg, retriever, llm, dataset=data.name)
     rec = RunRecorder("simgrag", {"dataset": data.name, "test": "resume"}, run_name="simgrag-resume-test")
     first = method.run(items[:4], recorder=rec, progress=False)
     assert len(first) == 4
     again = RunRecorder("simgrag", {"dataset": data.name, "test": "resume"}, run_name="simgrag-resume-test")
     assert len(again.done_ids) == 4
     second = method.run(items, recorder=again, progress=False)
-    assert [r["id"] for r in second] == [q.qid for q in items[4:]]
-    assert len(again.examples) == 6
+    assert [r["id"] for r in second] == [q.qid for q in items]  # every item's record, in order
+    assert [r["id"] for r in second[:4]] == [r["id"] for r in first] and len(again.examples) == 6  # read back, not redone
     summary = summarize_records(again.examples)
     assert summary["n"] == 6 and summary["pattern_parse_rate"] == 1.0 and summary["retrieval_hit_rate"] == 1.0
 
@@ -136,8 +136,8 @@ def test_run_resumes_through_the_run_recorder(sample_sets, retriever):
 def test_oracle_retrieval_with_minilm_on_the_sample(sample_sets):
     data = sample_sets[3]
     retriever = GSDRetriever.from_embedder(data.kg, "minilm")
-    method = SimGRAG(data.kg, retriever, None, SimGRAGConfig(pattern_source="oracle"), dataset=data.name)
-    records = method.run(data.items, progress=False, answer=False)
+    method = SimGRAG(SimGRAGConfig(pattern_source="oracle", reader=False), data.kg, retriever, None, dataset=data.name)
+    records = method.run(data.items, progress=False)
     assert summarize_records(records)["all"]["hits@1"] == 1.0
 
 
@@ -168,8 +168,8 @@ def test_pattern_failures_are_recorded_per_example_and_counted_as_wrong(sample_s
                qs[3].qid: ""}
     seen = []
     llm = _recording_fake(data, lambda q: outputs[q.qid], _first_gold_in, seen)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(shots=4), dataset=data.name)
-    records = method.run(qs, progress=False, batch_size=8)  # one batch: failures must not disturb the others
+    method = SimGRAG(SimGRAGConfig(shots=4), data.kg, retriever, llm, dataset=data.name)
+    records = method.run(qs, progress=False)  # one batch (batch_size 8): failures must not disturb the others
     assert [r["id"] for r in records] == [q.qid for q in qs]
     ok, no_triples, no_known, empty = records
     assert ok["pattern_ok"] and ok["hits@1"] == 1.0 and not ok["failed"] and ok["pattern_error"] is None
@@ -201,7 +201,7 @@ def test_oracle_patterns_never_ask_the_llm_for_a_pattern_and_attribute_stages(sa
     view = dataclasses.replace(data, items=[*qs, unreachable, no_chain])
     llm = _recording_fake(view, lambda q: pytest.fail("oracle runs must not ask for a pattern"),
                           lambda q, text: wrong.get(q.qid) or _first_gold_in(q, text), seen)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(pattern_source="oracle"), dataset=data.name)
+    method = SimGRAG(SimGRAGConfig(pattern_source="oracle"), data.kg, retriever, llm, dataset=data.name)
     records = {r["id"]: r for r in method.run(view.items, progress=False)}
     assert {kind for kind, _ in seen} == {"answer"} and len(seen) == 4  # no answer prompt without a pattern
     for q in qs:
@@ -224,7 +224,7 @@ def test_a_verbose_right_answer_is_a_generation_error_strictly_but_not_leniently
     q = data.items[5]
     llm = _fake(dataclasses.replace(data, items=[q]), _gold_text,
                 lambda q, text: f"Based on graph [1], the answer is {_first_gold_in(q, text)} for sure.")
-    [rec] = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(shots=4), dataset=data.name).run([q], progress=False)
+    [rec] = SimGRAG(SimGRAGConfig(shots=4), data.kg, retriever, llm, dataset=data.name).run([q], progress=False)
     assert rec["hits@1"] == 0.0 and rec["containment"] == 1.0
     assert rec["failed_stage"] == "generation" and rec["failed_stage_lenient"] is None and not rec["failed"]
 
@@ -233,7 +233,7 @@ def test_the_replay_double_sees_no_gold_answers_and_answers_from_the_evidence(sa
     data = sample_sets[3]
     items = data.items[:5]
     blind = [dataclasses.replace(q, answers=["(hidden)"]) for q in items]
-    records = SimGRAG(data.kg, retriever, replay_gold_llm(blind), SimGRAGConfig(shots=4), dataset=data.name).run(
+    records = SimGRAG(SimGRAGConfig(shots=4), data.kg, retriever, replay_gold_llm(blind), dataset=data.name).run(
         items, progress=False)
     # the replayed patterns are the gold ones with spaces in the relation names, as a model writes them
     for rec, q in zip(records, items):

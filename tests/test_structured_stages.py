@@ -15,6 +15,7 @@ from kgrag_utils.llm.structured import schema_text, validate_reply
 from kgrag_utils.methods.compact.prompts import ANSWER_SCHEMA as COMPACT_ANSWER, kgqa_prompt, kinship_schema, parse_answers
 from kgrag_utils.methods.compact.prompts import parse_kinship_answer
 from kgrag_utils.methods.kgp.prompts import READER_SCHEMA, clean_answer, reader_prompt, reader_schema
+from kgrag_utils.methods.simgrag import SimGRAGConfig
 from kgrag_utils.methods.simgrag.generate import ANSWER_SCHEMA, build_answer_prompt, parse_answer
 from kgrag_utils.methods.simgrag.pattern import PATTERN_SCHEMA, build_pattern_prompt, parse_pattern_output
 from kgrag_utils.methods.vector_rerank import prompts as vr
@@ -92,7 +93,7 @@ def test_simgrag_runs_in_schema_mode_with_json_replies_and_records_the_mode():
 
     llm = load_llm("fake", responses=respond, cache=False, structured="schema")
     retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
-    out = SimGRAG(data.kg, retriever, llm, dataset=data.name).run(data.items, progress=False)
+    out = SimGRAG(SimGRAGConfig(), data.kg, retriever, llm, dataset=data.name).run(data.items, progress=False)
     assert all(r["pattern_ok"] and r["structured"] == "schema" for r in out)
     assert all(r["pattern_prompt"][-2]["content"].startswith("{") for r in out)  # the shots show the JSON form
     assert all(r["answers"] for r in out) and llm.stats["schema_calls"] == 2 * len(out)

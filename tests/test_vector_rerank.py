@@ -217,7 +217,7 @@ def _pick(*sentences):
 def test_pipeline_variants_records_and_recall(index):
     llm = _fake_llm(_pick("Dunmere founded in 1568", "Cosima Fairweather born in Dunmere"))
     cfg = VectorRerankConfig(dataset="sample-passages", degree=2, candidate_cap=20, final_k=5, entity_min_score=0.5)
-    recs = VectorRerank(index, cfg, llm).run(QUESTIONS, progress=False)
+    recs = VectorRerank(cfg, index, llm).run(QUESTIONS, progress=False)
     r1 = recs[0]
     assert set(r1["variants"]) == set(VARIANTS)
     assert r1["graph"]["rerank"]["entity_source"] == "llm" and r1["graph"]["expand"]["entity_source"] == "lexical"
@@ -248,15 +248,15 @@ def test_pipeline_variants_records_and_recall(index):
 
 def test_pipeline_without_llm_runs_the_no_llm_variants_only(index):
     cfg = VectorRerankConfig(variants="naive,expand")
-    recs = VectorRerank(index, cfg, None).run(QUESTIONS[:1], progress=False)
+    recs = VectorRerank(cfg, index, None).run(QUESTIONS[:1], progress=False)
     assert set(recs[0]["variants"]) == {"naive", "expand"} and "rerank" not in recs[0]
-    with pytest.raises(ConfigError, match="need an LLM"):
-        VectorRerank(index, VectorRerankConfig(variants="rerank"), None)
+    method = VectorRerank(VectorRerankConfig(variants="rerank"), index, None)
+    assert method.config.needs_llm and method.loaded_llm is None  # the config's preset is loaded on first use only
 
 
 def test_expand_variant_orders_passages_by_relation_similarity(index):
     cfg = VectorRerankConfig(variants="expand", degree=1, candidate_cap=50)
-    method = VectorRerank(index, cfg)
+    method = VectorRerank(cfg, index)
     rec = method.retrieve(QUESTIONS[1])
     cands = rec["graph"]["expand"]["candidates"]
     assert [c[2] for c in cands] == sorted((c[2] for c in cands), reverse=True)
@@ -265,7 +265,7 @@ def test_expand_variant_orders_passages_by_relation_similarity(index):
 
 def test_title_gold_matches_by_title(index):
     q = PassageQuestion("t", "Who directed Paper Lantern?", [], [], ["Paper Lantern"], ["Paper Lantern"], None)
-    rec = VectorRerank(index, VectorRerankConfig(dataset="2wiki", variants="naive")).retrieve(q)
+    rec = VectorRerank(VectorRerankConfig(dataset="2wiki", variants="naive"), index).retrieve(q)
     assert rec["gold_key"] == "title" and rec["variants"]["naive"]["recall@5"] == 1.0
     assert gold_key_for("musique") == "pid" and gold_key_for("hotpotqa") == "title"
 
@@ -275,10 +275,10 @@ def test_run_resumes_from_recorder(index, tmp_path):
 
     cfg = VectorRerankConfig(variants="naive,expand")
     rec = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-resume", root=tmp_path)
-    VectorRerank(index, cfg).run(QUESTIONS[:1], recorder=rec, progress=False)
+    VectorRerank(cfg, index).run(QUESTIONS[:1], recorder=rec, progress=False)
     again = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-resume", root=tmp_path)
     assert again.done_ids == {"q1"}
-    out = VectorRerank(index, cfg).run(QUESTIONS, recorder=again, progress=False)
+    out = VectorRerank(cfg, index).run(QUESTIONS, recorder=again, progress=False)
     assert [r["id"] for r in out] == ["q1", "q2"] and len(again.examples) == 2
 
 

@@ -117,7 +117,7 @@ def test_rerank_answers_from_the_chosen_facts_with_one_call_each(index):
     fake = ScriptedLLM(pick=("Grey Harbour directed by Mara Quill", "Salt Lanterns directed by Mara Quill"),
                        answer="Answer: Salt Lanterns | Mara Quill")
     cfg = VectorRerankConfig(dataset="toy", entity_extraction="lexical", degree=2, candidate_cap=20, entity_min_score=0.5)
-    rec = FactRerank(index, cfg, fake.llm).retrieve(Q_DIRECTOR)
+    rec = FactRerank(cfg, index, fake.llm).retrieve(Q_DIRECTOR)
     assert fake.calls == {"rerank": 1, "answer": 1, "other": 0}  # lexical seeds: no entity call
     assert set(rec["variants"]) == set(KGQA_VARIANTS)
     assert rec["graph"]["rerank"]["query_entities"] == ["Grey Harbour"]
@@ -130,21 +130,21 @@ def test_rerank_answers_from_the_chosen_facts_with_one_call_each(index):
     assert rec["graph"]["rerank"]["candidate_fact_hit"] == 1.0
     # strict vs lenient: a reply whose first name is wrong but which mentions a gold answer
     fake2 = ScriptedLLM(pick=("Salt Lanterns in language Danish",), answer="Mara Quill | Salt Lanterns")
-    r2 = FactRerank(index, cfg, fake2.llm).retrieve(Q_DIRECTOR)["variants"]["rerank"]
+    r2 = FactRerank(cfg, index, fake2.llm).retrieve(Q_DIRECTOR)["variants"]["rerank"]
     assert r2["hits@1"] == 0.0 and r2["containment"] == 1.0
 
 
 def test_failures_count_as_wrong_and_skip_the_answer_call(index):
     cfg = VectorRerankConfig(dataset="toy", entity_extraction="lexical", degree=1, entity_min_score=0.5)
     fake = ScriptedLLM(rerank_reply="I cannot tell.", answer="Danish")
-    recs = FactRerank(index, cfg, fake.llm).run([Q_LANG, Q_PQ], progress=False)
+    recs = FactRerank(cfg, index, fake.llm).run([Q_LANG, Q_PQ], progress=False)
     assert fake.calls["answer"] == 0 and fake.calls["rerank"] == 2
     for rec in recs:
         r = rec["variants"]["rerank"]
         assert r["failed"] and r["hits@1"] == 0.0 and r["containment"] == 0.0 and rec["failed"]
     # an answer call that names nothing is a failure too, though its text is scored 0, not read leniently
     fake2 = ScriptedLLM(pick=("Salt Lanterns in language Danish",), answer="")
-    rec = FactRerank(index, cfg, fake2.llm).retrieve(Q_LANG)
+    rec = FactRerank(cfg, index, fake2.llm).retrieve(Q_LANG)
     assert rec["variants"]["rerank"]["failed"] and rec["variants"]["rerank"]["answer_status"] == "no-answer"
     s = summarize_kgqa(recs + [rec])
     assert s["variants"]["rerank"]["n"] == 3 and s["variants"]["rerank"]["n_failed"] == 3
@@ -154,7 +154,7 @@ def test_failures_count_as_wrong_and_skip_the_answer_call(index):
 def test_no_llm_variants_and_summary(index):
     cfg = VectorRerankConfig(dataset="toy", variants="naive,expand", entity_extraction="lexical", degree=1,
                              entity_min_score=0.5, final_k=2)
-    recs = FactRerank(index, cfg).run([Q_LANG, Q_PQ], progress=False)
+    recs = FactRerank(cfg, index).run([Q_LANG, Q_PQ], progress=False)
     assert all(set(r["variants"]) == {"naive", "expand"} and "rerank" not in r for r in recs)
     assert all(r["variants"][v]["n_facts"] <= 2 for r in recs for v in ("naive", "expand"))
     pq = recs[1]["variants"]["expand"]
@@ -171,8 +171,8 @@ def test_kgqa_variants_and_llm_requirement(index):
     assert kgqa_variants(VectorRerankConfig()) == KGQA_VARIANTS
     with pytest.raises(ConfigError, match="KG question"):
         kgqa_variants(VectorRerankConfig(variants="rerank,rerank-padded"))
-    with pytest.raises(ConfigError, match="needs an LLM"):
-        FactRerank(index, VectorRerankConfig(variants="rerank"))
+    method = FactRerank(VectorRerankConfig(variants="rerank"), index)
+    assert method.config.needs_llm and method.loaded_llm is None  # loaded on first use only
     with pytest.raises(ConfigError, match="answer_max_new_tokens"):
         VectorRerankConfig(answer_max_new_tokens=0)
 
@@ -180,10 +180,10 @@ def test_kgqa_variants_and_llm_requirement(index):
 def test_run_resumes_from_recorder(index, tmp_path):
     cfg = VectorRerankConfig(variants="naive,expand", entity_extraction="lexical")
     rec = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-kgqa-resume", root=tmp_path)
-    FactRerank(index, cfg).run([Q_LANG], recorder=rec, progress=False)
+    FactRerank(cfg, index).run([Q_LANG], recorder=rec, progress=False)
     again = RunRecorder("vector_rerank", cfg.to_dict(), run_name="vr-kgqa-resume", root=tmp_path)
     assert again.done_ids == {"m2"}
-    out = FactRerank(index, cfg).run([Q_LANG, Q_PQ], recorder=again, progress=False)
+    out = FactRerank(cfg, index).run([Q_LANG, Q_PQ], recorder=again, progress=False)
     assert [r["id"] for r in out] == ["m2", "p1"] and len(again.examples) == 2
 
 
@@ -194,7 +194,7 @@ def test_build_index_gives_the_fact_index_for_kg_question_datasets():
     cfg = VectorRerankConfig(dataset="sample-movies-2hop", variants="naive,expand", entity_extraction="lexical")
     idx, info = build_index(cfg, ds, hash_embedder(), progress=False)
     assert idx.num_relations == len(ds.kg) and idx.num_passages == 0 and info["triples_source"] == "the dataset's KG"
-    recs = FactRerank(idx, cfg).run(ds.items, progress=False)
+    recs = FactRerank(cfg, idx).run(ds.items, progress=False)
     # every sample question brackets its topic entity, and the seeds come from it
     assert all(r["graph"]["expand"]["query_entities"] == r["topic_entities"] for r in recs)
     assert all([r["topic_entities"][0], 1.0] in [[name, round(score, 3)] for _, name, score in r["graph"]["expand"]["seed_entities"]]

@@ -66,7 +66,7 @@ def test_same_records_on_faiss_and_milvus_lite(tmp_path):
     for backend in ("faiss", "milvus"):
         index = GraphIndex.build(ds.corpus, ds.triples, emb, backend=backend, milvus_uri=str(tmp_path / "vr.db"))
         llm = load_llm("fake", responses=respond, cache=False)
-        runs[backend] = _strip(VectorRerank(index, cfg, llm).run(ds.items, progress=False))
+        runs[backend] = _strip(VectorRerank(cfg, index, llm).run(ds.items, progress=False))
         assert index.backend == backend
         index.close()
     assert runs["faiss"] == runs["milvus"]
@@ -90,7 +90,7 @@ def test_musique_no_llm_variants_agree_on_faiss_and_milvus_lite(real_data, tmp_p
         index = GraphIndex.build(corpus, ds.triples, emb, backend=backend, milvus_uri=str(tmp_path / "mq.db"),
                                  progress=False)
         assert index.num_relations > 3000
-        recs = VectorRerank(index, cfg).run(ds.items, progress=False)
+        recs = VectorRerank(cfg, index).run(ds.items, progress=False)
         passages[backend] = {r["id"]: {v: r["variants"][v]["passages"] for v in ("naive", "expand")} for r in recs}
         index.close()
     assert passages["faiss"] == passages["milvus"]

@@ -30,10 +30,11 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, KgragError
 from ..llm.presets import DEFAULT_CPU_PRESET
+from ..progress import progress_bar
 
-__all__ = ["MethodConfig", "closest", "isolated", "error_record", "is_error_record"]
+__all__ = ["MethodConfig", "Method", "SystematicFailure", "closest", "isolated", "error_record", "is_error_record"]
 
 
 def closest(name: str, options: Iterable[str]) -> str | None:
@@ -204,3 +205,102 @@ def isolated(batch: Sequence, process: Callable[[Sequence], list[dict]], item_id
         except Exception as exc:  # noqa: BLE001 - recorded, counted as failed, never dropped
             out.append(error_record(item_id(item), exc, **{k: f(item) for k, f in error_fields.items()}))
     return out
+
+
+# ----------------------------------------------------------------------------- the method base class
+class SystematicFailure(KgragError):
+    """Every example of a run's first batches raised: a setup problem (backend down, bad data), not one example's."""
+
+
+class Method:
+    """Base of the four method classes: one `run` for all of them.
+
+    A method holds its config (`self.config`) and implements `_run_batch(items) -> list[record]`;
+    `run(items, recorder=None, progress=True)` then
+
+    * skips items whose id is already in `recorder.done_ids` (resume) and adds each new record to
+      the recorder as its batch finishes (`config.batch_size` items per batch, 1 where the config
+      has no batch size);
+    * isolates examples (`isolated`): an example that raises becomes its failure record (its error
+      and traceback; `summarize` counts it), the run goes on. When every one of the first
+      `min(len(todo), max(3, batch_size))` examples raised, the run stops with `SystematicFailure`
+      naming the error (the records written so far are kept);
+    * returns the records of all `items`, in their order (those done earlier read back from the recorder).
+
+    `llm`: the LLM given at construction, or (when None) the one `config` names, loaded on first use
+    and only when the configuration calls an LLM (`config.needs_llm`); `loaded_llm` never loads.
+    """
+
+    name: ClassVar[str] = ""
+    config: MethodConfig
+    _llm: Any = None
+
+    # ------------------------------------------------------------------ the run
+    def run(self, items: Sequence, recorder=None, progress: bool = True) -> list[dict]:
+        items = list(items)
+        done = set(recorder.done_ids) if recorder is not None else set()
+        todo = [it for it in items if self.item_id(it) not in done]
+        size = max(1, int(getattr(self.config, "batch_size", 1) or 1))
+        bar = progress_bar(total=len(items), desc=self.progress_label(), unit="q", initial=len(items) - len(todo),
+                           enabled=progress)
+        guard = min(len(todo), max(3, size))
+        n_seen = n_errors = 0
+        checked = False
+        last_error = ""
+        fresh: dict = {}
+        try:
+            for start in range(0, len(todo), size):
+                batch = todo[start:start + size]
+                for rec in isolated(batch, self._run_batch, self.item_id, **self.error_fields()):
+                    if recorder is not None:
+                        recorder.add(rec)
+                    fresh[rec.get("id")] = rec
+                    n_seen += 1
+                    if is_error_record(rec):
+                        n_errors += 1
+                        last_error = rec["error"]
+                bar.update(len(batch))
+                if not checked and n_seen >= guard:
+                    checked = True
+                    if n_errors == n_seen:
+                        raise SystematicFailure(f"{type(self).__name__}: all of the first {n_seen} examples raised "
+                                                f"({last_error}); fix that first (their error records are kept).")
+        finally:
+            bar.close()
+        known = {r.get("id"): r for r in (recorder.examples if recorder is not None else [])}
+        known.update(fresh)
+        return [known[i] for i in (self.item_id(it) for it in items) if i in known]
+
+    def _run_batch(self, items: Sequence) -> list[dict]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ hooks
+    def item_id(self, item) -> Any:
+        """The id a record carries (`qid` of a question, `sid` of a story)."""
+        return getattr(item, "qid", None) or getattr(item, "sid", None)
+
+    def error_fields(self) -> dict[str, Callable[[Any], Any]]:
+        """Fields every error record carries besides its id (so summaries can still place it)."""
+        return {"question": lambda it: getattr(it, "question", None)}
+
+    def progress_label(self) -> str:
+        return self.name or type(self).__name__
+
+    # ------------------------------------------------------------------ models
+    @property
+    def llm(self):
+        if self._llm is None and self.config.needs_llm:
+            self._llm = self._load_llm()
+        return self._llm
+
+    @llm.setter
+    def llm(self, value) -> None:
+        self._llm = value
+
+    @property
+    def loaded_llm(self):
+        """The LLM if one is loaded or was given (never loads one)."""
+        return self._llm
+
+    def _load_llm(self):
+        return self.config.load_llm()

@@ -9,8 +9,8 @@ top-100 facts of the topic's neighbourhood by embedding similarity, read by the 
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.compact import CompactConfig, Compact
     ds = load_dataset("sample-movies-2hop", split="test")
-    method = Compact.prepare(ds, CompactConfig())
-    records = method.run(ds.items, llm=None, contexts=("compact",))
+    method = Compact.prepare(CompactConfig(context="compact", reader=False), ds)   # derivation only, no LLM
+    records = method.run(ds.items)
 
 WebQSP and CWQ as released by RoG (`load_dataset("webqsp")`, `"cwq"`) have one subgraph per question
 and no global KG: `QuestionKGs` serves each question its own, and the kNN vote learns from the

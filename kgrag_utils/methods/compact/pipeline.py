@@ -31,6 +31,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...metrics import containment, hits_at_1
+from ..base import Method, is_error_record
 from .checks import (ConsistencyReport, context_derivation, kg_consistency, kinship_consistency, relation_ids,
                      select_derivable)
 from .conjunctive import branch_views, conjunctive_context, expand_branches, select_conjunctive
@@ -194,13 +195,25 @@ def _gate_from_validation(val_records: Sequence[dict], config: CompactConfig) ->
 
 
 # ----------------------------------------------------------------------------- the method
-class Compact:
-    """Compact relation selection for one dataset (KG questions or kinship stories)."""
+class Compact(Method):
+    """Compact relation selection for one dataset (KG questions or kinship stories).
 
-    def __init__(self, kind: str, config: CompactConfig, knowledge: RelationKnowledge, kg=None, rules=None,
+    `Compact.prepare(config, dataset, llm=None)` fits the relation knowledge on the training split and
+    chooses threshold and gate on its validation part; `run(items, recorder=None, progress=True)`
+    derives, builds the top-k baseline and lets the LLM read each context (`config.context`); with
+    `config.reader=False` no LLM is called (prompt tokens are counted when a token counter is given).
+    `llm=None`: the config's preset, loaded on first use.
+    """
+
+    name = "compact"
+
+    def __init__(self, config: CompactConfig, kind: str, knowledge: RelationKnowledge, kg=None, rules=None,
                  gate: GateChoice | None = None, topic_policy: str = "exclude_end", tuning: dict | None = None,
                  embedder=None, token_counter=None, graphs: QuestionKGs | None = None,
-                 functional_names: Sequence[str] | None = None):
+                 functional_names: Sequence[str] | None = None, llm=None):
+        if not isinstance(config, CompactConfig):
+            raise ConfigError("Compact(config, kind, knowledge, ...): the config comes first (see docs/MIGRATION.md).")
+        self._llm = llm
         if kind not in ("kgqa", "kinship"):
             raise ConfigError(f"compact relation selection reads KG questions or kinship stories, not {kind!r} datasets.")
         self.kind = kind
@@ -220,10 +233,12 @@ class Compact:
 
     # ------------------------------------------------------------------ preparation
     @classmethod
-    def prepare(cls, dataset, config: CompactConfig | None = None, train=None, embedder=None,
+    def prepare(cls, config: CompactConfig | None, dataset, *, llm=None, train=None, embedder=None,
                 token_counter=None) -> "Compact":
         """Fit the knowledge on the training split; tune threshold and gate on its validation part;
         refit the knowledge on the whole training split with the chosen settings."""
+        if config is not None and not isinstance(config, CompactConfig):
+            raise ConfigError("Compact.prepare(config, dataset): the config comes first (see docs/MIGRATION.md).")
         config = config or CompactConfig()
         if dataset.kind not in ("kgqa", "kinship"):
             raise ConfigError(f"{dataset.name!r} is a {dataset.kind} dataset: use a KG-question or kinship dataset.")
@@ -234,7 +249,7 @@ class Compact:
         if dataset.kind == "kinship":
             if config.knowledge not in ("auto", "rules"):
                 raise ConfigError(f"kinship stories are derived with the rules: set knowledge='rules' (got {config.knowledge!r}).")
-            method = cls("kinship", config, KinshipRuleKnowledge(dataset.rules).fit(fit_items), rules=dataset.rules,
+            method = cls(config, "kinship", KinshipRuleKnowledge(dataset.rules).fit(fit_items), rules=dataset.rules,
                          tuning=tuning, token_counter=token_counter)
         else:
             name = auto_knowledge(dataset) if config.knowledge == "auto" else config.knowledge
@@ -258,7 +273,7 @@ class Compact:
                     th, table = tune_lift_threshold(knowledge, expand_branches(val_items), train_source,
                                                     config.threshold_grid, config.max_candidates, policy)
                     tuning.update({"threshold": th, "threshold_source": "validation", "threshold_table": table})
-            method = cls("kgqa", config, knowledge, kg=dataset.kg, topic_policy=policy, tuning=tuning,
+            method = cls(config, "kgqa", knowledge, kg=dataset.kg, topic_policy=policy, tuning=tuning,
                          embedder=embedder, token_counter=token_counter,
                          graphs=source if source.per_question else None, functional_names=functional)
         # the gate is chosen on validation records derived with the fit-part knowledge
@@ -273,6 +288,7 @@ class Compact:
             threshold = getattr(method.knowledge, "threshold", None)
             method.knowledge = _fit_kgqa_knowledge(method.knowledge.name, config.replace(lift_threshold=threshold or 0.0),
                                                    items, embedder)
+        method._llm = llm
         return method
 
     def _known_chains(self):
@@ -544,6 +560,7 @@ class Compact:
                 rec["structured"] = getattr(llm, "structured", "off")
                 if res.error:
                     rec[f"llm_error_{ctx}"] = res.error
+                rec[f"seconds_{ctx}"] = res.seconds
                 if self.kind == "kgqa":
                     facts = rec["compact_facts"] if ctx == "compact" else rec.get("topk_facts", [])
                     known = {t for f in facts for t in (f[0], f[2])}
@@ -563,41 +580,26 @@ class Compact:
                     rec[f"hits@1_{ctx}_gated"] = float(final == item.target)
                 rec[f"failed_{ctx}"] = not rec[f"answer_{ctx}"]
 
-    def run(self, items: Sequence, llm=None, recorder=None, contexts: Sequence[str] | None = None,
-            batch_size: int = 8, progress: bool = True) -> list[dict]:
-        """Derive, build the baseline, let the LLM read both contexts; records go to the recorder
-        as each batch finishes (items already in `recorder.done_ids` are skipped: resume)."""
-        contexts = tuple(contexts or self.config.contexts())
-        done = set(recorder.done_ids) if recorder is not None else set()
-        key = (lambda it: it.qid) if self.kind == "kgqa" else (lambda it: it.sid)
-        todo = [it for it in items if key(it) not in done]
-        out: list[dict] = []
-        bar = None
-        if progress:
-            from ...progress import progress_bar
+    # ------------------------------------------------------------------ the run (Method.run: resume, isolation, progress)
+    def _run_batch(self, batch: Sequence) -> list[dict]:
+        """Derive, build the baseline, let the LLM read each context (or count prompt tokens without a reader)."""
+        contexts = self.config.contexts()
+        records = self.derive_many(batch)
+        for rec in records:
+            rec["kind"] = self.kind
+        if "topk" in contexts:
+            self.add_baselines(records, batch, progress=False)
+        if self.config.reader:
+            self.answer(records, batch, self.llm, contexts)
+        else:
+            self.count_prompt_tokens(records, batch, contexts)
+        return records
 
-            bar = progress_bar(total=len(items), initial=len(items) - len(todo), desc="compact", unit="q")
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start:start + batch_size]
-            records = self.derive_many(batch)
-            if "topk" in contexts:
-                self.add_baselines(records, batch, progress=False)
-            if llm is not None:
-                self.answer(records, batch, llm, contexts)
-            else:
-                self.count_prompt_tokens(records, batch, contexts)
-            for rec in records:
-                if recorder is not None:
-                    recorder.add(rec)
-                out.append(rec)
-            if bar is not None:
-                bar.update(len(batch))
-        if bar is not None:
-            bar.close()
-        if recorder is not None:
-            wanted = {key(it) for it in items}
-            return [r for r in recorder.examples if r.get("id") in wanted]
-        return out
+    def error_fields(self) -> dict:
+        if self.kind == "kinship":
+            return {"kind": lambda s: "kinship", "target": lambda s: s.target, "chain_length": lambda s: s.chain_length}
+        return {"kind": lambda q: "kgqa", "question": lambda q: q.question, "answers": lambda q: list(q.answers),
+                "answerable": lambda q: q.answerable, "hops": lambda q: q.hops}
 
 
 #: deprecated: the old name of Compact (see docs/MIGRATION.md)
@@ -624,13 +626,23 @@ def _hits(rec: dict, key: str) -> float:
     return 0.0 if v is None else float(v)
 
 
-def summarize_records(records: Sequence[dict], kind: str, llm: bool = True) -> dict:
-    """Aggregate records: chain/derivation accuracy, checks, gate, facts, tokens, LLM accuracy."""
+def _kind_of(records: Sequence[dict]) -> str:
+    kinds = {r.get("kind") or ("kinship" if "target" in r else "kgqa") for r in records}
+    return kinds.pop() if len(kinds) == 1 else "kgqa"
+
+
+def summarize_records(records: Sequence[dict], kind: str | None = None, llm: bool = True) -> dict:
+    """Aggregate records: chain/derivation accuracy, checks, gate, facts, tokens, LLM accuracy.
+
+    `kind` ("kgqa" | "kinship") is read from the records when not given. Records of examples that
+    raised (`error`) count in `n`, as not derivable and as wrong answers, and in `n_errors`.
+    """
     records = list(records)
     n = len(records)
     if n == 0:
-        return {"n": 0}
-    out: dict = {"n": n}
+        return {"n": 0, "n_failed": 0, "n_errors": 0}
+    kind = kind or _kind_of(records)
+    out: dict = {"n": n, "kind": kind, "n_errors": sum(1 for r in records if is_error_record(r))}
     derivable = [r for r in records if r.get("derivable")]
     gated = [r for r in records if r.get("gate")]
     unique = [r for r in derivable if r.get("n_derived") == 1]
@@ -644,8 +656,9 @@ def summarize_records(records: Sequence[dict], kind: str, llm: bool = True) -> d
     out["consistent_rate"] = _mean(float(bool(r.get("consistent"))) for r in records)
     signals = sorted({k for r in records for k in (r.get("consistency") or {}).get("applicable", {})})
     out["consistency"] = {
-        s: {"applicable_rate": _mean(float(r["consistency"]["applicable"].get(s, False)) for r in records),
-            "conflict_rate": _mean(float(bool(r["consistency"]["conflicts"].get(s))) for r in records)}
+        s: {"applicable_rate": _mean(float((r.get("consistency") or {}).get("applicable", {}).get(s, False))
+                                     for r in records),
+            "conflict_rate": _mean(float(bool((r.get("consistency") or {}).get("conflicts", {}).get(s))) for r in records)}
         for s in signals}
     out["facts_per_context"] = _dist(r.get("n_facts") for r in derivable)
     if kind == "kgqa":
@@ -677,7 +690,7 @@ def summarize_records(records: Sequence[dict], kind: str, llm: bool = True) -> d
         out["relation_accuracy"] = _mean(float(bool(r.get("relation_correct"))) for r in records)
         by_len: dict = {}
         for r in records:
-            by_len.setdefault(int(r["chain_length"]), []).append(r)
+            by_len.setdefault(int(r.get("chain_length") or 0), []).append(r)
         out["by_chain_length"] = {k: {"n": len(v), "derived_accuracy": _mean(_hits(r, "derived_hits@1") for r in v),
                                       "ambiguous_rate": _mean(float(r.get("n_derived", 0) > 1) for r in v)}
                                   for k, v in sorted(by_len.items())}
@@ -696,9 +709,11 @@ def summarize_records(records: Sequence[dict], kind: str, llm: bool = True) -> d
                     "hits@1": _mean(_hits(r, f"hits@1_{ctx}") for r in records),
                     "containment": _mean(_hits(r, f"containment_{ctx}") for r in records),
                     "hits@1_gated": _mean(_hits(r, f"hits@1_{ctx}_gated") for r in records),
-                    "n_failed": sum(1 for r in records if r.get(f"failed_{ctx}")),
+                    "n_failed": sum(1 for r in records if r.get(f"failed_{ctx}") or is_error_record(r)),
                 }
                 if kind == "kgqa":
                     ans = [r for r in records if r.get("answerable")]
                     out[f"llm_{ctx}"]["hits@1_answerable"] = _mean(_hits(r, f"hits@1_{ctx}") for r in ans)
+    out["n_failed"] = sum(1 for r in records if is_error_record(r)
+                          or any(r.get(f"failed_{ctx}") for ctx in ("compact", "topk")))
     return out

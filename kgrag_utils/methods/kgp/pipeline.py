@@ -1,7 +1,8 @@
 """KGP end to end for one question: document set -> graph -> traversal -> reader -> metrics.
 
-    kgp = KGP(load_dataset("musique", split="all", limit=50), KGPConfig(graph="tfidf", traversal="llm"))
-    record = kgp.run(question)     # every intermediate artifact, metrics, tokens and timings
+    kgp = KGP(KGPConfig(graph="tfidf", traversal="llm"), load_dataset("musique", split="all", limit=50))
+    records = kgp.run(questions)        # one record per question: every intermediate artifact, metrics, tokens
+    record = kgp.run_one(question)      # one question's record
 
 The LLM (traversal agent and reader) and the embedder are loaded on first use only, so the
 no-LLM variants never load a model. All LLM calls go through `kgrag_utils.llm` (cached).
@@ -17,6 +18,7 @@ from typing import Sequence
 from ...datasets.records import Dataset, PassageQuestion
 from ...errors import ConfigError
 from ...llm import GenerationConfig
+from ..base import Method
 from .config import KGPConfig
 from .docsets import DocumentSet, GoldUnits, PassageCorpus, gold_units
 from .evaluation import answer_metrics, retrieval_metrics, summarize_run
@@ -52,37 +54,74 @@ class Prepared:
     graph_seconds: float
 
 
-class KGP:
-    """Runs KGP (or one of its variants) over a passage dataset; see the module docstring."""
+class KGP(Method):
+    """Runs KGP (or one of its variants) over a passage dataset: `KGP(config, dataset, llm=None, embedder=None)`
+    (`KGP.prepare(config, dataset)` is the same). The LLM (traversal agent and reader) and the embedder
+    are loaded on first use, from the config, and shared with every `sibling` (a variant config)."""
 
-    def __init__(self, dataset: Dataset, config: KGPConfig | None = None, llm=None, embedder=None):
+    name = "kgp"
+
+    def __init__(self, config: KGPConfig | None = None, dataset: Dataset | None = None, llm=None, embedder=None,
+                 _shared: dict | None = None):
+        if (config is not None and not isinstance(config, KGPConfig)) or not isinstance(dataset, Dataset):
+            raise ConfigError("KGP(config, dataset, llm=None, embedder=None): the config comes first "
+                              "(see docs/MIGRATION.md).")
         if dataset.kind != "passages" or not dataset.corpus:
             raise ConfigError(f"KGP needs a passage dataset with a corpus (hotpotqa, musique, 2wiki, iirc, sample-passages), got {dataset.name!r}.")
         self.dataset = dataset
-        self.cfg = config or KGPConfig()
+        self.config = config or KGPConfig()
         self.corpus = PassageCorpus(dataset.corpus, self.cfg.split_rule, self.cfg.window, self.cfg.stride,
                                     self.cfg.title_in_text, page_key=page_key_for(dataset.name))
-        self._llm = llm
-        self._embedder = embedder
+        self._shared = _shared if _shared is not None else {"llm": None, "embedder": None}
+        if llm is not None:
+            self._shared["llm"] = llm
+        if embedder is not None:
+            self._shared["embedder"] = embedder
         self._whole: tuple[DocumentSet, SetIndex, PassageGraph | None, float, float] | None = None
+
+    @classmethod
+    def prepare(cls, config: KGPConfig, dataset: Dataset, *, llm=None, embedder=None) -> "KGP":
+        return cls(config, dataset, llm=llm, embedder=embedder)
+
+    def sibling(self, **changes) -> "KGP":
+        """The same dataset under `config.replace(**changes)`, sharing this one's models (loaded or not yet)."""
+        return KGP(self.config.replace(**changes), self.dataset, _shared=self._shared)
+
+    @property
+    def cfg(self) -> KGPConfig:
+        """The config (the name used throughout this module)."""
+        return self.config
+
+    @cfg.setter
+    def cfg(self, value: KGPConfig) -> None:
+        self.config = value
 
     # ------------------------------------------------------------------ lazy models
     @property
     def llm(self):
-        if self._llm is None:
-            from ...llm import load_llm
+        if self._shared["llm"] is None:
+            self._shared["llm"] = self.config.load_llm()
+        return self._shared["llm"]
 
-            self._llm = load_llm(self.cfg.llm_preset, backend=self.cfg.llm_backend or None,
-                                 structured=self.cfg.llm_structured or None)
-        return self._llm
+    @llm.setter
+    def llm(self, value) -> None:
+        self._shared["llm"] = value
+
+    @property
+    def loaded_llm(self):
+        return self._shared["llm"]
 
     @property
     def embedder(self):
-        if self._embedder is None:
+        if self._shared["embedder"] is None:
             from ...embeddings import load_embedder
 
-            self._embedder = load_embedder(self.cfg.embedder)
-        return self._embedder
+            self._shared["embedder"] = load_embedder(self.cfg.embedder)
+        return self._shared["embedder"]
+
+    @property
+    def loaded_embedder(self):
+        return self._shared["embedder"]
 
     def _encode(self, texts: list[str]):
         return self.embedder.encode(texts, progress=False)
@@ -100,7 +139,7 @@ class KGP:
                                 structural=cfg.structural)
         return index, graph, time.perf_counter() - t0
 
-    def prepare(self, question: PassageQuestion) -> Prepared:
+    def prepare_question(self, question: PassageQuestion) -> Prepared:
         """The question's set (or the shared whole-corpus set), its index and graph, and gold units."""
         t0 = time.perf_counter()
         if self.cfg.whole_corpus:
@@ -156,14 +195,21 @@ class KGP:
                 "reader_cached": r.cached, "reader_seconds": r.seconds, "reader_finish": r.finish_reason,
                 "structured": self.llm.structured}
 
-    # ------------------------------------------------------------------ one example
-    def run(self, question: PassageQuestion) -> dict:
+    # ------------------------------------------------------------------ the run (Method.run: resume, progress)
+    def _run_batch(self, questions: Sequence[PassageQuestion]) -> list[dict]:
+        return [self.run_one(q) for q in questions]
+
+    def progress_label(self) -> str:
+        return f"KGP {self.cfg.graph}/{self.cfg.traversal}"
+
+    def run_one(self, question: PassageQuestion) -> dict:
         """One question's full record. Exceptions become a failed record (counted, never dropped)."""
         cfg = self.cfg
         rec: dict = {"id": question.qid, "question": question.question, "answers": list(question.answers),
-                     "qtype": question.qtype, "supporting": list(question.supporting), "failed": False}
+                     "qtype": question.qtype, "supporting": list(question.supporting), "failed": False,
+                     "ks": list(cfg.ks), "reader": cfg.reader}
         try:
-            prep = self.prepare(question)
+            prep = self.prepare_question(question)
             dset = prep.dset
             rec.update({"set_passages": len(dset), "set": dset.summary(), "gold_units": prep.gold.units,
                         "gold_kind": prep.gold.kind, "gold_fallback": prep.gold.n_fallback})
@@ -201,11 +247,7 @@ class KGP:
 def evaluate(dataset: Dataset, config: KGPConfig, questions: Sequence[PassageQuestion] | None = None, llm=None,
              embedder=None, progress: bool = False) -> tuple[list[dict], dict]:
     """Run one configuration over questions (default: all); returns (records, summary over all of them)."""
-    kgp = KGP(dataset, config, llm=llm, embedder=embedder)
+    kgp = KGP(config, dataset, llm=llm, embedder=embedder)
     questions = list(dataset.items if questions is None else questions)
-    if progress:
-        from ...progress import progress_bar
-
-        questions = progress_bar(questions, desc=f"{config.graph}/{config.traversal}")
-    rows = [kgp.run(q) for q in questions]
+    rows = kgp.run(questions, progress=progress)
     return rows, summarize_run(rows, config.ks, config.reader)

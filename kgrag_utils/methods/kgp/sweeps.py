@@ -120,7 +120,7 @@ def branching_sweep(kgp: KGP, questions: Iterable[PassageQuestion], values: Sequ
     try:
         for q in it:
             kgp.cfg = original
-            prep = kgp.prepare(q)
+            prep = kgp.prepare_question(q)
             for v in values:
                 kgp.cfg = original.replace(branching=v)
                 res = kgp.retrieve(q, prep)

@@ -35,6 +35,7 @@ from ...errors import ConfigError
 from ...metrics import containment, hits_at_1, normalize_answer
 from ...llm.structured import wants_schema
 from .generate import ANSWER_SCHEMA, build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
+from ..base import Method
 from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
@@ -66,21 +67,59 @@ class _Work:
     result: SearchResult | None = None
 
 
-class SimGRAG:
-    """The three stages over one KG. `llm` may be None for oracle patterns with retrieval only
-    (then `answer=False` in `run`)."""
+class SimGRAG(Method):
+    """The three stages over one KG: `SimGRAG(config, kg, retriever, llm=None)`, or `SimGRAG.prepare(config,
+    dataset)` which embeds and indexes the KG. `llm=None`: the config's preset, loaded on first use (the
+    "fake" preset replays the gold patterns of the prepared dataset's questions: plumbing only). With
+    `pattern_source="oracle"` and `reader=False` no LLM is needed (retrieval only)."""
 
-    def __init__(self, kg: "KG", retriever: GSDRetriever, llm: "LLM | None" = None,
-                 settings: SimGRAGConfig | None = None, dataset: str | None = None):
+    name = "simgrag"
+
+    def __init__(self, config: SimGRAGConfig | None = None, kg: "KG | None" = None, retriever: GSDRetriever | None = None,
+                 llm: "LLM | None" = None, dataset: str | None = None):
+        if config is not None and not isinstance(config, SimGRAGConfig):
+            raise ConfigError("SimGRAG(config, kg, retriever, llm=None, dataset=None): the config comes first "
+                              "(see docs/MIGRATION.md).")
+        if kg is None or retriever is None:
+            raise ConfigError("SimGRAG needs a KG and a GSDRetriever: use SimGRAG.prepare(config, dataset).")
+        self.config = config or SimGRAGConfig()
         self.kg = kg
         self.retriever = retriever
-        self.llm = llm
-        self.settings = settings or SimGRAGConfig()
-        self.task = resolve_task(self.settings.task, dataset)
-        self.family = self.settings.family or ("claims" if self.task == "verify" else
-                                               pattern_family(dataset, kg.relation_names.tolist()))
-        if self.settings.pattern_source == "llm" and llm is None:
-            raise ConfigError("pattern_source='llm' needs an llm: pass load_llm(preset) or use pattern_source='oracle'.")
+        self._llm = llm
+        self._fake_items: Sequence = ()
+        self.dataset = dataset or self.config.dataset
+        self.task = resolve_task(self.config.task, self.dataset)
+        self.family = self.config.family or ("claims" if self.task == "verify" else
+                                             pattern_family(self.dataset, kg.relation_names.tolist()))
+
+    @classmethod
+    def prepare(cls, config: SimGRAGConfig, dataset, *, llm: "LLM | None" = None, embedder=None,
+                progress: bool | None = None) -> "SimGRAG":
+        """Embed and index the dataset's KG (the FactKG types too, for the type-candidate rule)."""
+        retriever = GSDRetriever.from_embedder(dataset.kg, embedder or config.embedder, progress=progress,
+                                               entity_types=dataset.info.get("entity_types"))
+        method = cls(config, dataset.kg, retriever, llm, dataset=dataset.name)
+        method._fake_items = list(dataset.items)
+        return method
+
+    def _load_llm(self):
+        if self.config.llm_preset == "fake":
+            return replay_gold_llm(self._fake_items)
+        return self.config.load_llm()
+
+    @property
+    def settings(self) -> SimGRAGConfig:
+        """Deprecated: the config (was SimGRAGSettings)."""
+        return self.config
+
+    def error_fields(self) -> dict:
+        return {"question": lambda q: q.question, "task": lambda q: self.task, "answers_gold": lambda q: list(q.answers),
+                "answerable": lambda q: q.answerable, "hops": lambda q: q.hops, "qtype": lambda q: q.qtype,
+                "pattern_source": lambda q: self.config.pattern_source, "pattern_ok": lambda q: False,
+                "hits@1": lambda q: 0.0, "containment": lambda q: 0.0}
+
+    def progress_label(self) -> str:
+        return f"SimGRAG ({self.config.pattern_source} patterns)"
 
     # -------------------------------------------------------------- single stages
     @property
@@ -89,7 +128,7 @@ class SimGRAG:
         return "json" if wants_schema(self.llm) else "text"
 
     def pattern_prompt(self, question: str) -> list[dict]:
-        return build_pattern_prompt(question, self.settings.shots, self.family, form=self.prompt_form)
+        return build_pattern_prompt(question, self.config.shots, self.family, form=self.prompt_form)
 
     def pattern_schema(self, question: str) -> dict:
         """The pattern call's schema: PATTERN_SCHEMA, or with `anchor_entity` the question's anchored one."""
@@ -113,49 +152,24 @@ class SimGRAG:
 
     def retrieve(self, pattern: Pattern) -> SearchResult:
         """Filtering + enumeration; timings (encode/search/relations/enumerate ms) on the result."""
-        return self.retriever.retrieve(pattern, self.settings.gsd_config())[0]
+        return self.retriever.retrieve(pattern, self.config.gsd_config())[0]
 
-    # -------------------------------------------------------------- the run
-    def run(self, questions: Sequence, recorder=None, batch_size: int | None = None, progress: bool = True,
-            answer: bool | None = None) -> list[dict]:
-        """Process questions in batches (LLM calls batched; records written as each batch ends).
-
-        With a `RunRecorder`, questions already in `recorder.done_ids` are skipped (resume) and
-        each record is added as soon as it exists. Returns the records of this call.
-        """
-        todo = [q for q in questions if recorder is None or q.qid not in recorder.done_ids]
-        answer = self.settings.reader if answer is None else answer
-        batch_size = int(batch_size or self.settings.batch_size)
-        if answer and self.llm is None:
-            raise ConfigError("answering needs an llm: pass one, or call run(..., answer=False) for retrieval only.")
-        bar = None
-        if progress:
-            from ...progress import progress_bar
-
-            bar = progress_bar(total=len(todo), desc=f"SimGRAG ({self.settings.pattern_source} patterns)", unit="q")
-        out: list[dict] = []
-        try:
-            for start in range(0, len(todo), max(1, int(batch_size))):
-                chunk = [_Work(q) for q in todo[start:start + batch_size]]
-                self._patterns(chunk)
-                self._retrieval(chunk)
-                if answer:
-                    self._answers(chunk)
-                for w in chunk:
-                    self._score(w, answered=answer)
-                    if recorder is not None:
-                        recorder.add(w.record)
-                    out.append(w.record)
-                if bar is not None:
-                    bar.update(len(chunk))
-        finally:
-            if bar is not None:
-                bar.close()
-        return out
+    # -------------------------------------------------------------- the run (Method.run: resume, isolation, progress)
+    def _run_batch(self, questions: Sequence) -> list[dict]:
+        """One batch through the stages (LLM calls batched); `config.reader=False` stops after retrieval."""
+        answer = self.config.reader
+        chunk = [_Work(q) for q in questions]
+        self._patterns(chunk)
+        self._retrieval(chunk)
+        if answer:
+            self._answers(chunk)
+        for w in chunk:
+            self._score(w, answered=answer)
+        return [w.record for w in chunk]
 
     # -------------------------------------------------------------- stage 1
     def _patterns(self, chunk: list[_Work]) -> None:
-        s = self.settings
+        s = self.config
         for w in chunk:
             q = w.q
             w.record.update({
@@ -227,7 +241,7 @@ class SimGRAG:
         # the gold pattern's retrieval tells a pattern error from a retrieval error
         for w in chunk:
             gold = oracle_pattern(w.q)
-            if self.settings.pattern_source == "oracle":
+            if self.config.pattern_source == "oracle":
                 w.record["oracle_retrieval_hit"] = self._evidence_hit(w.result, w.q) if w.pattern is not None else None
             elif gold is not None and validate_pattern(gold).ok:
                 w.record["oracle_retrieval_hit"] = self._evidence_hit(self.retrieve(validate_pattern(gold).pattern), w.q)
@@ -252,7 +266,7 @@ class SimGRAG:
     def _answers(self, chunk: list[_Work]) -> None:
         if self.task == "verify":
             return self._verdicts(chunk)
-        s = self.settings
+        s = self.config
         ready = [w for w in chunk if w.result is not None and w.result.subgraphs]
         prompts = []
         for w in ready:
@@ -280,7 +294,7 @@ class SimGRAG:
 
     def _verdicts(self, chunk: list[_Work]) -> None:
         """Verify each claim with a usable pattern against its evidence (possibly none) -> True / False."""
-        s = self.settings
+        s = self.config
         ready = [w for w in chunk if w.result is not None]
         prompts = []
         for w in ready:

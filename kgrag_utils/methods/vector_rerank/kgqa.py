@@ -72,14 +72,16 @@ def fact_hits(index: "GraphIndex", rel_ids: Sequence[int], golds: Sequence[str])
 class FactRerank(VectorRerank):
     """The method over a KG's facts; `run(questions)` gives one record per KGQuestion (resumable)."""
 
-    def __init__(self, index: "GraphIndex", config: VectorRerankConfig | None = None, llm: "LLM | None" = None):
-        self.index = index
-        self.config = config or VectorRerankConfig()
-        self.llm = llm
+    def __init__(self, config: VectorRerankConfig | None = None, index: "GraphIndex | None" = None,
+                 llm: "LLM | None" = None):
+        super().__init__(config, index, llm, gold_key="pid")
         self.gold_key = "answer"
         self.variants = kgqa_variants(self.config)
-        if "rerank" in self.variants and llm is None:
-            raise ConfigError("the rerank variant needs an LLM: pass llm=load_llm(preset), or variants=['naive', 'expand'].")
+
+    def error_fields(self) -> dict:
+        return {"question": lambda q: q.question, "qtype": lambda q: q.qtype, "task": lambda q: "kgqa",
+                "hops": lambda q: q.hops, "answerable": lambda q: q.answerable, "answers": lambda q: list(q.answers),
+                "topic_entities": lambda q: list(q.topic_entities)}
 
     def lexical(self, question: str) -> QueryEntities:
         names = marked_entities(question, self.index.entity_ids)
@@ -237,8 +239,8 @@ def summarize_kgqa(records: Sequence[dict], variants: Sequence[str] | None = Non
     statuses = [r["rerank"].get("status") for r in records if "rerank" in r]
     if statuses:
         out["rerank_status"] = {s: statuses.count(s) for s in sorted(set(map(str, statuses)))}
-    stages = sorted({k for r in records for k in r.get("timings", {})})
-    out["latency_mean_s"] = {k: float(np.mean([r["timings"].get(k, 0.0) for r in records])) for k in stages}
+    stages = sorted({k for r in records for k in (r.get("timings") or {})})
+    out["latency_mean_s"] = {k: float(np.mean([(r.get("timings") or {}).get(k, 0.0) for r in records])) for k in stages}
     out["tokens"] = {"prompt": int(sum(r.get("tokens", {}).get("prompt", 0) for r in records)),
                      "completion": int(sum(r.get("tokens", {}).get("completion", 0) for r in records))}
     out["n"] = len(records)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...metrics import recall_at_k, summarize
+from ..base import Method
 from .config import VARIANT_LABELS, VectorRerankConfig, gold_key_for
 from .expansion import Expansion, cap_by_similarity, expand
 from .graph_index import GraphIndex
@@ -48,20 +49,59 @@ def gold_of(question, gold_key: str) -> list[str]:
     return list(question.supporting_titles if gold_key == "title" else question.supporting)
 
 
-class VectorRerank:
-    """The method over one GraphIndex; `run(questions)` gives one record per question."""
+class VectorRerank(Method):
+    """The method over one GraphIndex: `VectorRerank(config, index, llm=None)`, or
+    `VectorRerank.prepare(config, dataset)`, which builds the index (and, on a KG question dataset,
+    returns the fact-level `FactRerank`). `run(questions)` gives one record per question.
+    `llm=None`: the config's preset, loaded on first use by the rerank variants."""
 
-    def __init__(self, index: GraphIndex, config: VectorRerankConfig | None = None, llm: "LLM | None" = None,
-                 gold_key: str | None = None):
+    name = "vector_rerank"
+
+    def __init__(self, config: VectorRerankConfig | None = None, index: GraphIndex | None = None,
+                 llm: "LLM | None" = None, gold_key: str | None = None):
+        if (config is not None and not isinstance(config, VectorRerankConfig)) or index is None:
+            raise ConfigError("VectorRerank(config, index, llm=None): the config comes first and an index is needed "
+                              "(VectorRerank.prepare(config, dataset) builds one; see docs/MIGRATION.md).")
         self.index = index
         self.config = config or VectorRerankConfig()
-        self.llm = llm
+        self._llm = llm
+        self.corpus_info: dict = {}
         self.variants = self.config.variants_for("passages")
         self.gold_key = gold_key or gold_key_for(self.config.dataset)
         if self.gold_key not in ("pid", "title"):
             raise ConfigError(f"gold_key must be 'pid' or 'title', got {self.gold_key!r}.")
-        if self.config.needs_llm and llm is None:
-            raise ConfigError("the rerank variants need an LLM: pass llm=load_llm(preset), or variants=['naive', 'expand'].")
+
+    @classmethod
+    def prepare(cls, config: VectorRerankConfig, dataset, *, llm: "LLM | None" = None, embedder=None,
+                progress: bool | None = None, openie_batch: int = 8) -> "VectorRerank":
+        """Build the index for the dataset (passages: released triples or OpenIE; KG questions: the KG's facts)
+        and the method that reads it: `FactRerank` on KG question datasets, `VectorRerank` on passages."""
+        from ...embeddings import load_embedder
+        from .corpus import build_index
+        from .kgqa import FactRerank
+
+        kgqa = dataset.kind == "kgqa"
+        variants = config.variants_for(dataset.kind)
+        needs_llm = "rerank" in variants if kgqa else (config.needs_llm or
+                                                       (dataset.triples is None and variants != ("naive",)))
+        if llm is None and needs_llm:
+            llm = config.load_llm()
+        emb = embedder if embedder is not None else load_embedder(config.embedder)
+        index, info = build_index(config, dataset, emb, llm, progress=progress, openie_batch=openie_batch)
+        method = FactRerank(config, index, llm) if kgqa else cls(config, index, llm)
+        method.corpus_info = {**info, **index.info}
+        return method
+
+    def close(self) -> None:
+        """Release the index (a Milvus collection holds a connection)."""
+        self.index.close()
+
+    def progress_label(self) -> str:
+        return "vector-rerank"
+
+    def error_fields(self) -> dict:
+        return {"question": lambda q: q.question, "qtype": lambda q: q.qtype, "task": lambda q: "passages",
+                "gold": lambda q: gold_of(q, self.gold_key), "gold_key": lambda q: self.gold_key}
 
     # ------------------------------------------------------------------ stages
     def lexical(self, question: str) -> QueryEntities:
@@ -143,26 +183,9 @@ class VectorRerank:
         return row
 
     # ------------------------------------------------------------------ the run
-    def run(self, questions: Sequence, recorder=None, batch_size: int = 8, progress: bool = True) -> list[dict]:
-        """Records for all questions (those already in `recorder.done_ids` are read back, not redone)."""
-        done = getattr(recorder, "done_ids", set()) if recorder is not None else set()
-        todo = [q for q in questions if q.qid not in done]
-        records = {r.get("id"): r for r in (getattr(recorder, "examples", []) if recorder is not None else [])}
-        bar = None
-        if progress:
-            from ...progress import progress_bar
-
-            bar = progress_bar(total=len(questions), initial=len(questions) - len(todo), desc="vector-rerank", unit="q")
-        for s in range(0, len(todo), max(1, int(batch_size))):
-            for rec in self._run_chunk(todo[s:s + batch_size]):
-                records[rec["id"]] = rec
-                if recorder is not None:
-                    recorder.add(rec)
-                if bar is not None:
-                    bar.update(1)
-        if bar is not None:
-            bar.close()
-        return [records[q.qid] for q in questions if q.qid in records]
+    # ------------------------------------------------------------------ the run (Method.run: resume, isolation, progress)
+    def _run_batch(self, questions: Sequence) -> list[dict]:
+        return self._run_chunk(questions)
 
     def retrieve(self, question) -> dict:
         """One question's record (the notebook's worked example)."""
@@ -251,6 +274,7 @@ class VectorRerank:
     def _finish(records: list[dict]) -> list[dict]:
         """Total time per example; an example failed when its rerank failed."""
         for rec in records:
+            rec["task"] = "kgqa" if rec.get("gold_key") == "answer" or "answers" in rec else "passages"
             rec["timings"]["total"] = float(sum(v for k, v in rec["timings"].items() if k != "total"))
             rec["failed"] = bool(rec["variants"].get("rerank", {}).get("failed", False))
         return records
@@ -354,8 +378,8 @@ def summarize_records(records: Sequence[dict], variants: Sequence[str] | None = 
         out["rerank_status"] = {s: statuses.count(s) for s in sorted(set(map(str, statuses)))}
         out["rerank_bad_ids"] = int(sum(len(r["rerank"].get("bad_ids") or []) for r in records if "rerank" in r))
         out["rerank_duplicates"] = int(sum(r["rerank"].get("duplicates") or 0 for r in records if "rerank" in r))
-    stages = sorted({k for r in records for k in r.get("timings", {})})
-    out["latency_mean_s"] = {k: float(np.mean([r["timings"].get(k, 0.0) for r in records])) for k in stages}
+    stages = sorted({k for r in records for k in (r.get("timings") or {})})
+    out["latency_mean_s"] = {k: float(np.mean([(r.get("timings") or {}).get(k, 0.0) for r in records])) for k in stages}
     out["tokens"] = {"prompt": int(sum(r.get("tokens", {}).get("prompt", 0) for r in records)),
                      "completion": int(sum(r.get("tokens", {}).get("completion", 0) for r in records))}
     out["n"] = len(records)
