@@ -77,7 +77,8 @@ def main(argv=None) -> int:
         params["llm_preset"] = ""
     rec = RunRecorder("vector_rerank", params, run_name=args.run_name or
                       f"vector_rerank_kgqa-{args.dataset}-{params_hash(params)[:10]}")
-    method = FactRerank(cfg, index, llm)
+    step = max(1, args.slice)
+    method = FactRerank(cfg.replace(batch_size=step), index, llm)  # one slice per batch (set after params: run names unchanged)
     print(f"{index} built in {t_index:.1f} s; run {rec.run_name}: {len(rec.done_ids)} of {len(ds.items)} done", flush=True)
 
     def write(records, status: str) -> None:
@@ -101,9 +102,8 @@ def main(argv=None) -> int:
 
     questions = list(ds.items)
     records: list[dict] = []
-    step = max(1, args.slice)
     for s in range(0, len(questions), step):
-        records = method.run(questions[: s + step], recorder=rec, batch_size=step, progress=not args.no_progress)
+        records = method.run(questions[: s + step], recorder=rec, progress=not args.no_progress)
         write(records, "ok" if s + step >= len(questions) else f"running ({len(records)}/{len(questions)})")
     summary = summarize_kgqa(records, variants)
     rec.finish(summary=summary, timings=summary["latency_mean_s"], tokens=llm.stats if llm is not None else None,
