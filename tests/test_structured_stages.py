@@ -156,15 +156,16 @@ def test_simgrag_anchor_entity_sends_each_question_its_schema():
     llm = load_llm("fake", responses=lambda text: every_unknown if "Evidence:" not in text else '{"answers": []}',
                    cache=False, structured="schema")
     retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
-    static = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(reader=False), dataset=data.name)
+    static = SimGRAG(SimGRAGConfig(reader=False), data.kg, retriever, llm, dataset=data.name)
     out = static.run(data.items, progress=False)  # valid under the static schema, unusable: no known entity
     assert all(not r["pattern_ok"] and "no known entity" in r["pattern_error"] and not r["pattern_anchored"] for r in out)
-    anchored = SimGRAG(data.kg, retriever, llm, SimGRAGConfig(reader=False, anchor_entity=True), dataset=data.name)
+    anchored = SimGRAG(SimGRAGConfig(reader=False, anchor_entity=True), data.kg, retriever, llm, dataset=data.name)
     assert anchored.pattern_schema(data.items[0].question) == anchored_pattern_schema(data.items[0].question)
     with pytest.raises(Exception, match="schema"):  # a constrained model could not have written it
         anchored.run(data.items, progress=False)
-    free = SimGRAG(data.kg, retriever, load_llm("fake", responses=lambda t: every_unknown, cache=False, structured="off"),
-                   SimGRAGConfig(reader=False, anchor_entity=True), dataset=data.name).run(data.items, progress=False)
+    free = SimGRAG(SimGRAGConfig(reader=False, anchor_entity=True), data.kg, retriever,
+                   load_llm("fake", responses=lambda t: every_unknown, cache=False, structured="off"),
+                   dataset=data.name).run(data.items, progress=False)
     assert all(not r["pattern_anchored"] for r in free)  # free text: no schema, nothing anchored
 
 

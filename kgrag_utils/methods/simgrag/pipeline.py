@@ -132,7 +132,7 @@ class SimGRAG(Method):
 
     def pattern_schema(self, question: str) -> dict:
         """The pattern call's schema: PATTERN_SCHEMA, or with `anchor_entity` the question's anchored one."""
-        return anchored_pattern_schema(question) if self.settings.anchor_entity else PATTERN_SCHEMA
+        return anchored_pattern_schema(question) if self.config.anchor_entity else PATTERN_SCHEMA
 
     def _generate_patterns(self, prompts: list, schemas: list[dict]) -> list:
         """One generate call per distinct schema (a call has one schema), results in the prompts' order."""
