@@ -82,14 +82,13 @@ def figure(result: dict, stem: str, folder: Path) -> list[str]:
 
 def main(argv=None) -> dict:
     from kgrag_utils import settings
-    from kgrag_utils.datasets import load_dataset
     from kgrag_utils.datasets import paraphrase as para
+    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
     from kgrag_utils.methods.compact import Compact, CompactConfig
     from kgrag_utils.records import environment_info, write_result
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", default="metaqa-1hop")
-    ap.add_argument("--split", default="test")
+    add_dataset_arguments(ap, kinds=("kgqa",), default="metaqa-1hop")  # --dataset NAME --split --option key=value
     ap.add_argument("--limit", type=int, default=1000, help="seeded sample of the split for the rule-noise sets")
     ap.add_argument("--seed", type=int, default=0, help="sampling seed (also the noise seed)")
     ap.add_argument("--knowledge", default=",".join(KNOWLEDGE), help=f"comma list of {KNOWLEDGE}")
@@ -99,12 +98,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--figure-dir", type=Path, default=Path("benchmarks/results"))
     args = ap.parse_args(argv)
+    options = check_dataset_arguments(args)  # unknown names, kinds and options fail here, in one line
     knows = [k.strip() for k in args.knowledge.split(",") if k.strip()]
     stem = f"compact_paraphrase_{args.dataset}"
     out = args.out or Path("benchmarks/results") / f"{stem}.json"
 
     t0 = time.perf_counter()
-    ds = load_dataset(args.dataset, split=args.split, limit=args.limit, seed=args.seed)
+    ds = dataset_from_args(args, limit=args.limit, seed=args.seed)
     sets = {"templated": list(ds.items)}
     for kind in para.NOISE_KINDS:
         sets[kind] = para.noisy_questions(ds.items, seed=args.seed, kinds=(kind,))
@@ -123,8 +123,9 @@ def main(argv=None) -> dict:
         t_llm = time.perf_counter()
         kept, counts = para.llm_paraphrases(asked, llm)
         kept_ids = {q.qid for q in kept}
-        sets["LLM subset as written"] = [q for q in asked if q.qid in kept_ids]  # the same questions, templated
-        sets["LLM paraphrase"] = kept
+        if kept:  # (a set no paraphrase survived into is left out, its counts say why)
+            sets["LLM subset as written"] = [q for q in asked if q.qid in kept_ids]  # the same questions, templated
+            sets["LLM paraphrase"] = kept
         unchanged_words = sum(sorted(q.question.lower().split()) == sorted(q.meta["original_question"].lower().split())
                               for q in kept)
         llm_info = {"preset": args.llm or DEFAULT_CPU_PRESET, "decoding": "greedy, max 40 new tokens",
@@ -144,6 +145,7 @@ def main(argv=None) -> dict:
         print(json.dumps({k: {n: v["derived_hits@1_answerable"] for n, v in by_knowledge[k].items()}}), flush=True)
     result = {
         "benchmark": "compact_paraphrase", "dataset": args.dataset, "split": args.split, "limit": args.limit,
+        **({"options": options} if options else {}),
         "seed": args.seed, "training_split": "the dataset's train split (MetaQA: dev), templated questions only",
         "how_paraphrases_were_made": {
             "rule_noise": {"generator": "kgrag_utils.datasets.paraphrase.noisy_question", "seed": args.seed,
