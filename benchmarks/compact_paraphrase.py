@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -55,7 +56,7 @@ def figure(result: dict, stem: str, folder: Path) -> list[str]:
     plotting.set_theme()
     sets = [s for s in SETS if any(s in result["by_knowledge"][k] for k in result["by_knowledge"])]
     knows = list(result["by_knowledge"])
-    fig, ax = plt.subplots(figsize=(9.5, 4.2))
+    fig, ax = plt.subplots(figsize=(10.5, 4.8))
     width = 0.8 / len(knows)
     x = np.arange(len(sets))
     for i, k in enumerate(knows):
@@ -74,7 +75,16 @@ def figure(result: dict, stem: str, folder: Path) -> list[str]:
     ax.set_ylim(40, 104)
     ax.set_ylabel("derived Hits@1, answerable (%)")
     ax.set_title(f"Compact relation knowledge on rewritten {result['dataset']} test questions")
-    ax.legend(title="relation knowledge", fontsize=8, loc="lower left")
+    ax.legend(title="relation knowledge", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    llm = result["how_paraphrases_were_made"].get("llm")
+    made = ("Rewritten at run time, never stored (benchmarks/compact_paraphrase.py, seed "
+            f"{result['seed']}): synonym = words swapped from a general English table; drop = one function word "
+            "removed; misspell = one typing error in a word of >= 4 letters; all rule noise = the three together. "
+            + (f"LLM paraphrase = {llm['preset']}, greedy, {llm['kept']} of {llm['asked']} replies kept. " if llm
+               else "No LLM paraphrases in this run. ")
+            + "Knowledge learned from the templated training split only; nothing tuned on the rewritten questions.")
+    fig.text(0.01, 0.01, textwrap.fill(made, 190), fontsize=7, ha="left", va="bottom", color="0.25")
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     paths = plotting.save_figure(fig, stem, folder=folder)
     plt.close(fig)
     return [str(p) for p in paths]
@@ -97,7 +107,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--llm-threads", type=int, default=0, help="llama.cpp threads (0 = the backend's default)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--figure-dir", type=Path, default=Path("benchmarks/results"))
+    ap.add_argument("--replot", type=Path, default=None, help="only redraw the figure of this result JSON")
     args = ap.parse_args(argv)
+    folder = args.figure_dir if args.figure_dir.is_absolute() else settings.repo_root() / args.figure_dir
+    if args.replot is not None:
+        saved = json.loads(args.replot.read_text())
+        print("\n".join(figure(saved, f"compact_paraphrase_{saved['dataset']}", folder)))
+        return saved
     options = check_dataset_arguments(args)  # unknown names, kinds and options fail here, in one line
     knows = [k.strip() for k in args.knowledge.split(",") if k.strip()]
     stem = f"compact_paraphrase_{args.dataset}"
@@ -170,7 +186,6 @@ def main(argv=None) -> dict:
                   for k, v in by_knowledge.items()},
         "timings_s": timings, "environment": environment_info(),
     }
-    folder = args.figure_dir if args.figure_dir.is_absolute() else settings.repo_root() / args.figure_dir
     result["figure"] = [str(Path(p).relative_to(settings.repo_root())) if Path(p).is_relative_to(settings.repo_root())
                         else p for p in figure(result, stem, folder)]
     print(f"wrote {write_result(out, result)}")
