@@ -158,7 +158,11 @@ def test_the_recorded_oracle_benchmarks_use_the_default_and_keep_the_injective_r
 
     folder = settings.repo_root() / "benchmarks" / "results"
     datasets = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "pq-2hop", "pq-3hop")
-    assert GSDConfig().injective is False
+    from kgrag_utils.methods.simgrag import SimGRAGConfig
+
+    # one default (the method config), passed on to the search; the benchmark flag follows it
+    assert SimGRAGConfig().injective is False and GSDConfig().injective is False
+    assert SimGRAGConfig().gsd_config().injective is False
     for name in datasets:
         walks = json.loads((folder / f"simgrag_{name}.json").read_text())
         injective = json.loads((folder / f"simgrag_{name}_injective.json").read_text())
