@@ -137,6 +137,9 @@ def compact_row(run: str) -> dict:
             "hits1_gated_all": mean([r.get(f"hits@1_{ctx}_gated") for r in recs]),
             "prompt_tokens_per_question": round(float(np.mean([r.get(f"prompt_tokens_{ctx}") or 0 for r in called])), 1)
             if called else None,
+            # the reader call's seconds (records from after the method protocol, part 2); cached calls left out
+            "llm_s_per_question": (lambda xs: round(float(np.mean(xs)), 2) if xs else None)(
+                [r[f"seconds_{ctx}"] for r in called if r.get(f"seconds_{ctx}") is not None and not r.get(f"cached_{ctx}")]),
             "completion_tokens_per_question": round(float(np.mean([r.get(f"completion_tokens_{ctx}") or 0
                                                                    for r in called])), 1) if called else None,
         }

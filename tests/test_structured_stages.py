@@ -239,7 +239,7 @@ def test_compact_table_counts_each_context_from_the_run_records(tmp_path, monkey
         {"id": "a", "answerable": True, "llm_compact": '{"answers": ["X"]}', "answer_compact": ["X"], "hits@1_compact": 1.0,
          "containment_compact": 1.0, "finish_compact": "stop", "prompt_tokens_compact": 100,
          "llm_topk": '{"answers": ["Y"', "answer_topk": ["Y"], "hits@1_topk": 0.0, "containment_topk": 0.0,
-         "finish_topk": "length", "prompt_tokens_topk": 500},
+         "finish_topk": "length", "prompt_tokens_topk": 500, "seconds_topk": 2.0, "cached_topk": False},
         {"id": "b", "answerable": False, "llm_compact": "{}", "answer_compact": [], "hits@1_compact": 0.0,
          "containment_compact": 1.0, "finish_compact": "stop", "prompt_tokens_compact": 50,
          "llm_topk": '{"answers": ["Z"]}', "answer_topk": ["Z"], "hits@1_topk": 1.0, "containment_topk": 1.0,
@@ -251,6 +251,7 @@ def test_compact_table_counts_each_context_from_the_run_records(tmp_path, monkey
     c, t = row["compact"], row["topk"]
     assert (c["hits1_strict_all"], c["hits1_lenient_all"], c["hits1_strict_answerable"], c["no_answer"]) == (50.0, 100.0, 100.0, 1)
     assert (t["hits1_strict_all"], t["hits1_strict_answerable"], t["cut_by_limit"], t["prompt_tokens_per_question"]) == (50.0, 0.0, 1, 400.0)
+    assert (t["llm_s_per_question"], c["llm_s_per_question"]) == (2.0, None)  # seconds only where recorded, uncached
     assert table.main(["--compact", "c1", "--out", str(tmp_path / "t.json")]) == 0
     assert json.loads((tmp_path / "t.json").read_text())["rows"][0]["topk"]["calls"] == 2
     assert "| compact | 50.0 |" in capsys.readouterr().out
