@@ -95,38 +95,3 @@ def test_llamacpp_on_packaged_gguf(tmp_path):
     assert "\n" not in r.text
     assert llm.count_tokens("hello world") >= 2
     llm.close()
-
-
-def _cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes") is not None
-
-
-@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU and bitsandbytes")
-def test_hf_4bit_on_cuda_with_a_tiny_random_model(tmp_path):
-    """The GPU path (bitsandbytes nf4, device_map='auto', batched left-padded generation) on a tiny
-    randomly initialised Llama built from a config; the tokenizer is a small chat-template one."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    words = ["<pad>", "<s>", "</s>", "<unk>"] + [chr(c) for c in range(32, 127)]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
-    fast.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
-    cfg = LlamaConfig(vocab_size=len(words), hidden_size=256, intermediate_size=512, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
-                      bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    torch.manual_seed(0)
-    LlamaForCausalLM(cfg).save_pretrained(tmp_path / "tiny")
-    fast.save_pretrained(tmp_path / "tiny")
-    llm = load_llm(str(tmp_path / "tiny"), quantization="4bit", cache=ResponseCache(tmp_path / "c.sqlite"))
-    assert next(llm.model.parameters()).is_cuda
-    out = llm.generate(["short", "a much longer prompt than the first one"], max_new_tokens=6)
-    assert all(r.prompt_tokens > 0 and r.completion_tokens > 0 for r in out)
-    assert out[1].prompt_tokens > out[0].prompt_tokens
-    assert all(r.cached for r in llm.generate(["short", "a much longer prompt than the first one"], max_new_tokens=6))

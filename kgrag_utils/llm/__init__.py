@@ -111,9 +111,12 @@ def load_llm(preset: str = DEFAULT_CPU_PRESET, backend: str | None = None, cache
     if isinstance(preset, Preset):
         base = preset
     elif isinstance(preset, (str, os.PathLike)) and str(preset) not in PRESETS and Path(preset).is_dir():
+        from .hf_backend import is_prequantized_4bit
+
         folder = Path(preset).resolve()
-        base = Preset(name=folder.name, backend="hf", hub_id=str(folder), quantization="none", dtype="auto",
-                      notes="local model folder")
+        four_bit = is_prequantized_4bit(folder)  # a folder saved after 4-bit quantization stays 4-bit
+        base = Preset(name=folder.name, backend="hf", hub_id=str(folder), quantization="4bit" if four_bit else "none",
+                      dtype="bfloat16" if four_bit else "auto", notes="local model folder")
     else:
         base = get_preset(preset)
     fields = {k: overrides.pop(k) for k in list(overrides) if k in Preset.__dataclass_fields__}

@@ -49,6 +49,20 @@ def bnb_4bit_config(torch):
     )
 
 
+def is_prequantized_4bit(folder: str | os.PathLike) -> bool:
+    """True for a local model folder saved after bitsandbytes 4-bit quantization (its config says so)."""
+    try:
+        qc = json.loads((Path(folder) / "config.json").read_text()).get("quantization_config") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return qc.get("quant_method") == "bitsandbytes" and bool(qc.get("load_in_4bit") or qc.get("_load_in_4bit"))
+
+
+#: GenerationConfig fields the backend sets itself on every call (from kgrag's GenerationConfig)
+_OWN_GENERATION_FIELDS = ("max_new_tokens", "do_sample", "temperature", "top_p", "top_k", "pad_token_id",
+                          "eos_token_id", "stop_strings")
+
+
 def check_4bit_available(preset: Preset, torch) -> None:
     """4-bit needs bitsandbytes; a GPU preset also needs CUDA. Raise a one-line fix otherwise."""
     try:
@@ -124,11 +138,24 @@ class HFBackendLLM(LLM):
         batch_size: int | None = None,
         trust_remote_code: bool = False,
         model_kwargs: dict[str, Any] | None = None,
+        generate_options: dict[str, Any] | None = None,
     ):
+        """generate_options: extra transformers GenerationConfig fields for every call, e.g.
+        {"cache_implementation": "static"} (on CUDA transformers then compiles the forward pass;
+        add "disable_compile": True to keep it eager). They are part of the response-cache key."""
         super().__init__(preset, cache)
         self.torch = torch = require("torch", "cpu", "the transformers backend")
         tf = require("transformers", "cpu", "the transformers backend")
         self._tf = tf
+        self.generate_options = dict(generate_options or {})
+        probe = tf.GenerationConfig()
+        bad = sorted(k for k in self.generate_options if k in _OWN_GENERATION_FIELDS or not hasattr(probe, k))
+        if bad:
+            raise ConfigError(
+                f"generate_options {bad} are not extra transformers GenerationConfig fields: decoding parameters "
+                f"({', '.join(_OWN_GENERATION_FIELDS)}) come from kgrag's GenerationConfig; others must exist in "
+                f"transformers.GenerationConfig."
+            )
         has_cuda = bool(torch.cuda.is_available())
         self.device = device or ("cuda" if has_cuda else "cpu")
         self.batch_size = int(batch_size or (16 if self.device.startswith("cuda") else 4))
@@ -193,7 +220,8 @@ class HFBackendLLM(LLM):
     def _load(self, source: str, kwargs: dict[str, Any]):
         torch, tf, preset = self.torch, self._tf, self.preset
         if preset.quantization == "4bit":
-            kwargs = {**kwargs, "quantization_config": bnb_4bit_config(torch)}
+            if not is_prequantized_4bit(source):  # a saved 4-bit folder brings its own quantization_config
+                kwargs = {**kwargs, "quantization_config": bnb_4bit_config(torch)}
             kwargs["device_map"] = "auto" if self.device.startswith("cuda") else self.device
             kwargs.setdefault("dtype", torch.bfloat16)
         else:
@@ -214,6 +242,12 @@ class HFBackendLLM(LLM):
             elif val:
                 ids.update(int(v) for v in val)
         return ids
+
+    def _key_parts(self) -> dict[str, Any]:
+        parts = super()._key_parts()
+        if self.generate_options:  # only when set, so existing cache entries keep their keys
+            parts["generate_options"] = {k: repr(v) for k, v in sorted(self.generate_options.items())}
+        return parts
 
     # ------------------------------------------------------------------ LLM hooks
     def render(self, chat: Chat) -> str:
@@ -238,6 +272,8 @@ class HFBackendLLM(LLM):
             gen.top_k = None
         if config.stop:
             gen.stop_strings = list(config.stop)
+        for key, value in self.generate_options.items():
+            setattr(gen, key, value)
         return gen
 
     def _generate_batch(self, chats: list[Chat], config: GenerationConfig) -> list[RawGeneration]:
