@@ -204,7 +204,7 @@ def _reset_peak(device: str) -> None:
 
 
 # ============================================================================ part: method
-def part_method(dry: bool, work: Path, partial: Partial, deadline: float) -> None:
+def part_method(dry: bool, work: Path, partial: Partial, deadline: float, method_via: str = "auto") -> None:
     import importlib.util
 
     from kgrag_utils import random_models as rm
@@ -248,27 +248,46 @@ def part_method(dry: bool, work: Path, partial: Partial, deadline: float) -> Non
     _free(device)
 
     runner_ok = all(importlib.util.find_spec(m) is not None for m in ("papermill", "nbformat", "ipykernel"))
-    via = "runner" if runner_ok else "method.run"
+    via = {"runner": "runner", "run": "method.run"}.get(method_via) or ("runner" if runner_ok else "method.run")
     partial.set("via", via)
     spec = DRY_METHOD if dry else METHOD
-    params = {"dataset": spec["dataset"], "limit": spec["limit"], "batch_size": spec["batch_size"]}
+    # LLM patterns (random replies: every pattern unparseable) and gold patterns (retrieval and the answer
+    # stage run on the device, the answers are random): both must finish with the failures counted
+    for source, suffix in (("llm", ""), ("oracle", "_oracle_patterns")):
+        params = {"dataset": spec["dataset"], "limit": spec["limit"], "batch_size": spec["batch_size"],
+                  "pattern_source": source}
+        _method_run(via, spec, params, str(q4), str(emb), device, deadline, partial, suffix)
+
+
+def _method_run(via, spec, params, q4, emb, device, deadline, partial, suffix) -> None:
     t = time.perf_counter()
     if via == "runner":
         from kgrag_utils.runner import run_notebook
 
-        outcome = run_notebook(spec["notebook"], {**params, "llm_preset": str(q4), "llm_backend": "hf",
-                                                    "embedder": str(emb)}, grid="gpu_check",
-                               timeout=max(30, int(deadline - time.time()) - 10))
-        partial.step("run", {"status": outcome.status, "error": outcome.error, "seconds": round(outcome.seconds, 1),
-                             "run_name": outcome.run_name, "log": outcome.log})
+        outcome = run_notebook(spec["notebook"], {**params, "llm_preset": q4, "llm_backend": "hf", "embedder": emb},
+                               grid="gpu_check", timeout=max(30, int(deadline - time.time()) - 10))
+        partial.step("run" + suffix, {"status": outcome.status, "error": outcome.error,
+                                      "seconds": round(outcome.seconds, 1), "run_name": outcome.run_name})
         run_name = outcome.run_name
         if outcome.status != "ok":
             log = Path(outcome.log).read_text(errors="replace")[-3000:] if outcome.log else ""
-            partial.step("run_log_tail", log)
+            partial.step("run_log_tail" + suffix, log)
+            # tell a notebook-only problem from a method problem: the same run without papermill
+            t = time.perf_counter()
+            try:
+                direct = _run_simgrag_directly(q4, emb, params, device)
+                partial.step("run_direct" + suffix, {"status": "ok", "seconds": round(time.perf_counter() - t, 1),
+                                                     "records": _check_records(direct, spec["limit"])})
+            except Exception as exc:
+                partial.step("run_direct" + suffix, {"status": "failed", "error": _short(exc),
+                                                     "traceback": traceback.format_exc()[-2000:]})
     else:
-        run_name = _run_simgrag_directly(str(q4), str(emb), params, device)
-        partial.step("run", {"status": "ok", "seconds": round(time.perf_counter() - t, 1), "run_name": run_name})
-    partial.step("records", _check_records(run_name, spec["limit"]))
+        run_name = _run_simgrag_directly(q4, emb, params, device)
+        partial.step("run" + suffix, {"status": "ok", "seconds": round(time.perf_counter() - t, 1), "run_name": run_name})
+    try:
+        partial.step("records" + suffix, _check_records(run_name, spec["limit"]))
+    except Exception as exc:  # no run record at all
+        partial.step("records" + suffix, {"ok": False, "error": _short(exc)})
 
 
 def _run_simgrag_directly(llm_folder: str, embedder: str, params: dict, device: str) -> str:
@@ -282,7 +301,8 @@ def _run_simgrag_directly(llm_folder: str, embedder: str, params: dict, device: 
     recorder = RunRecorder("simgrag", {**params, "llm_preset": llm_folder, "embedder": embedder, "via": "gpu_check"})
     retriever = GSDRetriever.from_embedder(data.kg, embedder)
     llm = load_llm(llm_folder, backend="hf", device=device)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(), dataset=params["dataset"])
+    method = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(pattern_source=params["pattern_source"]),
+                     dataset=params["dataset"])
     method.run(data.items, recorder=recorder, batch_size=params["batch_size"], progress=False)
     records = [r for r in recorder.examples if r["id"] in {q.qid for q in data.items}]
     summary = summarize_records(records)
@@ -308,6 +328,7 @@ def _check_records(run_name: str, expected: int) -> dict:
     return {
         "status": rec.get("status"), "n_records": len(examples), "expected": expected,
         "unparseable_patterns": len(bad_pattern), "unparseable_answers": len(bad_answer),
+        "answers_generated": sum(e.get("answer_raw") is not None for e in examples),
         "failed": sum(bool(e.get("failed")) for e in examples),
         "failures_by_stage": {k: sum(e.get("failure") == k for e in examples) for k in ("pattern", "retrieval", "generation")},
         "unparseable_not_counted_as_failure": violations,
@@ -315,7 +336,7 @@ def _check_records(run_name: str, expected: int) -> dict:
         "hits@1": (summary.get("all") or {}).get("hits@1"),
         "llm_tokens": {k: v for k, v in (rec.get("tokens") or {}).items() if k in ("prompt_tokens", "completion_tokens", "calls")},
         "device_in_record": llm_env.get("device"), "gpu_in_record": llm_env.get("gpu"),
-        "sample_raw_replies": [str(e.get("pattern_raw"))[:60] for e in examples[:3]],
+        "sample_raw_replies": [str(e.get("pattern_raw") or e.get("answer_raw"))[:60] for e in examples[:3]],
         "ok": rec.get("status") == "ok" and len(examples) == expected and not violations,
     }
 
@@ -445,52 +466,70 @@ def part_throughput(dry: bool, work: Path, partial: Partial, deadline: float, bw
                                             f"{per_quant_s[-1]:.0f} s"})
             continue
         q0 = time.time()
-        _reset_peak(device)
-        t = time.perf_counter()
-        opts = {"quantization": "4bit"} if quant == "nf4" else {"dtype": "bfloat16"}
-        llm = load_llm(str(folder), cache=False, device=device, **opts)
-        _sync(device)
-        entry: dict = {"load_s": round(time.perf_counter() - t, 2), "after_load": _memory(device)}
-        import importlib.util
-
-        if importlib.util.find_spec("bitsandbytes"):
-            import bitsandbytes as bnb
-
-            entry["linear4bit_modules"] = sum(isinstance(m, bnb.nn.Linear4bit) for m in llm.model.modules())
-        entry["lm_head"] = type(llm.model.get_output_embeddings()).__name__
-        entry["attn_implementation"] = getattr(llm.model.config, "_attn_implementation", None)
-        wb = weight_bytes(llm.model)
-        entry["weights"] = wb
-        matmul_params = rm_param_count(shape) - shape["hidden_size"] * vocab  # every matmul incl. lm_head, not the gather
-        entry["runs"] = []
-        partial.step(quant, entry)
-        for b in batches:
-            if remaining() < 15:
-                entry["runs"].append({"batch": b, "skipped": "time budget"})
-                continue
-            prompts = [rm.word_prompt(L, vocab, seed=1000 * b + i) for i in range(b)]
-            try:
-                _reset_peak(device)
-                run = _measure(llm, prompts, N, device)
-                run.update(_bounds(wb, llm.model.config, b, L, N, bw_tbs))
-                run["decode_fraction_of_bound"] = _sig(run["decode_tokens_per_s"], run["bandwidth_bound_tokens_per_s"])
-                flops = _prefill_flops_per_token(llm.model.config, L, matmul_params)
-                run["prefill_compute_bound_tokens_per_s"] = round(H200_BF16_TFLOPS * 1e12 / flops, 1)
-                run.update(_memory(device))
-            except Exception as exc:
-                run = {"batch": b, "error": _short(exc), "traceback": traceback.format_exc()[-1500:]}
-                _free(device)
-            entry["runs"].append(run)
+        try:
+            _one_quantization(quant, folder, device, shape, vocab, L, N, batches, bw_tbs, partial, remaining,
+                              reserve=(per_quant_s[-1] * 1.1 if per_quant_s else 0.0), dry=dry)
+        except Exception as exc:  # e.g. bitsandbytes missing or failing on this GPU: bf16 is still measured
+            entry = partial.data["steps"].get(quant) or {}
+            entry.update({"error": _short(exc), "traceback": traceback.format_exc()[-2000:]})
             partial.step(quant, entry)
-        per_quant_s.append(time.time() - q0)
-        entry["variants"] = _variants(llm, quant, folder, device, prompts_for=lambda b: [
-            rm.word_prompt(L, vocab, seed=1000 * b + i) for i in range(b)], N=N, L=L, wb=wb, bw_tbs=bw_tbs,
-            remaining=remaining, reserve=(per_quant_s[-1] * 1.1 if quant == "nf4" else 0.0),
-            save=lambda: partial.step(quant, entry), dry=dry)
+            _free(device)
+        per_quant_s.append((partial.data["steps"].get(quant) or {}).get("measure_s") or time.time() - q0)
+
+
+def _one_quantization(quant, folder, device, shape, vocab, L, N, batches, bw_tbs, partial, remaining, reserve, dry):
+    """Load the saved model in one quantization, measure every batch size, then the variants."""
+    from kgrag_utils import random_models as rm
+    from kgrag_utils.llm import load_llm
+
+    q0 = time.time()
+
+    _reset_peak(device)
+    t = time.perf_counter()
+    opts = {"quantization": "4bit"} if quant == "nf4" else {"dtype": "bfloat16"}
+    llm = load_llm(str(folder), cache=False, device=device, **opts)
+    _sync(device)
+    entry: dict = {"load_s": round(time.perf_counter() - t, 2), "after_load": _memory(device)}
+    import importlib.util
+
+    if importlib.util.find_spec("bitsandbytes"):
+        import bitsandbytes as bnb
+
+        entry["linear4bit_modules"] = sum(isinstance(m, bnb.nn.Linear4bit) for m in llm.model.modules())
+    entry["lm_head"] = type(llm.model.get_output_embeddings()).__name__
+    entry["attn_implementation"] = getattr(llm.model.config, "_attn_implementation", None)
+    wb = weight_bytes(llm.model)
+    entry["weights"] = wb
+    matmul_params = rm_param_count(shape) - shape["hidden_size"] * vocab  # every matmul incl. lm_head, not the gather
+    entry["runs"] = []
+    partial.step(quant, entry)
+    for b in batches:
+        if remaining() < 15:
+            entry["runs"].append({"batch": b, "skipped": "time budget"})
+            continue
+        prompts = [rm.word_prompt(L, vocab, seed=1000 * b + i) for i in range(b)]
+        try:
+            _reset_peak(device)
+            run = _measure(llm, prompts, N, device)
+            run.update(_bounds(wb, llm.model.config, b, L, N, bw_tbs))
+            run["decode_fraction_of_bound"] = _sig(run["decode_tokens_per_s"], run["bandwidth_bound_tokens_per_s"])
+            flops = _prefill_flops_per_token(llm.model.config, L, matmul_params)
+            run["prefill_compute_bound_tokens_per_s"] = round(H200_BF16_TFLOPS * 1e12 / flops, 1)
+            run.update(_memory(device))
+        except Exception as exc:
+            run = {"batch": b, "error": _short(exc), "traceback": traceback.format_exc()[-1500:]}
+            _free(device)
+        entry["runs"].append(run)
         partial.step(quant, entry)
-        llm.close()
-        del llm
-        _free(device)
+    entry["measure_s"] = round(time.time() - q0, 1)
+    entry["variants"] = _variants(llm, quant, folder, device, prompts_for=lambda b: [
+        rm.word_prompt(L, vocab, seed=1000 * b + i) for i in range(b)], N=N, L=L, wb=wb, bw_tbs=bw_tbs,
+        remaining=remaining, reserve=(max(reserve, time.time() - q0) * 1.1 if quant == "nf4" else 0.0),
+        save=lambda: partial.step(quant, entry), dry=dry)
+    partial.step(quant, entry)
+    llm.close()
+    del llm
+    _free(device)
 
 
 def _sig(measured, bound):
@@ -638,6 +677,9 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, help="the whole check's time budget")
     ap.add_argument("--bandwidth-tbs", type=float, default=H200_BANDWIDTH_TBS, help="GPU memory bandwidth for the bound")
     ap.add_argument("--keep-work", action="store_true", help="keep the work folder (models, records, logs)")
+    ap.add_argument("--logs-dir", help="copy each part's log (and the notebook's) here before the work folder goes")
+    ap.add_argument("--method-via", choices=("auto", "runner", "run"), default="auto",
+                    help="the method part: through the runner (papermill), the method's run, or auto (runner if importable)")
     ap.add_argument("--child", choices=("method", "throughput"), help=argparse.SUPPRESS)
     ap.add_argument("--work", help=argparse.SUPPRESS)
     ap.add_argument("--partial", help=argparse.SUPPRESS)
@@ -648,7 +690,7 @@ def main(argv=None) -> int:
         partial = Partial(Path(args.partial))
         try:
             if args.child == "method":
-                part_method(args.dry_run, Path(args.work), partial, args.deadline)
+                part_method(args.dry_run, Path(args.work), partial, args.deadline, args.method_via)
             else:
                 part_throughput(args.dry_run, Path(args.work), partial, args.deadline, args.bandwidth_tbs)
             partial.set("complete", True)
@@ -670,6 +712,8 @@ def main(argv=None) -> int:
     deadline = start + args.budget_s
     machine = machine_info()
     if not args.dry_run and not machine.get("cuda_available"):
+        atomic_write_json(out, {"check": "gpu_check", "dry_run": False, "status": "no_cuda", "date": _now(),
+                                "machine": machine, "versions": versions()})
         print("gpu_check: no CUDA device is visible to torch: run with --dry-run on a CPU machine.", file=sys.stderr)
         return 2
     work = _work_dir(args.dry_run)
@@ -718,13 +762,15 @@ def main(argv=None) -> int:
                     partial = work / f"{name}.partial.json"
                     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--work", str(work),
                            "--partial", str(partial), "--deadline", str(t + timeout - 5),
-                           "--bandwidth-tbs", str(args.bandwidth_tbs)] + (["--dry-run"] if args.dry_run else [])
+                           "--bandwidth-tbs", str(args.bandwidth_tbs), "--method-via", args.method_via] + (
+                        ["--dry-run"] if args.dry_run else [])
                     rc, seconds, timed_out = _run_child(cmd, env, timeout, log)
                     result = json.loads(partial.read_text()) if partial.exists() else {}
                     result.update({"exit_code": rc, "timed_out": timed_out})
                     ok = rc == 0 and result.get("complete")
                     if name == "method":
-                        ok = ok and (result.get("steps", {}).get("records") or {}).get("ok")
+                        steps = result.get("steps", {})
+                        ok = ok and all((steps.get(k) or {}).get("ok") for k in ("records", "records_oracle_patterns"))
                     result["status"] = "ok" if ok else ("timeout" if timed_out else "failed")
             result["seconds"] = round(time.time() - t, 1)
             if result["status"] != "ok":
@@ -735,6 +781,11 @@ def main(argv=None) -> int:
     finally:
         record["status"] = "ok" if all(record["parts"][p].get("status") == "ok" for p in parts) else "incomplete"
         save()
+        if args.logs_dir:
+            logs = Path(args.logs_dir)
+            logs.mkdir(parents=True, exist_ok=True)
+            for f in list(work.glob("*.log")) + list(work.glob("runs/*/*.log")) + list(work.glob("junit.xml")):
+                shutil.copy2(f, logs / f.name)
         if not args.keep_work:
             shutil.rmtree(work, ignore_errors=True)
     print(f"[gpu_check] {record['status']} in {record['seconds']} s -> {out}", flush=True)

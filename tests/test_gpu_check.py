@@ -95,6 +95,8 @@ def test_dry_run_executes_every_part_on_the_cpu_and_writes_one_labelled_json(tmp
     r = method["records"]
     assert r["ok"] and r["n_records"] == r["expected"] and r["unparseable_not_counted_as_failure"] == []
     assert r["failed"] >= r["unparseable_patterns"] + r["unparseable_answers"]
+    oracle = method["records_oracle_patterns"]  # gold patterns: retrieval and the answer stage ran too
+    assert oracle["ok"] and oracle["answers_generated"] > 0 and oracle["unparseable_not_counted_as_failure"] == []
 
     thr = rec["parts"]["throughput"]
     assert thr["conditions"]["shape_name"] == "DRY_RUN_TINY"
