@@ -292,18 +292,18 @@ def _method_run(via, spec, params, q4, emb, device, deadline, partial, suffix) -
 
 def _run_simgrag_directly(llm_folder: str, embedder: str, params: dict, device: str) -> str:
     """The notebook's evaluation cells without figures (when papermill or ipykernel is missing)."""
-    from kgrag_utils.datasets import load_dataset
     from kgrag_utils.llm import load_llm
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGSettings, summarize_records
+    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, summarize_records
     from kgrag_utils.records import RunRecorder
 
-    data = load_dataset(params["dataset"], split="test", limit=params["limit"], seed=0)
-    recorder = RunRecorder("simgrag", {**params, "llm_preset": llm_folder, "embedder": embedder, "via": "gpu_check"})
+    config = SimGRAGConfig.from_params(params)
+    data = config.load_dataset()
+    recorder = RunRecorder("simgrag", {**config.to_dict(), "llm_preset": llm_folder, "embedder": embedder,
+                                       "via": "gpu_check"})
     retriever = GSDRetriever.from_embedder(data.kg, embedder)
     llm = load_llm(llm_folder, backend="hf", device=device)
-    method = SimGRAG(data.kg, retriever, llm, SimGRAGSettings(pattern_source=params["pattern_source"]),
-                     dataset=params["dataset"])
-    method.run(data.items, recorder=recorder, batch_size=params["batch_size"], progress=False)
+    method = SimGRAG(data.kg, retriever, llm, config, dataset=config.dataset)
+    method.run(data.items, recorder=recorder, progress=False)
     records = [r for r in recorder.examples if r["id"] in {q.qid for q in data.items}]
     summary = summarize_records(records)
     recorder.finish(summary=summary, timings=summary["timings"], tokens={**summary["tokens"], **llm.stats})
