@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, create_model
@@ -223,6 +224,7 @@ def check_known_names(title: str, params: Mapping[str, Any]) -> None:
                               f"are: {', '.join(splits)}.")
     preset = params.get("llm_preset")
     known = [*PRESETS, "fake"]
-    if isinstance(preset, str) and preset not in known:
+    # a local model folder is a preset too: load_llm loads it (the GPU check runs random-weight ones)
+    if isinstance(preset, str) and preset not in known and not Path(preset).is_dir():
         raise ConfigError(f"{title}: unknown llm_preset {preset!r};{closest(preset, known)} `kgrag presets` lists "
                           f"them.")

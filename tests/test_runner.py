@@ -196,6 +196,10 @@ def test_grid_validation_catches_unknown_datasets_and_presets(tmp_path, monkeypa
         runner.expand_grid(cfg)
     ok = runner.expand_grid({"name": "t", "runs": [{"notebook": str(nb), "grid": {"dataset": ["metaqa-1hop", "pq-2hop"]}}]})
     assert [p["dataset"] for _, p in ok] == ["metaqa-1hop", "pq-2hop"]
+    (tmp_path / "my-model").mkdir()  # a local model folder is a preset load_llm accepts
+    runner.check_known_names(nb, {"llm_preset": str(tmp_path / "my-model")})
+    with pytest.raises(ConfigError, match="unknown llm_preset"):
+        runner.check_known_names(nb, {"llm_preset": str(tmp_path / "no-such-folder")})
 
 
 @pytest.mark.slow
