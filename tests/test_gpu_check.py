@@ -77,8 +77,8 @@ def test_dry_run_executes_every_part_on_the_cpu_and_writes_one_labelled_json(tmp
     pytest.importorskip("sentence_transformers")
     out = tmp_path / "dry.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_CUDA_TESTS")}
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(out), "--budget-s", "1800"],
-                          cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=2400)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(out), "--budget-s", "3600"],
+                          cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=4000)
     assert out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
     rec = json.loads(out.read_text())
     problems = {k: {kk: vv for kk, vv in v.items() if kk in ("status", "error", "log_tail")}
