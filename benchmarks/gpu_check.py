@@ -634,9 +634,24 @@ def run_tests_part(dry: bool, work: Path, env: dict, timeout: float, log) -> dic
 
 
 # ============================================================================ orchestration
+_CHILDREN: list[subprocess.Popen] = []
+
+
+def _stop_children(signum, frame) -> None:
+    """The check itself is stopped: stop the running part (its own process group) and record the stop."""
+    for proc in _CHILDREN:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    raise SystemExit(f"gpu_check stopped by signal {signum}")
+
+
 def _run_child(cmd: list[str], env: dict, timeout: float, log) -> tuple[int | None, float, bool]:
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _CHILDREN.append(proc)
     try:
         rc = proc.wait(timeout=max(1.0, timeout))
         return rc, time.perf_counter() - t, False
@@ -710,6 +725,8 @@ def main(argv=None) -> int:
         ap.error(f"a dry run never writes {REAL_OUT}: that file holds GPU figures only")
     start = time.time()
     deadline = start + args.budget_s
+    signal.signal(signal.SIGTERM, _stop_children)
+    signal.signal(signal.SIGINT, _stop_children)
     machine = machine_info()
     if not args.dry_run and not machine.get("cuda_available"):
         atomic_write_json(out, {"check": "gpu_check", "dry_run": False, "status": "no_cuda", "date": _now(),
@@ -779,6 +796,9 @@ def main(argv=None) -> int:
             save()
             print(f"[gpu_check] {name}: {result['status']} in {result['seconds']} s", flush=True)
     finally:
+        for p in parts:
+            if record["parts"][p].get("status") == "pending":
+                record["parts"][p] = {"status": "stopped", "reason": "the check was stopped (signal) or crashed first"}
         record["status"] = "ok" if all(record["parts"][p].get("status") == "ok" for p in parts) else "incomplete"
         save()
         if args.logs_dir:
