@@ -293,18 +293,18 @@ def _method_run(via, spec, params, q4, emb, device, deadline, partial, suffix) -
 def _run_simgrag_directly(llm_folder: str, embedder: str, params: dict, device: str) -> str:
     """The notebook's evaluation cells without figures (when papermill or ipykernel is missing)."""
     from kgrag_utils.llm import load_llm
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, summarize_records
+    from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize_records
     from kgrag_utils.records import RunRecorder
 
     config = SimGRAGConfig.from_params(params)
     data = config.load_dataset()
     recorder = RunRecorder("simgrag", {**config.to_dict(), "llm_preset": llm_folder, "embedder": embedder,
                                        "via": "gpu_check"})
-    retriever = GSDRetriever.from_embedder(data.kg, embedder)
     llm = load_llm(llm_folder, backend="hf", device=device)
-    method = SimGRAG(data.kg, retriever, llm, config, dataset=config.dataset)
-    method.run(data.items, recorder=recorder, progress=False)
-    records = [r for r in recorder.examples if r["id"] in {q.qid for q in data.items}]
+    # the method protocol (docs/MIGRATION.md): prepare(config, dataset) embeds and indexes the KG, run returns
+    # every item's record
+    method = SimGRAG.prepare(config, data, llm=llm, embedder=embedder, progress=False)
+    records = method.run(data.items, recorder=recorder, progress=False)
     summary = summarize_records(records)
     recorder.finish(summary=summary, timings=summary["timings"], tokens={**summary["tokens"], **llm.stats})
     llm.close()

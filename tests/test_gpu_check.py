@@ -65,6 +65,26 @@ def test_nf4_weight_bytes_hold_packed_weights_and_quantization_state(tmp_path):
     llm.close()
 
 
+def test_the_method_run_without_papermill_follows_the_method_protocol(tmp_path, monkeypatch):
+    """The method part's fallback (no papermill on the device, or a notebook that failed): SimGRAG's own run,
+    on a tiny random model, with every question recorded and every unparseable reply a failure scored 0."""
+    pytest.importorskip("sentence_transformers")
+    from kgrag_utils import random_models as rm
+
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "results"))
+    gc = _module()
+    tiny = rm.save_random_llama(tmp_path / "tiny-llm", rm.TINY_LLAMA, rm.char_tokenizer(), seed=1)
+    emb = rm.save_tiny_bert_embedder(tmp_path / "tiny-embedder", seed=1)
+    for source in ("llm", "oracle"):
+        params = {"dataset": "sample-movies-2hop", "limit": 1, "batch_size": 1, "pattern_source": source,
+                  "pattern_max_new_tokens": 8, "answer_max_new_tokens": 8}
+        run_name = gc._run_simgrag_directly(str(tiny), str(emb), params, "cpu")
+        rec = gc._check_records(run_name, 1)
+        assert rec["ok"] and rec["n_records"] == 1 and rec["unparseable_not_counted_as_failure"] == [], rec
+        if source == "oracle":  # gold patterns: retrieval and the answer stage ran
+            assert rec["answers_generated"] == 1, rec
+
+
 def test_a_dry_run_never_writes_the_gpu_result_file():
     gc = _module()
     with pytest.raises(SystemExit):
