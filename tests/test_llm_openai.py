@@ -180,6 +180,23 @@ def test_real_llama_cpp_server_with_smollm2(tmp_path):
         # a batch goes out as concurrent requests; the server answers each in order
         batch = llm.generate(["Count: one, two,", [{"role": "user", "content": "Say yes."}]], max_new_tokens=6)
         assert len(batch) == 2 and all(b.completion_tokens > 0 and not b.cached for b in batch)
+
+        # structured decoding: json_schema first; a server that refuses it gets json_object, recorded.
+        # llama-cpp-python's server (0.3.36) takes response_format type "text" or "json_object" only.
+        js = load_llm("smollm2-135m", backend="openai", base_url=base, model="smollm2", cache=False, timeout_s=120,
+                      max_retries=0, structured="schema")
+        shape = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
+        first = js.chat('Name one colour. Reply in JSON: {"colour": "..."}', schema=shape, max_new_tokens=48)
+        second = js.chat('Name another colour. Reply in JSON: {"colour": "..."}', schema=shape, max_new_tokens=48)
+        for res in (first, second):
+            assert res.error is None and res.finish_reason == "stop", res
+            assert isinstance(json.loads(res.text), dict), res.text  # the server's grammar: a JSON object
+        if first.structured == "schema":  # a server that honours json_schema: the object has the schema's shape
+            assert isinstance(json.loads(first.text)["colour"], str)
+            assert js.describe()["schema_fallback"] is None
+        else:
+            assert first.structured == second.structured == "json_object"
+            assert js.describe()["schema_fallback"].startswith("HTTP 4") and js.stats()["schema_fallbacks"] == 2
     finally:
         proc.terminate()
         try:
