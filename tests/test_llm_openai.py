@@ -143,6 +143,9 @@ def _require_llama_server() -> None:
     pytest.skip(msg)
 
 
+REQUEST_TIMEOUT_S = 300
+
+
 @pytest.mark.slow
 def test_real_llama_cpp_server_with_smollm2(tmp_path):
     from kgrag_utils.llm.gguf_assets import assemble
@@ -159,7 +162,7 @@ def test_real_llama_cpp_server_with_smollm2(tmp_path):
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        for _ in range(240):
+        for _ in range(600):  # bounded: 5 minutes at most, for a machine whose cores other jobs hold
             if proc.poll() is not None:
                 pytest.fail(f"llama_cpp.server exited: {(tmp_path / 'server.log').read_text()[-500:]}")
             try:
@@ -168,10 +171,11 @@ def test_real_llama_cpp_server_with_smollm2(tmp_path):
             except OSError:
                 time.sleep(0.5)
         else:
-            pytest.fail("llama_cpp.server did not answer within 2 minutes")
-        # every request is bounded (timeout_s): a hung server fails the test instead of stalling CI
+            pytest.fail("llama_cpp.server did not answer within 5 minutes")
+        # every request is bounded (timeout_s): a hung server fails the test instead of stalling CI. A few
+        # seconds each on an idle machine; minutes when other jobs hold both cores at a higher priority
         llm = load_llm("smollm2-135m", backend="openai", base_url=base, model="smollm2",
-                       cache=ResponseCache(tmp_path / "c.sqlite"), timeout_s=120, max_retries=0)
+                       cache=ResponseCache(tmp_path / "c.sqlite"), timeout_s=REQUEST_TIMEOUT_S, max_retries=0)
         assert "smollm2" in llm.served_models
         r = llm.chat("Name one colour.", max_new_tokens=12)
         assert r.text.strip() and r.prompt_tokens > 0 and 0 < r.completion_tokens <= 12 and not r.cached
@@ -183,8 +187,8 @@ def test_real_llama_cpp_server_with_smollm2(tmp_path):
 
         # structured decoding: json_schema first; a server that refuses it gets json_object, recorded.
         # llama-cpp-python's server (0.3.36) takes response_format type "text" or "json_object" only.
-        js = load_llm("smollm2-135m", backend="openai", base_url=base, model="smollm2", cache=False, timeout_s=120,
-                      max_retries=0, structured="schema")
+        js = load_llm("smollm2-135m", backend="openai", base_url=base, model="smollm2", cache=False,
+                      timeout_s=REQUEST_TIMEOUT_S, max_retries=0, structured="schema")
         shape = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
         first = js.chat('Name one colour. Reply in JSON: {"colour": "..."}', schema=shape, max_new_tokens=48)
         second = js.chat('Name another colour. Reply in JSON: {"colour": "..."}', schema=shape, max_new_tokens=48)
@@ -196,7 +200,9 @@ def test_real_llama_cpp_server_with_smollm2(tmp_path):
             assert js.describe()["schema_fallback"] is None
         else:
             assert first.structured == second.structured == "json_object"
-            assert js.describe()["schema_fallback"].startswith("HTTP 4") and js.stats()["schema_fallbacks"] == 2
+            # 0.3.x answers its request validation error with HTTP 500 naming response_format (a 4xx elsewhere)
+            assert "response_format" in js.describe()["schema_fallback"], js.describe()["schema_fallback"]
+            assert js.stats["schema_fallbacks"] == 2
     finally:
         proc.terminate()
         try:

@@ -159,6 +159,10 @@ class _Handler(BaseHTTPRequestHandler):
         fmt = body.get("response_format") or {}
         if len(body["messages"][-1]["content"]) > 500:
             return self._send(400, {"error": {"message": "This model's maximum context length is 128 tokens"}})
+        if fmt.get("type") == "json_schema" and self.server.refuse_schema == 500:  # llama-cpp-python's server
+            return self._send(500, {"error": {"message": "1 validation error: {'type': 'literal_error', 'loc': "
+                                              "('body', 'response_format', 'type'), 'msg': \"Input should be "
+                                              "'text' or 'json_object'\", 'input': 'json_schema'}"}})
         if fmt.get("type") == "json_schema" and self.server.refuse_schema:
             return self._send(400, {"error": {"message": "response_format json_schema is not supported"}})
         text = '{"ids": [1, 2]}' if fmt else "free text"
@@ -194,6 +198,15 @@ def test_openai_sends_json_schema_and_falls_back_to_json_object_recorded(server)
 
     free = load_llm("qwen2.5-7b", backend="openai", base_url=server.base_url, model="m", cache=False)
     assert free.chat("pick", schema=IDS).text == "free text" and "response_format" not in server.bodies[-1]
+
+
+def test_openai_falls_back_when_the_refusal_comes_as_http_500(server):
+    server.refuse_schema = 500  # llama-cpp-python's server rejects json_schema with HTTP 500, not 4xx
+    llm = load_llm("qwen2.5-7b", backend="openai", base_url=server.base_url, model="m", cache=False,
+                   structured="schema", max_retries=2)
+    r = llm.chat("pick", schema=IDS)
+    assert [b.get("response_format", {}).get("type") for b in server.bodies] == ["json_schema", "json_object"]  # not retried
+    assert r.structured == "json_object" and llm.describe()["schema_fallback"].startswith("HTTP 500")
 
 
 def test_openai_context_length_error_is_a_per_example_result(server):

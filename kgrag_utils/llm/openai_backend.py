@@ -40,12 +40,16 @@ class _HTTPFailure(Exception):
 
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, _HTTPFailure):
-        return exc.code in _RETRIED
+        return exc.code in _RETRIED and not _refuses_schema(exc)
     return isinstance(exc, (urllib.error.URLError, OSError)) and not isinstance(exc, urllib.error.HTTPError)
 
 
 def _refuses_schema(exc: _HTTPFailure) -> bool:
+    """A refused response_format: HTTP 4xx naming it, or HTTP 500 whose message names response_format
+    (llama-cpp-python's server 0.3.x answers its request-validation error with 500: tests/test_llm_openai.py)."""
     text = exc.detail.lower()
+    if exc.code == 500:
+        return "response_format" in text
     return exc.code in (400, 404, 422, 501) and any(w in text for w in ("response_format", "json_schema", "schema"))
 
 
@@ -142,7 +146,7 @@ class OpenAICompatibleLLM(LLM):
         try:
             return retrying(attempt)
         except _HTTPFailure as exc:
-            if exc.code in _RETRIED:
+            if exc.code in _RETRIED and not _refuses_schema(exc):
                 raise BackendUnavailableError(
                     f"{self.base_url}/chat/completions answered HTTP {exc.code} ({exc.detail[:200]}) after "
                     f"{self.max_retries + 1} attempts: check the server log."
