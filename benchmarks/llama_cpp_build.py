@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import platform
 import re
@@ -130,6 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default=",".join(variants()), help="comma-separated names (see the module docstring)")
     ap.add_argument("--nice", type=int, default=15)
     ap.add_argument("--out", default="benchmarks/results/llama_cpp_build.json")
+    ap.add_argument("--append", action="store_true", help="keep the builds already in --out and add these")
     args = ap.parse_args(argv)
     table = variants()
     names = [v for v in args.variants.split(",") if v]
@@ -142,8 +144,15 @@ def main(argv=None) -> int:
                           "cmake": _version(["cmake", "--version"]), "ninja": _version(["ninja", "--version"]),
                           "cc": _version(["cc", "--version"])},
               "makefile_cmake_args": makefile_cmake_args(), "builds": []}
+    out = Path(args.out) if Path(args.out).is_absolute() else ROOT / args.out
+    if args.append and out.exists():  # the earlier run's builds and start, this run's start beside them
+        earlier = json.loads(out.read_text(encoding="utf-8"))
+        result["builds"] = earlier["builds"]
+        result["appended_runs"] = earlier.get("appended_runs", []) + [result["started"]]
+        result["started"] = earlier["started"]
     for name in names:
-        entry = build(name, table[name], requirement, args.nice)
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        entry = {"started": started, **build(name, table[name], requirement, args.nice)}
         result["builds"].append(entry)
         print(f"{name:18s} rc={entry['returncode']} wall={entry['wall_s']:7.1f}s cpu={entry['cpu_s']:7.1f}s "
               f"steps={entry.get('steps')} load={entry['load_before'][0]}->{entry['load_after'][0]}", flush=True)
