@@ -101,6 +101,9 @@ def main(argv=None) -> int:
     ap.add_argument("--anchor-entity", default=None, choices=("true", "false"),
                     help="schema mode only: the first pattern triple must name the entity the question marks in "
                          "[brackets] (SimGRAGConfig.anchor_entity); default: SimGRAGConfig's")
+    ap.add_argument("--relation-vocabulary", default=None, choices=("true", "false"),
+                    help="schema mode only: each pattern relation is one of the KG's relation names, an enum the "
+                         "prompt lists (SimGRAGConfig.relation_vocabulary); default: SimGRAGConfig's")
     ap.add_argument("--shots", type=int, default=SimGRAGConfig().shots)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
@@ -119,6 +122,8 @@ def main(argv=None) -> int:
     extra = {} if args.injective is None else {"injective": args.injective == "true"}
     if args.anchor_entity is not None:
         extra["anchor_entity"] = args.anchor_entity == "true"
+    if args.relation_vocabulary is not None:
+        extra["relation_vocabulary"] = args.relation_vocabulary == "true"
     structured = args.structured or get_preset(args.preset).structured
     # this run's values (dataset, llm_preset, ...) go into the config, so the record holds them, not the defaults
     method_settings = SimGRAGConfig(dataset=args.dataset, split=args.split, limit=args.limit or 0, seed=args.seed,
@@ -126,8 +131,9 @@ def main(argv=None) -> int:
                                     embedder=args.embedder, shots=args.shots, pattern_source="llm",
                                     batch_size=args.batch_size, **extra)
     settings_params = method_settings.to_dict()
-    if not settings_params.get("anchor_entity"):  # absent when off (the default): earlier runs' keys hold
-        settings_params.pop("anchor_entity", None)
+    for opt in ("anchor_entity", "relation_vocabulary"):  # absent when off (the default): earlier runs' keys hold
+        if not settings_params.get(opt):
+            settings_params.pop(opt, None)
     params = {**settings_params, **({"take": args.take} if args.take else {}),
               **({"dataset_options": options} if options else {})}  # absent without options: old run keys hold
     recorder = RunRecorder("simgrag", params, run_name=args.run_name or f"simgrag-e2e-{args.dataset}")

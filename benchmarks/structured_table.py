@@ -56,9 +56,12 @@ def _cut(rec: dict, stage: str, params: dict) -> bool:
 
 def decoding_label(params: dict) -> str:
     """The decoding mode as tables show it: off (free text, the paper's), schema, or schema+anchor (schema mode with
-    SimGRAG's anchored pattern schema: the first triple names the question's [marked] entity)."""
+    SimGRAG's anchored pattern schema: the first triple names the question's [marked] entity); +relvocab: the pattern's
+    relations constrained to the KG's relation names (SimGRAG's relation_vocabulary)."""
     mode = params.get("llm_structured") or "off"
-    return f"{mode}+anchor" if mode == "schema" and params.get("anchor_entity") else mode
+    if mode != "schema":
+        return mode
+    return mode + ("+anchor" if params.get("anchor_entity") else "") + ("+relvocab" if params.get("relation_vocabulary") else "")
 
 
 def row(result: Path) -> dict:

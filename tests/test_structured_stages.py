@@ -169,6 +169,110 @@ def test_simgrag_anchor_entity_sends_each_question_its_schema():
     assert all(not r["pattern_anchored"] for r in free)  # free text: no schema, nothing anchored
 
 
+def test_relation_vocabulary_schema_allows_only_the_kg_relation_names():
+    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, pattern_schema
+
+    rels = ["directed_by", "starred_actors", "written_by"]
+    assert pattern_schema() is PATTERN_SCHEMA and pattern_schema([]) is PATTERN_SCHEMA
+
+    def reply(*triples):
+        return json.dumps({"phrases": ["p"], "triples": [list(t) for t in triples]})
+
+    kg_spelled = reply(("UNKNOWN movie 1", "written_by", "Al Pacino"), ("UNKNOWN movie 1", "written_by", "UNKNOWN writer 2"))
+    free_words = reply(("Al Pacino", "wrote", "UNKNOWN movie 1"))
+    for schema in (pattern_schema(rels), anchored_pattern_schema("who are movie co-writers of [Al Pacino]", rels)):
+        assert validate_reply(kg_spelled, schema) is None
+        assert validate_reply(free_words, schema) is not None  # a relation outside the KG's names
+        assert validate_reply(reply(("Al Pacino", "Written_By", "UNKNOWN movie 1")), schema) is not None  # exactly
+        assert validate_reply(reply(("Al Pacino", "written_by", "")), schema) is not None  # node limits still hold
+        assert validate_reply(reply(*[("Al Pacino", "written_by", f"UNKNOWN movie {i}") for i in range(7)]), schema) is not None
+    anchored = anchored_pattern_schema("who are movie co-writers of [Al Pacino]", rels)
+    assert validate_reply(reply(("UNKNOWN movie 1", "written_by", "UNKNOWN writer 2")), anchored) is not None  # anchor kept
+    assert validate_reply(free_words, anchored_pattern_schema("who are movie co-writers of [Al Pacino]")) is None
+    # a question without a marked entity: the relation enum alone
+    assert anchored_pattern_schema("who wrote it", rels) == pattern_schema(rels)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_llamacpp_turns_the_relation_vocabulary_into_a_grammar_of_those_names():
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, pattern_schema
+
+    rels = ["directed_by", "written_by"]
+    for schema in (pattern_schema(rels), anchored_pattern_schema("who wrote [Heat]", rels)):
+        gbnf = json_schema_to_gbnf(schema_text(schema))
+        assert '"\\"directed_by\\""' in gbnf and '"\\"written_by\\""' in gbnf, gbnf
+
+
+def test_simgrag_relation_vocabulary_constrains_and_names_the_kg_relations():
+    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
+
+    from test_llm_structured import _HashEmbedder
+
+    data = load_dataset("sample-movies-2hop", limit=3)
+    kg_rels = sorted({str(r) for r in data.kg.relation_names})
+    assert "starred_actors" in kg_rels and "directed_by" in kg_rels
+
+    def pattern_for(text, relation):
+        q = text.rsplit("Question:", 1)[-1]
+        name = q[q.index("[") + 1: q.index("]")]
+        return json.dumps({"phrases": ["p"], "triples": [["UNKNOWN movie 1", relation, name]]})
+
+    seen = []
+
+    def answer(text, relation):
+        seen.append(text)
+        return '{"answers": []}' if "Evidence:" in text else pattern_for(text, relation)
+
+    retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
+    config = SimGRAGConfig(reader=False, anchor_entity=True, relation_vocabulary=True)
+    llm = load_llm("fake", responses=lambda t: answer(t, "starred_actors"), cache=False, structured="schema")
+    method = SimGRAG(config, data.kg, retriever, llm, dataset=data.name)
+    q = data.items[0].question
+    schema = method.pattern_schema(q)
+    first = schema["properties"]["triples"]["anyOf"][0]["prefixItems"][0]["anyOf"][0]["prefixItems"]
+    assert first[0] == {"const": q[q.index("[") + 1: q.index("]")]} and first[1] == {"enum": kg_rels}
+    out = method.run(data.items, progress=False)
+    assert all(r["pattern_ok"] and r["pattern_relation_enum"] and r["pattern_anchored"] for r in out)
+    assert all(r["pattern_triples"][0][1] == "starred_actors" for r in out)
+    system = out[0]["pattern_prompt"][0]["content"]
+    assert system.endswith(", ".join(kg_rels) + ".") and "relations, spelled exactly" in system
+    # a relation outside the KG's names is what a constrained model cannot write: the fake refuses it
+    bad = load_llm("fake", responses=lambda t: answer(t, "acted in"), cache=False, structured="schema")
+    with pytest.raises(Exception, match="schema"):
+        SimGRAG(config, data.kg, retriever, bad, dataset=data.name).run(data.items, progress=False)
+    # off by default and without effect in free text: the prompt and the schema are those of before
+    plain = SimGRAG(SimGRAGConfig(reader=False), data.kg, retriever, llm, dataset=data.name)
+    assert plain.pattern_schema(q) is PATTERN_SCHEMA and plain.relation_vocabulary is None
+    assert plain.pattern_prompt(q) == build_pattern_prompt(q, plain.config.shots, plain.family, form="json")
+    free_llm = load_llm("fake", responses=lambda t: answer(t, "acted in"), cache=False, structured="off")
+    free = SimGRAG(config, data.kg, retriever, free_llm, dataset=data.name)
+    assert free.relation_vocabulary is None and free.pattern_prompt(q) == build_pattern_prompt(q, 8, free.family)
+    assert all(not r["pattern_relation_enum"] for r in free.run(data.items, progress=False))
+
+
+def test_relation_vocabulary_refuses_a_kg_with_too_many_relation_names():
+    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.errors import ConfigError
+    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
+    from kgrag_utils.methods.simgrag import pipeline
+
+    from test_llm_structured import _HashEmbedder
+
+    data = load_dataset("sample-movies-2hop", limit=1)
+    retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
+    llm = load_llm("fake", responses=lambda t: "{}", cache=False, structured="schema")
+    method = SimGRAG(SimGRAGConfig(reader=False, relation_vocabulary=True), data.kg, retriever, llm, dataset=data.name)
+    pipeline.RELATION_VOCABULARY_MAX, old = 3, pipeline.RELATION_VOCABULARY_MAX
+    try:
+        with pytest.raises(ConfigError, match="relation names, more than 3"):
+            method.pattern_schema(data.items[0].question)
+    finally:
+        pipeline.RELATION_VOCABULARY_MAX = old
+
+
 def test_no_stage_evaluates_model_output():
     """No eval / exec anywhere in the package, and no ast.literal_eval where model output is read (the LLM
     layer, the parsers, the methods); data loaders and the notebook-parameter reader may read literals."""
@@ -204,6 +308,9 @@ def test_tables_label_the_anchored_schema_mode_apart_from_schema_and_free_text()
     assert label({"llm_structured": "schema", "anchor_entity": False}) == "schema"
     assert label({"llm_structured": "schema", "anchor_entity": True}) == "schema+anchor"
     assert label({"llm_structured": "off", "anchor_entity": True}) == "off"  # free text: no schema to anchor
+    assert label({"llm_structured": "schema", "anchor_entity": True, "relation_vocabulary": True}) == "schema+anchor+relvocab"
+    assert label({"llm_structured": "schema", "relation_vocabulary": True}) == "schema+relvocab"
+    assert label({"llm_structured": "off", "relation_vocabulary": True}) == "off"
 
 
 def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch):
@@ -220,12 +327,17 @@ def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch):
     monkeypatch.setattr("kgrag_utils.records.RunRecorder", fake_recorder)
     with pytest.raises(Stop):
         bench.main(["--dataset", "metaqa-2hop", "--limit", "2", "--anchor-entity", "true"])
-    assert seen["anchor_entity"] is True
-    for args in (["--anchor-entity", "false"], []):
+    assert seen["anchor_entity"] is True and "relation_vocabulary" not in seen
+    seen.clear()
+    with pytest.raises(Stop):
+        bench.main(["--dataset", "metaqa-2hop", "--limit", "2", "--anchor-entity", "true", "--relation-vocabulary", "true"])
+    assert seen["anchor_entity"] is True and seen["relation_vocabulary"] is True
+    for args in (["--anchor-entity", "false", "--relation-vocabulary", "false"], []):
         seen.clear()
         with pytest.raises(Stop):
             bench.main(["--dataset", "metaqa-2hop", "--limit", "2", *args])
-        assert "anchor_entity" not in seen and seen["shots"]  # off (the default): earlier runs' keys hold
+        # off (the default): earlier runs' keys hold
+        assert "anchor_entity" not in seen and "relation_vocabulary" not in seen and seen["shots"]
 
 
 def test_compact_table_counts_each_context_from_the_run_records(tmp_path, monkeypatch, capsys):

@@ -47,6 +47,7 @@ class SimGRAGConfig(MethodConfig):
     family: str = ""                    # few-shot family; "" = chosen from the dataset (claims for FactKG)
     pattern_max_new_tokens: int = 160
     anchor_entity: bool = False         # schema mode: the first pattern triple must name the entity the question marks in [ ]
+    relation_vocabulary: bool = False   # schema mode: each pattern relation is one of the KG's relation names (enum; the prompt lists them)
     answer_max_new_tokens: int = 64
     task: Literal["auto", "qa", "verify"] = "auto"  # auto: verify for factkg datasets
     type_topk: int = 16                 # entity types per typed UNKNOWN node of a pattern without known nodes

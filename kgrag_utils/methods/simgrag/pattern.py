@@ -14,7 +14,9 @@ triple `(head, relation, tail)`; entities the question does not name are written
   `PATTERN_SCHEMA` ({"phrases": [...], "triples": [[head, relation, tail], ...]}) instead of the
   paper's "Phrases:" / "Triples:" lines;
 * `anchored_pattern_schema` - PATTERN_SCHEMA narrowed to one question: the first triple must have the
-  entity the question marks in [brackets] as its head or tail (config `anchor_entity`, schema mode only).
+  entity the question marks in [brackets] as its head or tail (config `anchor_entity`, schema mode only);
+* `pattern_schema` / `anchored_pattern_schema(..., relations=)` - the relation slot of every triple narrowed to
+  the loaded KG's relation names, an enum (config `relation_vocabulary`, schema mode only).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ __all__ = [
     "PatternNode", "PatternEdge", "Pattern", "PatternCheck", "ParsedPatternOutput",
     "parse_unknown", "parse_pattern_output", "validate_pattern", "load_prompt_file",
     "pattern_family", "build_pattern_prompt", "MAX_PATTERN_EDGES", "PATTERN_SCHEMA", "PROMPT_FORMS",
-    "marked_entities", "anchored_pattern_schema",
+    "marked_entities", "anchored_pattern_schema", "pattern_schema", "RELATION_VOCABULARY_MAX",
 ]
 
 PROMPT_FORMS = ("text", "json")
@@ -53,6 +55,33 @@ PATTERN_SCHEMA = {
     "additionalProperties": False,
 }
 
+#: a KG with more relation names than this is refused by `relation_vocabulary` (the prompt lists them all)
+RELATION_VOCABULARY_MAX = 100
+
+
+def _relation_slot(relations: Sequence[str] | None) -> dict:
+    """The relation item of a triple: a short string, or one of `relations` exactly (an enum)."""
+    if not relations:
+        return dict(PATTERN_SCHEMA["properties"]["triples"]["items"]["items"])
+    return {"enum": list(relations)}
+
+
+def _triple(head: dict, relation: dict, tail: dict) -> dict:
+    return {"type": "array", "prefixItems": [head, relation, tail], "minItems": 3, "maxItems": 3}
+
+
+def pattern_schema(relations: Sequence[str] | None = None) -> dict:
+    """PATTERN_SCHEMA, or with `relations` (the KG's relation names) PATTERN_SCHEMA whose relation slot is an enum.
+
+    Heads and tails keep the static limits; the triple is written with `prefixItems` (llama.cpp's converter
+    reads it when no `items` stands beside it)."""
+    if not relations:
+        return PATTERN_SCHEMA
+    text = dict(PATTERN_SCHEMA["properties"]["triples"]["items"]["items"])
+    triples = {**PATTERN_SCHEMA["properties"]["triples"], "items": _triple(text, _relation_slot(relations), text)}
+    return {**PATTERN_SCHEMA, "properties": {**PATTERN_SCHEMA["properties"], "triples": triples}}
+
+
 _MARKED = re.compile(r"\[([^\[\]]+)\]")
 
 
@@ -66,23 +95,24 @@ def marked_entities(question: str) -> list[str]:
     return out
 
 
-def anchored_pattern_schema(question: str) -> dict:
+def anchored_pattern_schema(question: str, relations: Sequence[str] | None = None) -> dict:
     """PATTERN_SCHEMA for one question: the first triple's head or tail is the question's first marked entity.
 
     A schema-valid pattern could otherwise write every node as UNKNOWN, which no search can anchor
     ("no known entity"). JSON Schema's `contains` would say "some triple names it", but llama.cpp's
     schema-to-grammar converter has no `contains` (and ignores `prefixItems` beside `items`), so the
     triples are written as one fixed-length tuple per length 1..6 whose first item is anchored, as the
-    few-shot examples are. A question that marks no entity gets PATTERN_SCHEMA unchanged.
+    few-shot examples are. A question that marks no entity gets `pattern_schema(relations)`. With `relations`
+    every triple's relation is one of them (see `pattern_schema`).
     """
     names = marked_entities(question)
     if not names:
-        return PATTERN_SCHEMA
+        return pattern_schema(relations)
     text = dict(PATTERN_SCHEMA["properties"]["triples"]["items"]["items"])
-    triple = PATTERN_SCHEMA["properties"]["triples"]["items"]
+    rel = _relation_slot(relations)
+    triple = _triple(text, rel, text) if relations else PATTERN_SCHEMA["properties"]["triples"]["items"]
     name = {"const": names[0]}
-    first = {"anyOf": [{"type": "array", "prefixItems": [name, text, text], "minItems": 3, "maxItems": 3},
-                       {"type": "array", "prefixItems": [text, text, name], "minItems": 3, "maxItems": 3}]}
+    first = {"anyOf": [_triple(name, rel, text), _triple(text, rel, name)]}
     n_max = PATTERN_SCHEMA["properties"]["triples"]["maxItems"]
     triples = {"anyOf": [{"type": "array", "prefixItems": [first] + [triple] * k, "minItems": k + 1, "maxItems": k + 1}
                          for k in range(n_max)]}
@@ -477,10 +507,13 @@ def reply_instructions(instructions: str, spec: dict, form: str) -> str:
     return "\n".join(lines + [spec["reply_json"].strip()])
 
 
-def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", form: str = "text") -> list[dict]:
+def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", form: str = "text",
+                         relations: Sequence[str] | None = None) -> list[dict]:
     """A chat: system instructions, `shots` worked examples as user/assistant turns, then the question.
 
-    form: "text" (the paper's Phrases/Triples lines) or "json" (the schema-constrained mode's form)."""
+    form: "text" (the paper's Phrases/Triples lines) or "json" (the schema-constrained mode's form).
+    relations: the KG's relation names the reply's relations are constrained to (config `relation_vocabulary`);
+    the instructions then name them (`relation_vocabulary` in the yaml), since the shots' relations are free words."""
     spec = load_prompt_file("simgrag_pattern.yaml")
     families = spec["families"]
     if family not in families:
@@ -489,7 +522,10 @@ def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", 
     if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
         raise ConfigError(f"shots must be an integer in 0..{len(examples)} (the paper uses 4, 8 or 12), got {shots!r}.")
     instructions = (spec.get("family_instructions") or {}).get(family, spec["instructions"])
-    chat = [{"role": "system", "content": reply_instructions(instructions, spec, form)}]
+    system = reply_instructions(instructions, spec, form)
+    if relations:
+        system = system.rstrip("\n") + "\n" + spec["relation_vocabulary"].strip().format(relations=", ".join(relations))
+    chat = [{"role": "system", "content": system}]
     for ex in examples[:shots]:
         chat.append({"role": "user", "content": f"Question: {ex['question']}"})
         chat.append({"role": "assistant", "content": render_pattern_answer(ex["phrases"], ex["triples"], form)})

@@ -39,7 +39,8 @@ from ..base import Method
 from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
-from .pattern import (PATTERN_SCHEMA, Pattern, anchored_pattern_schema, build_pattern_prompt, parse_pattern_output,
+from .pattern import (PATTERN_SCHEMA, RELATION_VOCABULARY_MAX, Pattern, anchored_pattern_schema, marked_entities,
+                      pattern_schema, build_pattern_prompt, parse_pattern_output,
                       pattern_family, validate_pattern)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -127,12 +128,30 @@ class SimGRAG(Method):
         """"json" when the LLM decodes under schemas (structured="schema"), else the paper's "text" form."""
         return "json" if wants_schema(self.llm) else "text"
 
+    @property
+    def relation_vocabulary(self) -> list[str] | None:
+        """The KG's relation names, sorted, when `relation_vocabulary` is on in schema mode; else None.
+
+        The KG is searched with direction="any" by default, so each relation is listed once as the KG spells it."""
+        if not (self.config.relation_vocabulary and wants_schema(self.llm)):
+            return None
+        if getattr(self, "_relation_names", None) is None:
+            self._relation_names = sorted({str(r) for r in self.kg.relation_names})
+        names = self._relation_names
+        if len(names) > RELATION_VOCABULARY_MAX:
+            raise ConfigError(f"relation_vocabulary: the KG {self.kg.name!r} has {len(names)} relation names, more than "
+                              f"{RELATION_VOCABULARY_MAX} (the prompt lists them all); set relation_vocabulary=False.")
+        return names
+
     def pattern_prompt(self, question: str) -> list[dict]:
-        return build_pattern_prompt(question, self.config.shots, self.family, form=self.prompt_form)
+        return build_pattern_prompt(question, self.config.shots, self.family, form=self.prompt_form,
+                                    relations=self.relation_vocabulary)
 
     def pattern_schema(self, question: str) -> dict:
-        """The pattern call's schema: PATTERN_SCHEMA, or with `anchor_entity` the question's anchored one."""
-        return anchored_pattern_schema(question) if self.config.anchor_entity else PATTERN_SCHEMA
+        """The pattern call's schema: PATTERN_SCHEMA, with `anchor_entity` the question's anchored one, with
+        `relation_vocabulary` (schema mode) the relation slot an enum of the KG's relation names."""
+        rels = self.relation_vocabulary
+        return anchored_pattern_schema(question, rels) if self.config.anchor_entity else pattern_schema(rels)
 
     def _generate_patterns(self, prompts: list, schemas: list[dict]) -> list:
         """One generate call per distinct schema (a call has one schema), results in the prompts' order."""
@@ -205,7 +224,9 @@ class SimGRAG(Method):
                 "pattern_ok": w.pattern is not None, "pattern_error": error,
                 "pattern_warnings": check.warnings if check is not None else [],
                 "pattern_finish": res.finish_reason, "structured": self.llm.structured,
-                "pattern_anchored": bool(wants_schema(self.llm) and schema is not PATTERN_SCHEMA),
+                "pattern_anchored": bool(wants_schema(self.llm) and self.config.anchor_entity
+                                         and marked_entities(w.q.question)),
+                "pattern_relation_enum": bool(self.relation_vocabulary),
                 "timings": {"pattern_s": res.seconds},
                 "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
                            "pattern_cached": res.cached},
