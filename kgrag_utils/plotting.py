@@ -66,9 +66,28 @@ def place_labels(ax, texts, x: Sequence[float] = (), y: Sequence[float] = (), ob
         return 0
     extra = {"arrowprops": dict(arrowstyle="-", color="#8c8c8c", lw=0.6, shrinkA=1, shrinkB=2)} if connector else {}
     x, y = list(x), list(y)
+    _stagger_coincident(ax, texts)
     adjust_text(texts, x=x or None, y=y or None, objects=objects, ax=ax, iter_lim=LABEL_ITERATIONS, time_lim=None,
                 expand=(1.2, 1.5), force_text=(0.5, 1.0), ensure_inside_axes=True, **extra)
     return len(label_overlaps(texts))
+
+
+def _stagger_coincident(ax, texts, tol_px: float = 3.0) -> None:
+    """Labels that start at (almost) the same point - runs with equal cost and score - get no direction from
+    adjustText's repulsion and stay piled up: start the k-th of such a pile k text heights above the first."""
+    renderer = ax.figure.canvas.get_renderer()
+    to_data = ax.transData.inverted()
+    seen: list[tuple[float, float, int]] = []  # display x, y of each pile's first label, how many so far
+    for t in texts:
+        px, py = ax.transData.transform(t.get_position())
+        for i, (sx, sy, k) in enumerate(seen):
+            if abs(px - sx) <= tol_px and abs(py - sy) <= tol_px:
+                h = t.get_window_extent(renderer).height * 1.2
+                t.set_position(to_data.transform((px, py + (k + 1) * h)))
+                seen[i] = (sx, sy, k + 1)
+                break
+        else:
+            seen.append((px, py, 0))
 
 
 def label_overlaps(texts, pad_px: float = 0.0) -> list[tuple[str, str]]:

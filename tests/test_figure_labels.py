@@ -87,6 +87,19 @@ def test_cost_figure_labels_do_not_overlap():
             assert legend.get_window_extent(r).x0 >= ax.get_window_extent(r).x1
 
 
+def test_cost_figure_separates_runs_with_the_same_cost_and_score():
+    # the demo on main gave four runs at one point (prompt tokens ~1k, score 0.75) and two at another: adjustText
+    # alone left those labels piled up (no direction to repel in), place_labels staggers them first
+    df = _crowded_scores()
+    same = {"prompt_tokens_per_q": 1050, "seconds_per_q": 4.5, "value": 0.75}
+    for i in range(5):
+        df.loc[i + 6, list(same)] = list(same.values())
+    df.loc[3, ["prompt_tokens_per_q", "seconds_per_q"]] = df.loc[4, ["prompt_tokens_per_q", "seconds_per_q"]].values
+    fig = report.cost_figure(df)
+    for ax in fig.axes[:2]:
+        assert len(_boxes_apart(ax)) == 14
+
+
 def _movie_subgraph(n_edges: int):
     from kgrag_utils.datasets import load_dataset
 
