@@ -50,7 +50,7 @@ def _cmd_run(args) -> int:
 
 def _cmd_grid(args) -> int:
     from . import settings
-    from .runner import parse_shard, run_grid, summary_table
+    from .runner import load_grid, parse_shard, run_grid, summary_table
 
     if args.workers < 1:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers}).")
@@ -65,7 +65,9 @@ def _cmd_grid(args) -> int:
     if shard is not None and shard[1] > 1:
         print(f"shard {shard[0]}/{shard[1]} done; once every shard is: `kgrag report {args.config}`")
     failed = [o for o in outcomes if o.status not in ("ok", "skipped")]
-    print(f"\n{len(outcomes) - len(failed)} ok/skipped, {len(failed)} failed; summary in {settings.runs_dir()}")
+    grid_dir = settings.runs_dir() / str(load_grid(args.config)["name"])
+    print(f"\n{len(outcomes) - len(failed)} ok/skipped, {len(failed)} failed; summary in {grid_dir / 'summary.md'} "
+          f"(and summary.csv), executed notebooks and logs in {grid_dir}")
     return 1 if failed else 0
 
 

@@ -32,7 +32,52 @@ __all__ = [
     "precision_at_k",
     "sf_em_at_k",
     "summarize",
+    "HITS1", "CONTAINMENT", "EM", "F1", "ACCURACY", "FACT_HIT", "recall_name", "sf_em_name", "DEFINITIONS",
+    "definition",
 ]
+
+# ----------------------------------------------------------------------------- shared metric names
+#: The names every method uses for its record and summary keys and its score rows (defined once, here;
+#: docs/METRICS.md gives the full definitions). Strict and lenient are always separate metrics.
+HITS1 = "hits@1"            # strict: the first predicted answer, normalised, equals a gold answer
+CONTAINMENT = "containment"  # lenient: a gold answer, normalised, appears in the output
+EM = "em"                   # SQuAD exact match of a short answer
+F1 = "f1"                   # SQuAD token F1 of a short answer
+ACCURACY = "accuracy"       # fact verification: the verdict equals the label
+FACT_HIT = "fact_hit"       # a returned fact has a gold answer as its head or tail (retrieval only)
+
+
+def recall_name(k: int) -> str:
+    """The name of recall at cut-off k: share of the gold units among the first k retrieved."""
+    return f"recall@{int(k)}"
+
+
+def sf_em_name(k: int) -> str:
+    """The name of supporting-fact exact match at k: 1 when every gold unit is among the first k."""
+    return f"sf_em@{int(k)}"
+
+
+#: one-line definitions, as the report's `definition` column prints them
+DEFINITIONS = {
+    HITS1: "strict: the first predicted answer equals a gold answer (normalised)",
+    CONTAINMENT: "lenient: a gold answer appears in the output (what several papers call Hits@1)",
+    EM: "exact match of the reader's answer (SQuAD normalisation)",
+    F1: "token F1 of the reader's answer (SQuAD)",
+    ACCURACY: "strict: the parsed verdict equals the label (fact verification)",
+    FACT_HIT: "fact-level: a returned fact has a gold answer as head or tail (retrieval only, no answer)",
+}
+
+
+def definition(metric: str) -> str:
+    """The one-line definition of a metric name (recall@k and sf_em@k for any k)."""
+    if metric in DEFINITIONS:
+        return DEFINITIONS[metric]
+    name, _, k = metric.partition("@")
+    if name == "recall" and k.isdigit():
+        return f"passage recall@{k}: share of gold passages among the first {k} retrieved"
+    if name == "sf_em" and k.isdigit():
+        return f"supporting-fact EM@{k}: every gold passage is among the first {k} retrieved"
+    return metric
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kgrag_utils.datasets.records import KGQuestion
+from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.methods.compact import (KNNVote, LiftLexicon, align_counts, as_chain, format_chain, mask_topic,

@@ -30,8 +30,8 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm(dataset):
     assert {"derived_hits@1", "gate_coverage", "llm_compact", "llm_topk"} <= set(rec["summary"])
     ex = records.load_examples(out.run_name)
     assert len(ex) == 4 and {"prompt_compact", "prompt_topk", "gate", "derived_answers"} <= set(ex.columns)
-    for fig in ("compact_worked_example", "compact_kinship_example", "compact_results"):
-        assert (settings.figures_dir() / f"{fig}.png").exists()
+    for fig in (f"compact_{dataset}_worked_example", "compact_sample-kinship_kinship_example", f"compact_{dataset}_results"):
+        assert (settings.figures_dir() / f"{fig}.png").exists(), fig  # figure names carry the dataset
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kgrag_utils.datasets import load_dataset
-from kgrag_utils.datasets.records import KGQuestion
+from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag_utils.datasets.records import KinshipRules, KinshipStory
+from kgrag_utils.datasets.items import KinshipRules, KinshipStory
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.methods.compact import (KinshipRuleKnowledge, check_rules, compose_cky, kinship_consistency,
                                          story_graph)

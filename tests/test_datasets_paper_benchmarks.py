@@ -122,7 +122,7 @@ def test_factkg_loader_refuses_a_malicious_claim_file(data_root, tmp_path):
 
 def test_factkg_claims_become_kg_questions():
     train = load_dataset("fixture-factkg", split="train")
-    assert train.kind == "kgqa" and train.source == "sample" and len(train) == 6
+    assert train.kind == "kgqa" and train.source == "fixture" and len(train) == 6
     readme = next(q for q in train if q.question.startswith("Adam McQuaid weighed"))
     assert readme.answers == ["False"] and readme.meta["label"] is False
     assert readme.topic_entities == ["Adam_McQuaid", '"94802.4"', "Pleasant_Springs,_Wisconsin"]
@@ -393,7 +393,7 @@ def test_fixture_files_load_as_real_datasets(data_root):
     for name in NEW_REAL:
         real = load_dataset(name, split="test")
         fixture = load_dataset(f"fixture-{name}", split="test")
-        assert real.source == "real" and fixture.source == "sample"
+        assert real.source == "real" and fixture.source == "fixture"
         assert [q.question for q in real] == [q.question for q in fixture] and len(real) > 0
 
 

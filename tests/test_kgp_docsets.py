@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgrag_utils.datasets.records import Passage, PassageQuestion
+from kgrag_utils.datasets.items import Passage, PassageQuestion
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.methods.kgp import PassageCorpus, gold_units, split_document, split_sentences
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from kgrag_utils.datasets.records import Passage, PassageQuestion
+from kgrag_utils.datasets.items import Passage, PassageQuestion
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.methods.kgp import PassageCorpus, PassageGraph, SetIndex, build_graph, knn_graph
 from kgrag_utils.methods.kgp.entities import capitalised_names, entity_matrix, title_stem

@@ -40,7 +40,7 @@ def test_quickstart_runs_through_the_batch_runner():
     rec = records.read_run(settings.results_dir() / out.run_name)
     assert rec["summary"]["n"] == 2 and rec["tokens"]["calls"] >= 2
     assert len(records.load_examples(out.run_name)) == 2
-    assert (settings.figures_dir() / "quickstart_chain.png").exists()
+    assert (settings.figures_dir() / "quickstart_sample-movies-2hop_chain.png").exists()
     log = Path(out.log).read_text(encoding="utf-8")
     # the runner's kernels print progress as plain lines (kgrag_utils.progress), never widget reprs
     assert "IProgress" not in log and "HBox(" not in log and "\r" not in log

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kgrag_utils.datasets.records import KGQuestion
+from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.kg import KG
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
 from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, branches_pattern, gold_answer_ids, miss_class, oracle_pattern,

@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from stand_ins import HashBOW
 
-from kgrag_utils.datasets.records import Passage, PassageQuestion
+from kgrag_utils.datasets.items import Passage, PassageQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from stand_ins import HashBOW
 
-from kgrag_utils.datasets.records import KGQuestion
+from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG

@@ -28,8 +28,8 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm():
     assert summary["variants"]["rerank-padded"]["n_rerank_failed"] == 3 and summary["variants"]["rerank-filled"]["n_failed"] == 0
     assert summary["rerank_graph"]["entity_sources"] == {"lexical": 3}
     figs = settings.figures_dir()
-    for name in ("vector_rerank_worked_example", "vector_rerank_recall_at_k", "vector_rerank_expansion_vs_degree"):
-        assert (figs / f"{name}.png").exists()
+    for name in ("worked_example", "recall_at_k", "expansion_vs_degree"):  # figure names carry the dataset
+        assert (figs / f"vector_rerank_sample-passages_{name}.png").exists(), name
 
 
 @pytest.mark.slow
@@ -50,5 +50,5 @@ def test_notebook_runs_on_kg_questions_with_the_fake_llm():
     examples = [json.loads(line) for line in (settings.results_dir() / "vr-notebook-kgqa-smoke" / "examples.jsonl").open()]
     assert len(examples) == 3 and all(e["graph"]["rerank"]["query_entities"] == e["topic_entities"] for e in examples)
     figs = settings.figures_dir()
-    for name in ("vector_rerank_worked_example", "vector_rerank_kgqa_scores", "vector_rerank_expansion_vs_degree"):
-        assert (figs / f"{name}.png").exists()
+    for name in ("worked_example", "kgqa_scores", "expansion_vs_degree"):
+        assert (figs / f"vector_rerank_sample-movies-2hop_{name}.png").exists(), name

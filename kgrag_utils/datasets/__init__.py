@@ -5,7 +5,7 @@ Real copies are read from `settings.data_dir()` (fetch them with `kgrag data fet
 """
 
 from .answerable import answerable_flags, compute_answerable, normalize_name
-from .records import (ChainStep, Dataset, KGQuestion, KinshipRules, KinshipStory, Passage,
+from .items import (ChainStep, Dataset, KGQuestion, KinshipRules, KinshipStory, Passage,
                       PassageQuestion)
 from .registry import dataset_names, get_spec, list_datasets, load_dataset, load_pq_file, sample_items
 

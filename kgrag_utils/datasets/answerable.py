@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from .. import settings
 from ..errors import ConfigError
-from .records import KGQuestion
+from .items import KGQuestion
 
 __all__ = ["normalize_name", "compute_answerable", "answerable_flags", "cached_answerable", "NameIndex"]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
-from .records import KinshipRules, KinshipStory
+from .items import KinshipRules, KinshipStory
 
 __all__ = ["load_rules", "read_stories", "find_story_files", "parse_story_row", "chain_length_of_file"]
 

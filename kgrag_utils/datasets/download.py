@@ -170,7 +170,7 @@ def group_of(name: str) -> str:
         return name
     spec = get_spec(name)
     if spec.source != "real" or not spec.folder:
-        raise ConfigError(f"dataset {name!r} is not downloaded: {'it is generated on first use' if spec.source == 'sample' else 'it reads a file you name'}.")
+        raise ConfigError(f"dataset {name!r} is not downloaded: {'it is generated on first use' if spec.source in ('sample', 'fixture') else 'it reads a file you name'}.")
     for group, g in GROUPS.items():
         if g.folder == spec.folder:
             return group

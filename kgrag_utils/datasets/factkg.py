@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
 from ..kg import KG
-from .records import KGQuestion
+from .items import KGQuestion
 from .safe_pickle import safe_load
 
 # defaultdict is data-only (its factory must itself be an admitted builtin); admitted because the

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
 from .passages import passage_id, read_json
-from .records import Passage, PassageQuestion
+from .items import Passage, PassageQuestion
 
 __all__ = ["SPLIT_FILES", "ARTICLES_FILE", "strip_html", "article_paragraphs", "read_articles",
            "read_questions", "answers_of"]

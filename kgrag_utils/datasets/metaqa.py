@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
-from .records import ChainStep, KGQuestion
+from .items import ChainStep, KGQuestion
 
 __all__ = ["TYPE_RELATION", "qtype_to_chain", "parse_question_line", "read_questions",
            "find_kb", "find_qa_file", "find_qtype_file", "KB_FILES"]

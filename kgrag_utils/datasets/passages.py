@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
-from .records import Passage, PassageQuestion
+from .items import Passage, PassageQuestion
 
 __all__ = ["passage_id", "read_json", "read_corpus", "read_hotpot_questions", "read_musique_questions",
            "read_openie_triples", "read_title_questions"]

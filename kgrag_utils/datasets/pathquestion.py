@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, DatasetMissingError
-from .records import KGQuestion
+from .items import KGQuestion
 
 __all__ = ["parse_path", "parse_pq_line", "split_answer_field", "read_pq_file", "guess_kb", "split_indices",
            "PQ_SPLIT_SEED", "PQ_SPLIT_FRACTIONS", "SPLITS"]

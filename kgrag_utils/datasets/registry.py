@@ -22,7 +22,7 @@ from .. import settings
 from ..errors import ConfigError, DatasetMissingError, KgragError
 from . import clutrr, metaqa, passages, pathquestion
 from .answerable import cached_answerable
-from .records import Dataset, KGQuestion
+from .items import Dataset, KGQuestion
 
 __all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items",
            "load_kg_file", "load_pq_file", "training_dataset"]
@@ -34,7 +34,7 @@ class DatasetSpec:
 
     name: str
     kind: str  # "kgqa" | "kinship" | "passages"
-    source: str  # "real" | "sample"
+    source: str  # "real" | "sample" (generated) | "fixture" (released format); see GENERATED_SOURCES
     folder: str  # under data_dir() (real) or the sample root (sample)
     required: tuple[tuple[str, ...], ...]  # each entry: alternatives (globs), one must exist
     loader: Callable[..., Dataset]
@@ -294,6 +294,10 @@ _PASSAGE_SPLITS = ("test", "all")
 
 _SPECS: dict[str, DatasetSpec] = {}
 
+#: sources this project writes itself: "sample" (generated data, `sample-*`) and "fixture" (small files in a
+#: benchmark's released format, `fixture-*`); "real" is a downloaded benchmark copy
+GENERATED_SOURCES = ("sample", "fixture")
+
 
 def _register(spec: DatasetSpec) -> None:
     _SPECS[spec.name] = spec
@@ -321,7 +325,7 @@ for _suffix, _file in (("1hop", "WC-P1.txt"), ("2hop", "WC-P2.txt"), ("conj", "W
         params={"file": _file, "kb": "WC2014.txt"},
         description=f"WorldCup2014 ({_suffix}) questions from the IRN repository; seeded 80/10/10 split"))
     _register(DatasetSpec(
-        name=f"fixture-wc2014-{_suffix}", kind="kgqa", source="sample", folder="WC2014",
+        name=f"fixture-wc2014-{_suffix}", kind="kgqa", source="fixture", folder="WC2014",
         required=((_file,), ("WC2014.txt",)), loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
         params={"file": _file, "kb": "WC2014.txt"}, sample_key="fixture-wc2014",
         description=f"a small generated football world in the released format of WC2014 ({_suffix})"))
@@ -369,24 +373,24 @@ _register(DatasetSpec(
 
 _FACTKG_REQUIRED = (("factkg_test.pickle",), ("dbpedia_2015_undirected_light.pickle", "dbpedia_2015_undirected.pickle"))
 _IIRC_REQUIRED = (("dev.json", "iirc_train_dev/dev.json"), ("context_articles.json",))
-for _source, _prefix in (("real", ""), ("sample", "fixture-")):
-    _fixture = "a small fixture in the released format of " if _source == "sample" else ""
+for _source, _prefix in (("real", ""), ("fixture", "fixture-")):
+    _fixture = "a small fixture in the released format of " if _source == "fixture" else ""
     _register(DatasetSpec(
         name=f"{_prefix}factkg", kind="kgqa", source=_source, folder="FactKG", required=_FACTKG_REQUIRED,
         loader=_load_factkg, splits=("train", "dev", "test"), options=("graph", "relation_filter", "kg"),
-        sample_key="fixture-factkg" if _source == "sample" else None,
+        sample_key="fixture-factkg" if _source == "fixture" else None,
         description=f"{_fixture}FactKG claims (True/False) over DBpedia 2015 (entity -> relation -> neighbours)"))
     for _name, _folder, _title in (("webqsp", "RoG-webqsp", "WebQSP"), ("cwq", "RoG-cwq", "CWQ")):
         _register(DatasetSpec(
             name=f"{_prefix}{_name}", kind="kgqa", source=_source, folder=_folder,
             required=(("data/test-*.parquet", "test-*.parquet"),), loader=_load_rog,
             splits=("train", "validation", "test"), options=("paths",),
-            sample_key=f"fixture-{_name}" if _source == "sample" else None,
+            sample_key=f"fixture-{_name}" if _source == "fixture" else None,
             description=f"{_fixture}{_title} as released by RoG: per-question Freebase subgraphs (parquet)"))
     _register(DatasetSpec(
         name=f"{_prefix}iirc", kind="passages", source=_source, folder="IIRC", required=_IIRC_REQUIRED,
         loader=_load_iirc, splits=("train", "dev", "test"), options=("unanswerable",),
-        sample_key="fixture-iirc" if _source == "sample" else None,
+        sample_key="fixture-iirc" if _source == "fixture" else None,
         description=f"{_fixture}IIRC questions with their main passage and linked documents"))
 
 
@@ -414,7 +418,7 @@ def require_present(name: str) -> None:
     Sample and fixture datasets are generated on first use, so they always count as present.
     """
     spec = get_spec(name)
-    if spec.source == "sample" or not spec.folder:
+    if spec.source in GENERATED_SOURCES or not spec.folder:
         return
     root = _real_root(spec)
     if not _present(spec, root):
@@ -478,7 +482,7 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
     if unknown:
         accepted = ", ".join(spec.options) or "none"
         raise ConfigError(f"dataset {name!r} does not take option(s) {', '.join(unknown)} (accepted: {accepted}).")
-    if spec.source == "sample":
+    if spec.source in GENERATED_SOURCES:
         root = _sample_root(spec)
         if not _present(spec, root):
             raise _missing(spec, root)
@@ -545,7 +549,7 @@ def list_datasets() -> list[dict]:
     """One row per registered name: name, kind, source, present, path, how to get it, description."""
     rows = []
     for spec in _SPECS.values():
-        if spec.source == "sample":
+        if spec.source in GENERATED_SOURCES:
             root = settings.sample_dir(create=False) / spec.folder
             module = "fixtures" if (spec.sample_key or "").startswith("fixture-") else "samples"
             how = f"generated on first use (kgrag_utils.datasets.{module})"

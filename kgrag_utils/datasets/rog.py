@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
 from ..kg import KG
-from .records import ChainStep, KGQuestion
+from .items import ChainStep, KGQuestion
 
 __all__ = ["SPLITS", "COLUMNS", "split_files", "read_table", "QuestionGraphs", "read_questions",
            "shortest_chains", "kg_from_triples_arrays"]

@@ -7,7 +7,7 @@ progress=True) -> list[record]`, `summarize(records)`, `scores(summary)`, `publi
 `figures.py`; `REGISTRY` (`registry`) lists them for the report, the runner and the CLI.
 """
 
-from .base import MethodConfig
+from .base import Method, MethodConfig, figure_name
 from .registry import REGISTRY, Headline, MethodSpec, get_method, method_for_notebook, methods
 
-__all__ = ["MethodConfig", "REGISTRY", "Headline", "MethodSpec", "get_method", "method_for_notebook", "methods"]
+__all__ = ["Method", "MethodConfig", "figure_name", "REGISTRY", "Headline", "MethodSpec", "get_method", "method_for_notebook", "methods"]

@@ -34,7 +34,7 @@ from ..errors import ConfigError, KgragError
 from ..llm.presets import DEFAULT_CPU_PRESET
 from ..progress import progress_bar
 
-__all__ = ["MethodConfig", "Method", "SystematicFailure", "closest", "isolated", "error_record", "is_error_record"]
+__all__ = ["MethodConfig", "Method", "SystematicFailure", "closest", "figure_name", "isolated", "error_record", "is_error_record"]
 
 
 def closest(name: str, options: Iterable[str]) -> str | None:
@@ -172,6 +172,16 @@ class MethodConfig(BaseModel):
         from ..datasets import load_dataset
 
         return load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, **options)
+
+
+# ----------------------------------------------------------------------------- figure names
+def figure_name(method: str, dataset: str, what: str, variant: str = "") -> str:
+    """A figure's file stem: `<method>_<dataset>_<what>[_<variant>]`, so runs over several datasets or
+    variants never overwrite each other's figures (characters other than letters, digits, . _ - become -)."""
+    import re
+
+    parts = [method, dataset, what] + ([variant] if variant else [])
+    return "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", str(p)).strip("-") for p in parts)
 
 
 # ----------------------------------------------------------------------------- per-example isolation

@@ -6,9 +6,11 @@
     cfg = spec.config_class.from_params(params)
     spec.headline                           # the metrics the grid summary shows (strict, lenient)
 
-A method entry names the package (`kgrag_utils.methods.<name>`) and, inside it, the config class,
-the method class and the record type; the package also exposes `summarize(records)` and
-`scores(summary)`, and holds `published.py` (the paper's numbers) and `figures.py`. Entries are
+A method entry names the package (`kgrag_utils.methods.<name>`) and, inside it, the five names every
+method exposes: the config class, the method class, the record type, `summarize(records)` and
+`scores(summary, run=None)` (long-form rows, see `scoring`); the package also exposes
+`stage_errors(summary, run=None)` and holds `published.py` (the paper's numbers: `rows()`,
+`OUR_METRICS`) and `figures.py`. Entries are
 resolved lazily, so reading the registry imports no method. A fifth method is one folder, one
 notebook and one line in `REGISTRY`.
 
@@ -26,7 +28,7 @@ from typing import Any, Callable
 from ..errors import ConfigError
 from .base import closest
 
-__all__ = ["Headline", "MethodSpec", "REGISTRY", "get_method", "method_for_notebook", "methods"]
+__all__ = ["Headline", "MethodSpec", "PROTOCOL", "REGISTRY", "get_method", "method_for_notebook", "methods"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,10 @@ class MethodSpec:
         return self._attr("scores")
 
     @property
+    def stage_errors(self) -> Callable:
+        return self._attr("stage_errors")
+
+    @property
     def published(self):
         return importlib.import_module(f"{self.package}.published")
 
@@ -110,6 +116,9 @@ class MethodSpec:
         return {k: namespace[k] for k in self.parameter_names() if k != "run_name" and k in namespace}
 
 
+#: the names every registered method's package exposes (the config, method and record classes by their own names)
+PROTOCOL = ("config", "method", "record", "summarize", "scores")
+
 #: name -> entry, in notebook order
 REGISTRY: dict[str, MethodSpec] = {s.name: s for s in (
     MethodSpec("quickstart", "00_quickstart.ipynb", kind="tour", package="kgrag_utils.methods.tour",
@@ -120,7 +129,7 @@ REGISTRY: dict[str, MethodSpec] = {s.name: s for s in (
                color="#1b9e77", label="SimGRAG"),
     MethodSpec("compact", "02_compact_relations.ipynb", package="kgrag_utils.methods.compact",
                config="kgrag_utils.methods.compact.config:CompactConfig", method="Compact", record="CompactRecord",
-               headline=Headline((("hits@1", "containment"),), variant="compact"),
+               headline=Headline((("hits@1", "containment"),), variant="LLM reads compact facts"),
                color="#d95f02", label="compact relation selection"),
     MethodSpec("vector_rerank", "03_vector_rerank.ipynb", package="kgrag_utils.methods.vector_rerank",
                config="kgrag_utils.methods.vector_rerank.config:VectorRerankConfig", method="VectorRerank",

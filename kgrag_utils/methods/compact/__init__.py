@@ -32,7 +32,12 @@ from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_a
 from .rules import KinshipDerivation, KinshipRuleKnowledge, check_rules, compose_cky, story_graph
 from .tokens import TokenCounter, load_token_counter
 
+from . import figures, published
+from .record import CompactRecord
+from .protocol import scores, stage_errors, summarize
+
 __all__ = [
+    "summarize", "scores", "stage_errors", "CompactRecord", "figures", "published",
     "CompactConfig", "Compact", "CompactMethod", "KNOWLEDGE_SOURCES", "CONTEXTS", "PAPER",
     "RelationKnowledge", "ChainProposal", "Chain", "as_chain", "format_chain",
     "LiftLexicon", "align_counts", "mask_topic", "question_tokens", "KNNVote",

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .pipeline import PAPER
+from .published import PAPER
 
 __all__ = ["comparison_table", "draw_chain_record", "draw_kinship_derivation", "plot_facts_per_context",
            "plot_accuracy_vs_tokens", "plot_gate_curve"]

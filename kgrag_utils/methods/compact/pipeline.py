@@ -36,6 +36,7 @@ from .checks import (ConsistencyReport, context_derivation, kg_consistency, kins
                      select_derivable)
 from .conjunctive import branch_views, conjunctive_context, expand_branches, select_conjunctive
 from .config import CompactConfig
+from .published import PAPER as _PUBLISHED_PAPER
 from .context import (choose_topic_policy, compact_context, kinship_facts, kinship_sentence, topk_contexts,
                       topk_contexts_per_question)
 from .gate import GateChoice, choose_gate, gate_passes
@@ -47,6 +48,7 @@ from .lexicon import LiftLexicon
 from ...llm.structured import wants_schema
 from .prompts import ANSWER_SCHEMA, kgqa_prompt, kinship_prompt, kinship_schema, parse_answers, parse_kinship_answer
 from .rules import KinshipRuleKnowledge, story_graph
+from .protocol import cost_of, stage_counts
 
 __all__ = ["Compact", "CompactMethod", "training_split", "split_validation", "tune_lift_threshold", "summarize_records",
            "PAPER", "HUMAN_WRITTEN", "auto_knowledge", "gold_chains"]
@@ -56,19 +58,8 @@ __all__ = ["Compact", "CompactMethod", "training_split", "split_validation", "tu
 #: the rules for kinship
 HUMAN_WRITTEN = ("webqsp", "cwq")
 
-#: the paper's published figures (WebQSP / CWQ; seven 4-bit open LLMs), printed beside ours
-PAPER = {
-    "facts_per_context": {"WebQSP": 14.7, "CWQ": 18.6},
-    "em_gain_over_100_facts": {"WebQSP": 10.2, "per_llm_range": (4.6, 13.0)},
-    "derived_precision_when_derivable": {"WebQSP": 81.5, "CWQ": 62.1},
-    "derived_precision_one_answer": {"WebQSP": 89.8, "CWQ": 95.9},
-    "coverage_one_answer": {"WebQSP": 17.6, "CWQ": 4.9},
-    "gold_chain_seen_in_training": {"WebQSP": 94.7},
-    "derivability_passes": {"CWQ": 11.8},
-    "metric": "exact match (EM): the answer equals a gold answer; ours: the reply's first answer, SQuAD-normalised "
-              "(= strict Hits@1)",
-    "note": "published figures: EM of 4-bit open instruction LLMs reading RoG question subgraphs; not our runs",
-}
+#: the paper's published figures (in `published`; re-exported here for older imports)
+PAPER = _PUBLISHED_PAPER
 
 
 # ----------------------------------------------------------------------------- splits
@@ -716,4 +707,6 @@ def summarize_records(records: Sequence[dict], kind: str | None = None, llm: boo
                     out[f"llm_{ctx}"]["hits@1_answerable"] = _mean(_hits(r, f"hits@1_{ctx}") for r in ans)
     out["n_failed"] = sum(1 for r in records if is_error_record(r)
                           or any(r.get(f"failed_{ctx}") for ctx in ("compact", "topk")))
+    out["stage_errors"] = stage_counts(records, kind)
+    out["cost"] = cost_of(records)
     return out

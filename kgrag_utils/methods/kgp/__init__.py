@@ -14,7 +14,12 @@ from .pipeline import KGP, Prepared, evaluate
 from .similarity import SetIndex, top_k
 from .traversal import Evidence, TraversalResult, flat_retrieve, path_order, traverse
 
+from . import figures, published
+from .record import KGPRecord
+from .protocol import scores, stage_errors, summarize
+
 __all__ = [
+    "summarize", "scores", "stage_errors", "KGPRecord", "figures", "published",
     "DEFAULT_KS", "GRAPHS", "TRAVERSALS", "KGPConfig", "DocumentSet", "GoldUnits", "PassageCorpus", "gold_units",
     "split_document", "split_sentences", "coverage_metrics", "metric_keys", "retrieval_metrics", "summarize_run",
     "PassageGraph", "build_graph", "knn_graph", "tfidf_graph", "entity_graph", "KGP", "Prepared", "evaluate", "SetIndex",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...datasets.records import Passage, PassageQuestion
+from ...datasets.items import Passage, PassageQuestion
 from ...errors import ConfigError
 
 __all__ = ["split_sentences", "split_document", "PassageCorpus", "DocumentSet", "GoldUnits", "gold_units",

@@ -75,6 +75,7 @@ def metric_keys(ks: Iterable[int], reader: bool) -> list[str]:
 def summarize_run(rows: Sequence[Mapping], ks: Iterable[int], reader: bool) -> dict:
     """Means over ALL rows (`metrics.summarize`: failed rows count as 0) plus set and graph sizes."""
     ks = list(ks)
+    rows = list(rows)
     out = metrics.summarize(rows, metric_keys(ks, reader))
     for key in ("set_passages", "graph_density", "graph_avg_degree", "n_agent_calls", "n_reseeds"):
         vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
@@ -84,4 +85,17 @@ def summarize_run(rows: Sequence[Mapping], ks: Iterable[int], reader: bool) -> d
         vals = [r["timings"][key] for r in rows if isinstance(r.get("timings"), Mapping) and key in r["timings"]]
         if vals:
             out[f"mean_{key}"] = float(np.mean(vals))
+    # the protocol's shared keys (kgrag_utils.methods.scoring)
+    from ..scoring import num
+    from .protocol import cost_of, variant_of
+
+    out["n_errors"] = sum(1 for r in rows if r.get("error"))
+    out["variant"] = variant_of(rows) if any(r.get("variant") for r in rows) else None
+    out["uses_llm"] = bool(reader) or any((r.get("tokens") or {}).get("agent_prompt") for r in rows)
+    k = max(ks) if ks else 30
+    out["stage_errors"] = {"retrieval (no gold passage in budget)": sum(1 for r in rows if num(r.get(f"recall@{k}")) == 0.0)}
+    if reader:
+        out["stage_errors"]["reader (all gold retrieved, F1 = 0)"] = sum(
+            1 for r in rows if num(r.get(f"recall@{k}")) == 1.0 and num(r.get("f1")) == 0.0)
+    out["cost"] = cost_of(rows, out["variant"]) if out["variant"] else {}
     return out

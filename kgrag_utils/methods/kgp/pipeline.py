@@ -15,7 +15,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Sequence
 
-from ...datasets.records import Dataset, PassageQuestion
+from ...datasets.items import Dataset, PassageQuestion
 from ...errors import ConfigError
 from ...llm import GenerationConfig
 from ..base import Method
@@ -207,7 +207,8 @@ class KGP(Method):
         cfg = self.cfg
         rec: dict = {"id": question.qid, "question": question.question, "answers": list(question.answers),
                      "qtype": question.qtype, "supporting": list(question.supporting), "failed": False,
-                     "ks": list(cfg.ks), "reader": cfg.reader}
+                     "ks": list(cfg.ks), "reader": cfg.reader,
+                     "variant": f"traversal={cfg.traversal}, graph={cfg.graph}"}
         try:
             prep = self.prepare_question(question)
             dset = prep.dset

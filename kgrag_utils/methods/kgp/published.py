@@ -7,7 +7,7 @@ Table 2: the traversal agent ablation (F1) with the same reader.
 
 from __future__ import annotations
 
-__all__ = ["TABLE1_F1", "TABLE2_AGENT_F1", "PAPER_SETUP", "published_frame"]
+__all__ = ["TABLE1_F1", "TABLE2_AGENT_F1", "PAPER_SETUP", "OUR_METRICS", "published_frame", "rows"]
 
 PAPER_SETUP = ("published: ChatGPT reader, 30 passages, 12-document sets (TAGME graph for KGP), "
                "SQuAD F1 (x100), ~500 dev questions per dataset")
@@ -38,3 +38,13 @@ def published_frame(table: dict):
     df = pd.DataFrame(table).T
     df.index.name = "published (F1 x100)"
     return df
+
+
+#: our metrics that sit beside the paper's F1
+OUR_METRICS = ("f1", "em", "recall@5")
+
+
+def rows() -> list[dict]:
+    """Table 1 as long-form rows (fractions), each with its source."""
+    return [{"method": "kgp", "system": system, "dataset": ds, "metric": "f1", "value": v / 100, "source": PAPER_SETUP}
+            for system, cells in TABLE1_F1.items() for ds, v in cells.items()]

@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ...datasets.records import PassageQuestion
+from ...datasets.items import PassageQuestion
 from ...errors import ConfigError
 from .docsets import GoldUnits, gold_units
 from .evaluation import retrieval_metrics, summarize_run

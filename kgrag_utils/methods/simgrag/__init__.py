@@ -2,7 +2,7 @@
 
     from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
     retriever = GSDRetriever.from_embedder(dataset.kg, "minilm")
-    method = SimGRAG(dataset.kg, retriever, llm, SimGRAGConfig(pattern_source="llm"), dataset=dataset.name)
+    method = SimGRAG(SimGRAGConfig(pattern_source="llm"), dataset.kg, retriever, llm, dataset=dataset.name)
     records = method.run(dataset.items, recorder=recorder)
 
 FactKG (fact verification): `GSDRetriever.from_embedder(kg, "minilm", entity_types=dataset.info["entity_types"])`
@@ -24,7 +24,12 @@ from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, reso
 from .pipeline import STAGES, SimGRAG, replay_gold_llm, summarize_records
 from .type_candidates import TypeIndex, type_text
 
+from . import figures, published
+from .record import SimGRAGRecord
+from .protocol import scores, stage_errors, summarize
+
 __all__ = [
+    "summarize", "scores", "stage_errors", "SimGRAGRecord", "figures", "published",
     "Pattern", "PatternNode", "PatternEdge", "PatternCheck", "parse_pattern_output", "validate_pattern",
     "build_pattern_prompt", "pattern_family", "oracle_pattern", "chain_pattern", "GSDConfig", "GSDRetriever",
     "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk", "embedding_text", "evidence_lines",

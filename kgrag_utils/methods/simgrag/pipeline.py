@@ -35,10 +35,11 @@ from ...errors import ConfigError
 from ...metrics import containment, hits_at_1, normalize_answer
 from ...llm.structured import wants_schema
 from .generate import ANSWER_SCHEMA, build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
-from ..base import Method
+from ..base import Method, is_error_record
 from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
+from .protocol import cost_of
 from .pattern import (PATTERN_SCHEMA, RELATION_VOCABULARY_MAX, Pattern, anchored_pattern_schema, marked_entities,
                       pattern_schema, build_pattern_prompt, parse_pattern_output,
                       pattern_family, validate_pattern)
@@ -423,6 +424,14 @@ def summarize_records(records: Sequence[dict]) -> dict:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 tok[k] = tok.get(k, 0) + v
     out["tokens"] = tok
+    # the protocol's shared keys (kgrag_utils.methods.scoring)
+    out["n_failed"] = out["all"]["n_failed"]
+    out["n_errors"] = sum(1 for r in records if is_error_record(r))
+    sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
+    out["pattern_source"] = sources.pop() if len(sources) == 1 else ("mixed" if sources else None)
+    out["uses_llm"] = any(r.get("pattern_prompt") or r.get("answer_prompt") for r in records)
+    out["stage_errors"] = dict(out["failed_stage"])
+    out["cost"] = cost_of(records)
     return out
 
 

@@ -26,10 +26,15 @@ from .pipeline import RECALL_KS, VectorRerank, gold_of, summarize_records
 from .prompts import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, answer_prompt, entity_prompt, format_candidates,
                       openie_prompt, rerank_prompt)
 from .query_entities import QueryEntities, lexical_entities, marked_entities, parse_entity_answer
-from .report import expansion_sizes, kgqa_results_table, recall_curve_frame, results_table, worked_example_edges
+from .figures import expansion_sizes, kgqa_results_table, recall_curve_frame, results_table, worked_example_edges
 from .rerank import RerankChoice, map_rerank_answer
 
+from . import figures, published
+from .record import VectorRerankRecord
+from .protocol import scores, stage_errors, summarize
+
 __all__ = [
+    "summarize", "scores", "stage_errors", "VectorRerankRecord", "figures", "published",
     "VectorRerankConfig", "VARIANTS", "VARIANT_LABELS", "PUBLISHED_RECALL5", "MEASURED_NAIVE_MUSIQUE", "gold_key_for",
     "parse_variants", "GraphIndex", "entity_key", "relation_sentence", "passage_text", "Expansion", "expand",
     "cap_by_similarity", "QueryEntities", "lexical_entities", "parse_entity_answer", "RerankChoice", "map_rerank_answer",

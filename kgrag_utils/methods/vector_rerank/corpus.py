@@ -17,7 +17,7 @@ from ...errors import ConfigError
 from .graph_index import passage_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...datasets.records import Dataset, Passage
+    from ...datasets.items import Dataset, Passage
     from ...embeddings import Embedder
     from ...llm import LLM
 

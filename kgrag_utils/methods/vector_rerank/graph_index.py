@@ -27,7 +27,7 @@ from ...errors import ConfigError
 from ...vector_index import make_index
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...datasets.records import Passage
+    from ...datasets.items import Passage
     from ...embeddings import Embedder
     from ...vector_index import VectorIndex
 

@@ -27,7 +27,7 @@ from .prompts import OPENIE_SCHEMA, PROMPT_VERSION, openie_prompt
 from .query_entities import grounded, words_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...datasets.records import Passage
+    from ...datasets.items import Passage
     from ...llm import LLM
 
 __all__ = ["OpenIEResult", "extract_openie", "openie_store_path", "triples_from_answer"]

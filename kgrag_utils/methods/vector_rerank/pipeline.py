@@ -27,7 +27,8 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...metrics import recall_at_k, summarize
-from ..base import Method
+from ..base import Method, is_error_record
+from .protocol import cost_of
 from .config import VARIANT_LABELS, VectorRerankConfig, gold_key_for
 from .expansion import Expansion, cap_by_similarity, expand
 from .graph_index import GraphIndex
@@ -383,4 +384,12 @@ def summarize_records(records: Sequence[dict], variants: Sequence[str] | None = 
     out["tokens"] = {"prompt": int(sum(r.get("tokens", {}).get("prompt", 0) for r in records)),
                      "completion": int(sum(r.get("tokens", {}).get("completion", 0) for r in records))}
     out["n"] = len(records)
+    # the protocol's shared keys (kgrag_utils.methods.scoring)
+    out.setdefault("task", "passages")
+    out["n_errors"] = sum(1 for r in records if is_error_record(r))
+    out["n_failed"] = sum(1 for r in records if r.get("failed"))
+    out["stage_errors"] = ({"failed: rerank reply (or, on KG questions, the answer) unusable":
+                            sum(1 for r in records if (r.get("variants") or {}).get("rerank", {}).get("failed")
+                                and not is_error_record(r))} if "rerank" in out["variants"] else {})
+    out["cost"] = cost_of(records, list(out["variants"]))
     return out
