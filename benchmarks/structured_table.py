@@ -29,20 +29,17 @@ from pathlib import Path
 import numpy as np
 
 from kgrag_utils import settings
-from kgrag_utils.records import write_result
+from kgrag_utils.records import EXAMPLES_FILE, read_examples, read_run, write_result
+
+
+def _examples(run: str) -> list[dict]:
+    """A run's examples, once per id (the last record wins, torn lines skipped: `records.read_examples`)."""
+    return read_examples(settings.results_dir() / run / EXAMPLES_FILE)[0]
 
 
 def _records(result: Path) -> tuple[dict, list[dict]]:
     meta = json.loads(Path(result).read_text(encoding="utf-8"))
-    folder = settings.results_dir() / meta["run"]
-    recs = {}
-    for line in (folder / "examples.jsonl").read_text(encoding="utf-8").splitlines():
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        recs[r["id"]] = r
-    return meta, list(recs.values())
+    return meta, _examples(meta["run"])
 
 
 def _cut(rec: dict, stage: str, params: dict) -> bool:
@@ -102,16 +99,7 @@ def row(result: Path) -> dict:
 
 
 def _run_folder(run: str) -> tuple[dict, list[dict]]:
-    folder = settings.results_dir() / run
-    meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    recs = {}
-    for line in (folder / "examples.jsonl").read_text(encoding="utf-8").splitlines():
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        recs[r["id"]] = r
-    return meta, list(recs.values())
+    return read_run(settings.results_dir() / run), _examples(run)
 
 
 def compact_row(run: str) -> dict:

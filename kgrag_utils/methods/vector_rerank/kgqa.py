@@ -32,11 +32,9 @@ from ...errors import ConfigError
 from ...metrics import containment, hits_at_1, normalize_answer, summarize
 from ...parsers import parse_answer_list
 from .config import KGQA_VARIANTS, VectorRerankConfig
-from ..base import is_error_record
-from .pipeline import VectorRerank
+from .pipeline import VectorRerank, finish_summary
 from ...llm.structured import wants_schema
 from .prompts import ANSWER_SCHEMA, RERANK_SCHEMA, answer_prompt
-from .protocol import cost_of
 from .query_entities import QueryEntities, lexical_entities, marked_entities
 from .rerank import map_rerank_answer
 
@@ -241,17 +239,4 @@ def summarize_kgqa(records: Sequence[dict], variants: Sequence[str] | None = Non
     statuses = [r["rerank"].get("status") for r in records if "rerank" in r]
     if statuses:
         out["rerank_status"] = {s: statuses.count(s) for s in sorted(set(map(str, statuses)))}
-    stages = sorted({k for r in records for k in (r.get("timings") or {})})
-    out["latency_mean_s"] = {k: float(np.mean([(r.get("timings") or {}).get(k, 0.0) for r in records])) for k in stages}
-    out["tokens"] = {"prompt": int(sum(r.get("tokens", {}).get("prompt", 0) for r in records)),
-                     "completion": int(sum(r.get("tokens", {}).get("completion", 0) for r in records))}
-    out["n"] = len(records)
-    # the protocol's shared keys (kgrag_utils.methods.scoring)
-    out.setdefault("task", "passages")
-    out["n_errors"] = sum(1 for r in records if is_error_record(r))
-    out["n_failed"] = sum(1 for r in records if r.get("failed"))
-    out["stage_errors"] = ({"failed: rerank reply (or, on KG questions, the answer) unusable":
-                            sum(1 for r in records if (r.get("variants") or {}).get("rerank", {}).get("failed")
-                                and not is_error_record(r))} if "rerank" in out["variants"] else {})
-    out["cost"] = cost_of(records, list(out["variants"]))
-    return out
+    return finish_summary(out, records)

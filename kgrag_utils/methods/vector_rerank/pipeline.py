@@ -379,12 +379,17 @@ def summarize_records(records: Sequence[dict], variants: Sequence[str] | None = 
         out["rerank_status"] = {s: statuses.count(s) for s in sorted(set(map(str, statuses)))}
         out["rerank_bad_ids"] = int(sum(len(r["rerank"].get("bad_ids") or []) for r in records if "rerank" in r))
         out["rerank_duplicates"] = int(sum(r["rerank"].get("duplicates") or 0 for r in records if "rerank" in r))
+    return finish_summary(out, records)
+
+
+def finish_summary(out: dict, records: Sequence[dict]) -> dict:
+    """Latency, tokens and the protocol's shared keys (kgrag_utils.methods.scoring), the same for passage
+    and KG-question summaries."""
     stages = sorted({k for r in records for k in (r.get("timings") or {})})
     out["latency_mean_s"] = {k: float(np.mean([(r.get("timings") or {}).get(k, 0.0) for r in records])) for k in stages}
     out["tokens"] = {"prompt": int(sum(r.get("tokens", {}).get("prompt", 0) for r in records)),
                      "completion": int(sum(r.get("tokens", {}).get("completion", 0) for r in records))}
     out["n"] = len(records)
-    # the protocol's shared keys (kgrag_utils.methods.scoring)
     out.setdefault("task", "passages")
     out["n_errors"] = sum(1 for r in records if is_error_record(r))
     out["n_failed"] = sum(1 for r in records if r.get("failed"))
