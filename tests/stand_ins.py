@@ -20,3 +20,15 @@ class HashBOW:
                 out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
             out[i, 0] += 0.01
         return out
+
+
+def benchmark_module(name: str, module_name: str | None = None):
+    """A script under benchmarks/ imported as a module (the scripts are not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(module_name or name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -3,13 +3,12 @@ no-LLM benchmark script on the sample data."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 
-from kgrag_utils import settings
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.methods.compact import CompactConfig, Compact, KinshipRuleKnowledge, summarize_records
+from stand_ins import benchmark_module
 
 
 def test_clutrr_rules_match_the_data_and_derive_short_test_chains(real_data):
@@ -42,11 +41,7 @@ def test_metaqa_1hop_derived_answers(real_data):
 
 
 def _benchmark_module():
-    path = settings.repo_root() / "benchmarks" / "compact_derived.py"
-    spec = importlib.util.spec_from_file_location("compact_derived", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module("compact_derived")
 
 
 def test_benchmark_script_on_the_sample(tmp_path):

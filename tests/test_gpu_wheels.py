@@ -5,19 +5,15 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
-import importlib.util
 import io
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from stand_ins import benchmark_module
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("gpu_wheels", ROOT / "benchmarks" / "gpu_wheels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module("gpu_wheels")
 
 
 def _wheel(folder: Path, name: str, version: str, files: dict[str, bytes], requires=(), tag="py3-none-any") -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 
@@ -15,6 +14,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.methods.kgp import KGP, KGPConfig, PassageGraph
 from kgrag_utils.methods.kgp.docsets import GoldUnits
 from kgrag_utils.methods.kgp.sweeps import branching_sweep, density_sweep, graph_gold_stats
+from stand_ins import benchmark_module
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +52,7 @@ def test_branching_sweep_trades_seeds_for_branches(sample):
 
 
 def _bench():
-    path = settings.repo_root() / "benchmarks" / "kgp_retrieval.py"
-    spec = importlib.util.spec_from_file_location("kgp_retrieval_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module("kgp_retrieval", "kgp_retrieval_bench")
 
 
 def test_benchmark_writes_variants_and_sweeps(tmp_path):

@@ -21,6 +21,7 @@ from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.compact import Compact, CompactConfig, KNNVote, summarize_records
 from kgrag_utils.methods.compact.hybrid import HybridKnowledge
 from kgrag_utils.methods.compact.spelling import SpellingCorrector, within_one_edit
+from stand_ins import benchmark_module
 
 
 @pytest.fixture(scope="module")
@@ -159,15 +160,7 @@ def test_hybrid_keeps_templated_answers_and_recovers_noisy_ones_on_the_sample_wo
 
 
 def _paraphrase_benchmark():
-    import importlib.util
-
-    from kgrag_utils import settings
-
-    path = settings.repo_root() / "benchmarks" / "compact_paraphrase.py"
-    spec = importlib.util.spec_from_file_location("compact_paraphrase", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("compact_paraphrase")
 
 
 def test_the_paraphrase_benchmark_scores_every_rewrite_and_says_how_it_was_made(tmp_path):

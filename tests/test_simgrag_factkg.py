@@ -19,6 +19,7 @@ from kgrag_utils.methods.simgrag.pattern import (Pattern, build_pattern_prompt, 
 from kgrag_utils.methods.simgrag.pipeline import resolve_task
 from kgrag_utils.methods.simgrag.type_candidates import TypeIndex, type_text
 from test_simgrag_gsd import brute_force, random_kg
+from stand_ins import benchmark_module
 
 
 class HashEmbedder:
@@ -323,15 +324,9 @@ def test_auto_index_is_ivf_at_dbpedia_scale_and_cached(monkeypatch):
 
 def test_node_search_benchmark_runs_small_and_exact_settings_find_every_source(tmp_path):
     """benchmarks/simgrag_node_search.py on a tiny KG: flat, and IVF probing every list, are exact."""
-    import importlib.util
     import json
 
-    from kgrag_utils import settings
-
-    path = settings.repo_root() / "benchmarks" / "simgrag_node_search.py"
-    spec = importlib.util.spec_from_file_location("simgrag_node_search", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = benchmark_module("simgrag_node_search")
     out = tmp_path / "node_search.json"
     assert bench.main(["--edges", "3000", "--queries", "20", "--dim", "16", "--indexes", "flat,ivf", "--nlist", "8",
                        "--nprobe", "8", "--k", "4", "--out", str(out)]) == 0

@@ -10,6 +10,7 @@ from kgrag_utils.kg import KG
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
 from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, branches_pattern, gold_answer_ids, miss_class, oracle_pattern,
                                                 simple_path_answers)
+from stand_ins import benchmark_module
 
 
 def exact_retriever(kg: KG) -> GSDRetriever:
@@ -121,19 +122,14 @@ def test_branches_pattern_builds_longer_branches_with_their_own_unknowns():
 
 def test_the_retrieval_benchmark_takes_any_registered_dataset_with_options(tmp_path):
     """benchmarks/simgrag_retrieval.py on the conjunctive fixture (tree patterns) and on a file through pq-file."""
-    import importlib.util
     import json
 
     import pytest
 
-    from kgrag_utils import settings
     from kgrag_utils.datasets.fixtures import ensure_fixture
     from kgrag_utils.errors import ConfigError
 
-    path = settings.repo_root() / "benchmarks" / "simgrag_retrieval.py"
-    spec = importlib.util.spec_from_file_location("simgrag_retrieval", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = benchmark_module("simgrag_retrieval")
     out = tmp_path / "conj.json"
     assert bench.main(["--dataset", "fixture-wc2014-conj", "--split", "all", "--index", "flat", "--out", str(out)]) == 0
     result = json.loads(out.read_text())

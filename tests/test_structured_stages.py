@@ -20,6 +20,7 @@ from kgrag_utils.methods.simgrag.generate import ANSWER_SCHEMA, build_answer_pro
 from kgrag_utils.methods.simgrag.pattern import PATTERN_SCHEMA, build_pattern_prompt, parse_pattern_output
 from kgrag_utils.methods.vector_rerank import prompts as vr
 from kgrag_utils.parsers import parse_answer_list
+from stand_ins import benchmark_module
 
 
 def _assistant_turns(chat):
@@ -295,11 +296,7 @@ def test_schema_text_is_canonical():
 
 
 def _bench_module(name: str):
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location(name, root / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module(name)
 
 
 def test_tables_label_the_anchored_schema_mode_apart_from_schema_and_free_text():

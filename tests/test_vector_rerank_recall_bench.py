@@ -3,11 +3,10 @@ from the repository root (KGRAG_ROOT), not from the current directory."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-from stand_ins import HashBOW
+from stand_ins import HashBOW, benchmark_module
 
 from kgrag_utils.embeddings import Embedder
 
@@ -15,10 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("vector_rerank_recall", ROOT / "benchmarks" / "vector_rerank_recall.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module("vector_rerank_recall")
 
 
 def test_relative_out_resolves_from_repo_root(tmp_path, monkeypatch):
