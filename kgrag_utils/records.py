@@ -491,6 +491,18 @@ def _end_with_newline(path: Path) -> None:
             os.fsync(fh.fileno())
 
 
+def parse_example_line(line: str | bytes) -> dict | None:
+    """One examples.jsonl line as its record; None for a line torn by a crash (or holding no record).
+    Blank lines are the caller's to skip. Lazy readers (`kgrag_utils.explore`) parse with this too."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", errors="replace")
+    try:
+        ex = json.loads(line)
+    except ValueError:
+        return None
+    return ex if isinstance(ex, dict) else None
+
+
 def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int]:
     """(examples, torn lines): every JSON line once per id (the last wins), lines that do not parse counted."""
     rows: list[dict] = []
@@ -498,15 +510,10 @@ def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int
     torn = 0
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
-            line = line.strip()
-            if not line:
+            if not line.strip():
                 continue
-            try:
-                ex = json.loads(line)
-            except ValueError:
-                torn += 1
-                continue
-            if not isinstance(ex, dict):
+            ex = parse_example_line(line)
+            if ex is None:
                 torn += 1
                 continue
             key = ex.get(id_key)

@@ -292,6 +292,7 @@ class VectorRerank(Method):
             "expansion_size": len(exp), "expansion_by_hop": exp.size_by_hop(),
             "candidates": [[int(r), idx.relation_sentences[r], round(float(s), 4)]
                            for r, s in zip(g["candidates"], g["candidate_scores"])],
+            "candidate_triples": [list(t) for t in idx.triples(g["candidates"])],  # (head, predicate, tail) per candidate
         }
 
     def _rerank_chunk(self, chunk, records, prompts, qvecs, naive_hits) -> None:

@@ -21,7 +21,7 @@ class VectorRerankRecord(TypedDict, total=False):
     gold_key: str                # "pid", "title" (passages) or "answer" (KG questions)
     answers: list[str]           # KG questions: the gold answers (also hops, answerable, topic_entities)
     variants: dict[str, dict]
-    graph: dict[str, dict]       # per role (expand / rerank): query entities, seeds, expansion, candidates
+    graph: dict[str, dict]       # per role (expand / rerank): query entities, seeds, expansion, candidates (+ candidate_triples)
     rerank: dict[str, Any]       # prompt, raw reply, status, chosen relations (or facts), parser details
     timings: dict[str, float]    # seconds per stage (embed, naive, *_seeds, *_expand, rerank_llm, total, ...)
     tokens: dict[str, int]       # prompt / completion tokens of every LLM call of the example

@@ -1,0 +1,47 @@
+"""One example's outcome in the explorer's vocabulary, whatever the method.
+
+- `status`: "ok" (the headline strict metric is met), "wrong" (it is not), "failed" (the method could
+  not produce an answer: no usable pattern, an unusable rerank reply, an empty reader reply) or "error"
+  (the example raised; its record holds the error and a traceback).
+- `stage`: where the method lost the example, in the method's own terms (the same attribution as the
+  method's stage errors: SimGRAG's pattern / retrieval / generation, compact's chain / derivation / reading,
+  ...); empty when it is correct.
+- `correct`, `score`: the headline strict metric of the method (its `MethodSpec.headline`): Hits@1, EM,
+  or for retrieval without a reader recall@5, where "correct" means every gold passage retrieved.
+Each method's rules live in its view (`views/<method>.py: outline`); an unknown method gets the generic one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+__all__ = ["STATUSES", "OUTLINE_COLUMNS", "outline", "base_outline"]
+
+STATUSES = ("ok", "wrong", "failed", "error")
+OUTLINE_COLUMNS = ["position", "id", "question", "status", "stage", "correct", "score", "prediction"]
+
+
+def base_outline(rec: Mapping[str, Any], score: Any, failed: bool, stage: str = "", prediction: Any = "") -> dict:
+    """The outline row from a method's reading of its record (`score` a number in [0, 1] or None)."""
+    from .panels import short
+
+    value = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+    correct = value is not None and value >= 1.0 - 1e-9
+    if rec.get("error") or rec.get("traceback"):
+        status, stage = "error", "raised an error"
+    elif correct:
+        status, stage = "ok", ""
+    else:
+        status = "failed" if failed else "wrong"
+    if isinstance(prediction, (list, tuple)):
+        prediction = " | ".join(str(p) for p in prediction)
+    return {"position": -1, "id": rec.get("id"), "question": short(rec.get("question") or rec.get("query") or "", 200),
+            "status": status, "stage": stage if status != "ok" else "", "correct": correct, "score": value,
+            "prediction": short(prediction, 120)}
+
+
+def outline(method: str, rec: Mapping[str, Any]) -> dict:
+    """The outline row of one record of a run of `method`."""
+    from .views import view_for
+
+    return view_for(method).outline(rec)

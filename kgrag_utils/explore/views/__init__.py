@@ -1,0 +1,32 @@
+"""One view per method: how its records read as outline rows, panels and stage signatures.
+
+A view module has `outline(rec) -> dict` (see `..outcome`), `panels(rec) -> list[Panel]` (the example's
+stages in the method's own terms) and `signature(rec) -> list[(stage, value)]` (what each stage produced,
+in pipeline order: two runs' records first differ at the stage where their outcomes parted,
+`..compare`). A method without a view of its own gets `generic` (its record's keys as a table).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from types import ModuleType
+from typing import Mapping
+
+__all__ = ["VIEWS", "view_for", "panels_of"]
+
+#: run record method name -> view module (the names `RunRecorder` records; see methods/registry.py)
+VIEWS = {"quickstart": "quickstart", "simgrag": "simgrag", "compact": "compact", "vector_rerank": "vector_rerank",
+         "kgp": "kgp"}
+
+
+def view_for(method: str) -> ModuleType:
+    """The view module of a method (the generic view for a method without one)."""
+    return importlib.import_module(f"{__name__}.{VIEWS.get(method, 'generic')}")
+
+
+def panels_of(view: ModuleType, rec: Mapping, passages: Mapping[str, str] | None = None) -> list:
+    """A view's panels of one record (passing the passage texts to the views that show passages)."""
+    if passages is not None and "passages" in inspect.signature(view.panels).parameters:
+        return view.panels(rec, passages=passages)
+    return view.panels(rec)
