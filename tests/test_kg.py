@@ -503,6 +503,34 @@ def test_follow_chain_matches_reference_on_seeded_random_graphs():
         assert set(res.edge_ids.tolist()) == want_facts
 
 
+def naive_chain_to(edges, start: set[int], chain, targets: set[int]) -> set[int]:
+    """Reference: the facts on walks from `start` along `chain` that end in `targets`."""
+    walks: list[tuple[int, list[int]]] = [(s, []) for s in start]
+    for rel, forward in chain:
+        walks = [((t if forward else h), path + [eid]) for node, path in walks for eid, (h, r, t) in enumerate(edges)
+                 if (rel is None or r == rel) and (h if forward else t) == node]
+    return {e for node, path in walks if node in targets for e in path}
+
+
+@settings(max_examples=200, deadline=None)
+@given(small_graph_and_chain(), st.sets(st.integers(0, 6), max_size=4))
+def test_prune_chain_keeps_exactly_the_paths_to_the_given_ends(case, targets):
+    n_ent, n_rel, raw, chain, start = case
+    kg = KG.from_ids([h for h, _, _ in raw], [r for _, r, _ in raw], [t for _, _, t in raw],
+                     [f"n{i}" for i in range(n_ent)], [f"r{i}" for i in range(n_rel)])
+    unique = list(dict.fromkeys(raw))
+    res = kg.follow_chain(sorted(start), chain)
+    again = kg.prune_chain(chain, res.step_edge_ids, res.reached, res.frontiers)
+    assert np.array_equal(again.edge_ids, res.edge_ids) and np.array_equal(again.reached, res.reached)
+    assert all(np.array_equal(a, b) for a, b in zip(again.step_entities, res.step_entities))
+    ends = np.intersect1d(res.reached, sorted(targets))
+    cut = kg.prune_chain(chain, res.step_edge_ids, ends, res.frontiers, truncated=True)
+    assert cut.truncated and set(cut.reached.tolist()) == set(ends.tolist())
+    if chain:
+        assert set(cut.edge_ids.tolist()) == naive_chain_to(unique, start, chain, set(ends.tolist()))
+        assert set(cut.step_entities[0].tolist()) <= start
+
+
 # ----------------------------------------------------------------------------- synthetic
 
 

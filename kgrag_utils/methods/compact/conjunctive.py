@@ -102,25 +102,8 @@ def select_conjunctive(kg, branch_topic_ids: Sequence[Sequence[int]], branch_pro
 
 def restrict_to(kg, chain, result, targets: np.ndarray):
     """A followed chain cut down to the complete paths that end in `targets` (a ChainResult)."""
-    from ...kg import ChainResult
-
-    targets = np.asarray(targets, dtype=np.int64)
-    alive = np.intersect1d(result.reached, targets)
-    step_edges, step_entities = [], [alive]
-    for (rel, forward), edges in zip(reversed(list(chain)), reversed(result.step_edge_ids)):
-        edges = np.asarray(edges, dtype=np.int64)
-        dst = (kg.tails if forward else kg.heads)[edges].astype(np.int64)
-        src = (kg.heads if forward else kg.tails)[edges].astype(np.int64)
-        keep = np.isin(dst, alive)
-        step_edges.append(np.unique(edges[keep]))
-        alive = np.unique(src[keep])
-        step_entities.append(alive)
-    step_edges.reverse()
-    step_entities.reverse()
-    edge_ids = np.unique(np.concatenate(step_edges)) if step_edges else np.empty(0, dtype=np.int64)
-    return ChainResult(reached=np.intersect1d(result.reached, targets), edge_ids=edge_ids.astype(np.int64),
-                       frontiers=result.frontiers, step_edge_ids=step_edges, step_entities=step_entities,
-                       truncated=result.truncated)
+    ends = np.intersect1d(result.reached, np.asarray(targets, dtype=np.int64))
+    return kg.prune_chain(chain, result.step_edge_ids, ends, result.frontiers, result.truncated)
 
 
 def conjunctive_context(kg, branch_topic_ids: Sequence[Sequence[int]], chains: Sequence, max_facts: int | None = 20,

@@ -108,28 +108,16 @@ def follow_chain(kg, topic_ids, chain, policy: str = "exclude_end"):
                            step_entities=[empty] * (len(chain) + 1))
     if policy != "avoid":
         return kg.follow_chain(topic, list(chain), exclude_start=(policy == "exclude_end"))
-    frontier, frontiers, expanded = topic, [topic], []
+    frontier, frontiers, step_edges = topic, [topic], []
     for rel, forward in chain:
         step = kg.follow_chain(frontier, [(rel, forward)])
         edges = step.step_edge_ids[0] if step.step_edge_ids else empty
-        src = (kg.heads if forward else kg.tails)[edges].astype(np.int64)
         dst = (kg.tails if forward else kg.heads)[edges].astype(np.int64)
         keep = ~np.isin(dst, topic)
-        edges, src, dst = edges[keep], src[keep], dst[keep]
-        expanded.append((edges, src, dst))
-        frontier = np.unique(dst)
+        step_edges.append(edges[keep])
+        frontier = np.unique(dst[keep])
         frontiers.append(frontier)
-    alive, step_edges, step_entities = frontier, [], [frontier]
-    for edges, src, dst in reversed(expanded):
-        keep = np.isin(dst, alive)
-        step_edges.append(np.unique(edges[keep]))
-        alive = np.unique(src[keep])
-        step_entities.append(alive)
-    step_edges.reverse()
-    step_entities.reverse()
-    edge_ids = np.unique(np.concatenate(step_edges)) if step_edges else empty
-    return ChainResult(reached=frontier, edge_ids=edge_ids.astype(np.int64), frontiers=frontiers,
-                       step_edge_ids=step_edges, step_entities=step_entities)
+    return kg.prune_chain(chain, step_edges, frontier, frontiers)
 
 
 def _kg_getter(kg):

@@ -1,137 +1,32 @@
-"""A directed knowledge graph held as flat integer arrays, built for 10M-edge graphs.
+"""The `KG` class: a directed multi-relational graph on flat id arrays with CSR indexes both ways.
 
-Entities and relations have integer ids and name <-> id vocabularies. Every fact (edge) has an
-id; `heads[e]`, `rels[e]`, `tails[e]` describe edge `e`. Two compressed sparse row (CSR) indexes
-serve lookups in both directions:
-
-* out-index: edge ids sorted by (head, relation, tail), with `indptr` per head and one group
-  per (head, relation) pair, so "edges of relation r leaving entity x" is one binary search;
-* in-index: the same sorted by (tail, relation, head).
-
-Traversals (relation chains, k-hop neighbourhoods) work a whole frontier at a time with numpy
-range expansion (`np.repeat` / `cumsum`), so there is no Python loop per edge anywhere.
+Construction, vocabularies, id validation, traversals and export live here; the array primitives
+are in `arrays`, fact-file reading in `text`, the .npz cache in `storage` and the chain pruning in
+`chains` (see the package docstring).
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, DatasetMissingError
+from ..errors import ConfigError, DatasetMissingError
+from .arrays import csr_index, duplicate_facts, expand_ranges, frozen, id_dtype, in_sorted
+from .chains import ChainResult, complete_paths
+from .storage import cache_file, read_npz, write_npz
+from .text import read_fact_file
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx
 
-__all__ = ["KG", "ChainResult", "NPZ_FORMAT_VERSION"]
+__all__ = ["KG"]
 
-NPZ_FORMAT_VERSION = 1
 _DIRECTIONS = ("out", "in", "both")
-_INT64_LIMIT = 2**62  # keep composite sort keys well inside int64
-_NAME_SEP = "\x00"  # separator of the packed name blob in the npz cache
-
-
-@dataclass(frozen=True)
-class ChainResult:
-    """What following a relation chain found.
-
-    reached:       sorted unique entity ids at the end of some complete path.
-    edge_ids:      sorted unique ids of the facts that lie on at least one complete path from a
-                   start entity to a reached entity (dead-end branches are pruned away).
-    frontiers:     entity ids touched before pruning: frontiers[0] is the start set and
-                   frontiers[i] the entities reached after step i (len == len(chain) + 1).
-    step_edge_ids: per step, the facts of that step that lie on a complete path.
-    step_entities: per position, the entities that lie on a complete path (pruned frontiers;
-                   step_entities[0] are the start entities that derive something).
-    truncated:     True when `max_paths_facts` cut a step short (the result is then a subset).
-    """
-
-    reached: np.ndarray
-    edge_ids: np.ndarray
-    frontiers: list[np.ndarray]
-    step_edge_ids: list[np.ndarray] = field(default_factory=list)
-    step_entities: list[np.ndarray] = field(default_factory=list)
-    truncated: bool = False
-
-    @property
-    def num_facts(self) -> int:
-        return int(self.edge_ids.size)
-
-    @property
-    def derivable(self) -> bool:
-        """True when at least one complete path exists."""
-        return bool(self.reached.size)
-
-
-# ----------------------------------------------------------------------------- array helpers
-
-
-def _expand_ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate the integer ranges [starts[i], ends[i]) and say which i each position came from."""
-    starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.asarray(ends, dtype=np.int64) - starts
-    total = int(lengths.sum()) if lengths.size else 0
-    if total == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty
-    owner = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
-    offsets = np.cumsum(lengths) - lengths
-    positions = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets, lengths)
-    return positions, owner
-
-
-def _in_sorted(values: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
-    """Membership of `values` in a sorted unique array (binary search; no hash table)."""
-    if sorted_unique.size == 0 or values.size == 0:
-        return np.zeros(values.shape, dtype=bool)
-    idx = np.searchsorted(sorted_unique, values)
-    idx[idx == sorted_unique.size] = 0
-    return sorted_unique[idx] == values
-
-
-def _id_dtype(n: int) -> type:
-    return np.int32 if n < 2**31 - 1 else np.int64
-
-
-def _frozen(arr: np.ndarray) -> np.ndarray:
-    arr.flags.writeable = False
-    return arr
-
-
-def _group_starts(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique keys of a sorted array and the start of each run (plus a final end sentinel)."""
-    n = sorted_keys.size
-    if n == 0:
-        return np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    change = np.empty(n, dtype=bool)
-    change[0] = True
-    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=change[1:])
-    starts = np.flatnonzero(change)
-    keys = sorted_keys[starts].astype(np.int64, copy=False)
-    return keys, np.append(starts, n).astype(np.int64)
-
-
-def _pack_names(names: np.ndarray, what: str) -> np.ndarray:
-    joined = _NAME_SEP.join(names.tolist())
-    if joined.count(_NAME_SEP) != max(len(names) - 1, 0):
-        raise ConfigError(f"cannot save: a {what} name contains a NUL character; rename it before calling KG.save().")
-    return np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
-
-
-def _unpack_names(blob: np.ndarray, count: int) -> np.ndarray:
-    if count == 0:
-        return np.empty(0, dtype=object)
-    parts = blob.tobytes().decode("utf-8").split(_NAME_SEP)
-    if len(parts) != count:
-        raise ConfigError(f"corrupt KG cache: expected {count} names, found {len(parts)}; delete the .npz and rebuild it.")
-    return np.array(parts, dtype=object)
 
 
 def _close_matches(name: str, names: np.ndarray, n: int = 3) -> list[str]:
@@ -158,93 +53,6 @@ def _sentence_part(text: str) -> str:
     return text.replace("_", " ")
 
 
-# ----------------------------------------------------------------------------- text reading
-
-
-def _first_fact_line(path: Path) -> str | None:
-    """The first non-blank line of a text file, or None when it holds no fact at all."""
-    with open(path, "r", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if line.strip():
-                return line
-    return None
-
-
-def _detect_separator(line: str, path: Path) -> str:
-    if "\t" in line:
-        return "\t"
-    if "|" in line:
-        return "|"
-    raise ConfigError(
-        f"cannot detect the separator of {path}: the first fact line has neither a tab nor '|'; pass sep= explicitly."
-    )
-
-
-def _read_columns(path: Path, sep: str):
-    """Three stripped string columns as pyarrow arrays (pyarrow's multi-threaded C++ CSV reader; pyarrow is a
-    core dependency)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import csv as pacsv
-
-    bad: list[str] = []
-
-    def on_bad_row(row) -> str:
-        if not row.text.replace(sep, "").strip():
-            return "skip"  # a line of blanks and separators only counts as blank
-        bad.append(row.text)
-        return "error"
-
-    try:
-        table = pacsv.read_csv(
-            str(path),
-            read_options=pacsv.ReadOptions(column_names=["h", "r", "t"], block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(
-                delimiter=sep, quote_char=False, escape_char=False, newlines_in_values=False,
-                ignore_empty_lines=True, invalid_row_handler=on_bad_row,
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={c: pa.large_string() for c in "hrt"}, strings_can_be_null=False,
-                quoted_strings_can_be_null=False, null_values=[],
-            ),
-        )
-    except pa.ArrowInvalid as exc:
-        detail = f"bad line {bad[0][:80]!r}" if bad else str(exc).splitlines()[0][:120]
-        raise ConfigError(
-            f"{path} is not a 3-column fact file with separator {sep!r} ({detail}); fix the line or pass sep=."
-        ) from exc
-    return [pc.utf8_trim_whitespace(table.column(c).combine_chunks()) for c in "hrt"]
-
-
-def _encode_columns(cols, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Drop blank rows, check for empty fields, and factorise names to ids (first-appearance order).
-
-    `cols` are the three pyarrow string arrays of `_read_columns`."""
-    if len(cols[0]) == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return empty, empty, empty, np.empty(0, dtype=object), np.empty(0, dtype=object)
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    lens = [pc.utf8_length(c) for c in cols]
-    nonempty = [pc.greater(n, 0) for n in lens]
-    any_field = pc.or_(pc.or_(nonempty[0], nonempty[1]), nonempty[2])
-    all_fields = pc.and_(pc.and_(nonempty[0], nonempty[1]), nonempty[2])
-    if not pc.all(pc.equal(any_field, all_fields)).as_py():
-        row = int(pc.index(pc.not_equal(any_field, all_fields), True).as_py())
-        shown = " | ".join(str(c[row].as_py()) for c in cols)
-        raise ConfigError(f"{path}: a fact has an empty head, relation or tail ({shown!r}); fix or remove that line.")
-    if not pc.all(any_field).as_py():
-        cols = [c.filter(any_field) for c in cols]
-    ents = pa.concat_arrays([cols[0], cols[2]]).dictionary_encode()
-    codes = ents.indices.to_numpy(zero_copy_only=False)
-    entity_names = np.asarray(ents.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    rel_enc = cols[1].dictionary_encode()
-    rels = rel_enc.indices.to_numpy(zero_copy_only=False)
-    relation_names = np.asarray(rel_enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    n = codes.size // 2
-    return codes[:n], np.asarray(rels), codes[n:], entity_names, relation_names
-
 
 # ----------------------------------------------------------------------------- the graph
 
@@ -262,43 +70,20 @@ class KG:
                  heads: np.ndarray, rels: np.ndarray, tails: np.ndarray, index: dict | None = None):
         """Internal: use the `from_*` / `load*` constructors (arrays must already be unique facts)."""
         self.name = str(name)
-        self.entity_names = _frozen(np.asarray(entity_names, dtype=object))
-        self.relation_names = _frozen(np.asarray(relation_names, dtype=object))
+        self.entity_names = frozen(np.asarray(entity_names, dtype=object))
+        self.relation_names = frozen(np.asarray(relation_names, dtype=object))
         self.num_entities = int(self.entity_names.size)
         self.num_relations = int(self.relation_names.size)
-        self.heads = _frozen(heads)
-        self.rels = _frozen(rels)
-        self.tails = _frozen(tails)
+        self.heads = frozen(heads)
+        self.rels = frozen(rels)
+        self.tails = frozen(tails)
         self.num_edges = int(heads.size)
         self._entity_index: pd.Index | None = None
         self._relation_index: dict[str, int] | None = None
         if index is None:
-            index = self._build_index()
+            index = csr_index(self.heads, self.rels, self.tails, self.num_entities, self.num_relations)
         for key, arr in index.items():
-            setattr(self, "_" + key, _frozen(arr))
-
-    def _build_index(self) -> dict[str, np.ndarray]:
-        """CSR out/in orders, per-entity indptr and per-(entity, relation) groups."""
-        n_e, n_r, n_edges = self.num_entities, self.num_relations, self.num_edges
-        order_dtype = _id_dtype(n_edges)
-        index: dict[str, np.ndarray] = {}
-        for side, src, dst in (("out", self.heads, self.tails), ("in", self.tails, self.heads)):
-            src64 = src.astype(np.int64)
-            group = src64 * max(n_r, 1) + self.rels
-            if max(n_e, 1) * max(n_r, 1) * max(n_e, 1) < _INT64_LIMIT:
-                order = np.argsort(group * max(n_e, 1) + dst)  # keys are unique: any sort is exact
-            else:  # pragma: no cover - only for astronomically large vocabularies
-                order = np.lexsort((dst, self.rels, src))
-            gkeys, gstarts = _group_starts(group[order])
-            del group
-            index[f"{side}_order"] = order.astype(order_dtype, copy=False)
-            counts = np.bincount(src64, minlength=n_e) if n_edges else np.zeros(n_e, dtype=np.int64)
-            indptr = np.zeros(n_e + 1, dtype=np.int64)
-            np.cumsum(counts, out=indptr[1:])
-            index[f"{side}_indptr"] = indptr
-            index[f"{side}_gkeys"] = gkeys
-            index[f"{side}_gstarts"] = gstarts
-        return index
+            setattr(self, "_" + key, frozen(arr))
 
     @classmethod
     def _build(cls, heads, rels, tails, entity_names, relation_names, name: str, *, check: bool = True) -> "KG":
@@ -328,22 +113,17 @@ class KG:
                     dup = pd.Index(names, dtype=object)
                     first = str(dup[dup.duplicated()][0])
                     raise ConfigError(f"{label} names must be unique ({first!r} appears twice); merge or rename them.")
-        id_dtype = _id_dtype(max(n_e, n_r))
-        heads = heads.astype(id_dtype, copy=False)
-        rels = rels.astype(id_dtype, copy=False)
-        tails = tails.astype(id_dtype, copy=False)
+        ids = id_dtype(max(n_e, n_r))
+        heads = heads.astype(ids, copy=False)
+        rels = rels.astype(ids, copy=False)
+        tails = tails.astype(ids, copy=False)
         if heads.size:
-            if max(n_e, 1) * max(n_r, 1) * max(n_e, 1) < _INT64_LIMIT:
-                key = (heads.astype(np.int64) * max(n_r, 1) + rels) * max(n_e, 1) + tails
-                dup = pd.Series(key, copy=False).duplicated(keep="first").to_numpy()
-                del key
-            else:  # pragma: no cover
-                dup = pd.DataFrame({"h": heads, "r": rels, "t": tails}).duplicated(keep="first").to_numpy()
+            dup = duplicate_facts(heads, rels, tails, n_e, n_r)
             if dup.any():
                 keep = ~dup
                 heads, rels, tails = heads[keep], rels[keep], tails[keep]
         # own the memory (inputs may be views of caller arrays that we are about to freeze)
-        heads, rels, tails = (np.array(a, dtype=id_dtype, copy=True) for a in (heads, rels, tails))
+        heads, rels, tails = (np.array(a, dtype=ids, copy=True) for a in (heads, rels, tails))
         return cls(name=name, entity_names=entity_names, relation_names=relation_names,
                    heads=heads, rels=rels, tails=tails)
 
@@ -384,33 +164,17 @@ class KG:
         if not path.is_file():
             raise DatasetMissingError(f"KG file {path} not found: check the data directory (KGRAG_DATA_DIR) or the path.")
         name = path.stem if name is None else name
-        first = _first_fact_line(path)
-        if first is None:  # empty or blank-only file
-            empty = np.empty(0, dtype=np.int32)
-            return cls._build(empty, empty, empty, [], [], name, check=False)
-        sep = _detect_separator(first, path) if sep is None else sep
-        if len(sep) != 1:
-            raise ConfigError(f"sep must be a single character such as '|' or '\\t' (got {sep!r}).")
-        cols = _read_columns(path, sep)
-        heads, rels, tails, entity_names, relation_names = _encode_columns(cols, path)
-        del cols
+        heads, rels, tails, entity_names, relation_names = read_fact_file(path, sep)
         return cls._build(heads, rels, tails, entity_names, relation_names, name, check=False)
 
     @classmethod
     def load_cached(cls, path, sep: str | None = None, name: str | None = None) -> "KG":
         """`load()` through an .npz cache in settings.cache_dir("kg"), keyed by the file's path,
         size and modification time, so a large KG is parsed once and then reloads in seconds."""
-        import hashlib
-
-        from .settings import cache_dir
-
         path = Path(path)
         if not path.is_file():
             raise DatasetMissingError(f"KG file {path} not found: check the data directory (KGRAG_DATA_DIR) or the path.")
-        stat = path.stat()
-        ident = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{sep!r}|{name!r}|v{NPZ_FORMAT_VERSION}"
-        digest = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
-        cached = cache_dir("kg") / f"{path.stem}-{digest}.npz"
+        cached = cache_file(path, sep, name)
         if cached.is_file():
             try:
                 return cls.load_npz(cached)
@@ -423,50 +187,13 @@ class KG:
     # ------------------------------------------------------------------ binary cache
     def save(self, path) -> Path:
         """Write an uncompressed .npz cache (ids, names and indexes) atomically; returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        arrays = {
-            "format_version": np.array(NPZ_FORMAT_VERSION),
-            "name": np.frombuffer(self.name.encode("utf-8"), dtype=np.uint8),
-            "entity_names": _pack_names(self.entity_names, "entity"),
-            "relation_names": _pack_names(self.relation_names, "relation"),
-            "counts": np.array([self.num_entities, self.num_relations, self.num_edges], dtype=np.int64),
-            "heads": self.heads, "rels": self.rels, "tails": self.tails,
-        }
-        for side in ("out", "in"):
-            for part in ("order", "indptr", "gkeys", "gstarts"):
-                arrays[f"{side}_{part}"] = getattr(self, f"_{side}_{part}")
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_npz(self, path)
 
     @classmethod
     def load_npz(cls, path) -> "KG":
         """Reload a KG written by `save()` (no re-sorting: the indexes are stored)."""
-        path = Path(path)
-        if not path.is_file():
-            raise DatasetMissingError(f"KG cache {path} not found: build the KG and call kg.save({str(path)!r}) first.")
-        with np.load(path, allow_pickle=False) as data:
-            version = int(data["format_version"]) if "format_version" in data.files else -1
-            if version != NPZ_FORMAT_VERSION:
-                raise ConfigError(
-                    f"KG cache {path} has format {version}, this code reads {NPZ_FORMAT_VERSION}: delete it and rebuild."
-                )
-            n_e, n_r, n_edges = (int(x) for x in data["counts"])
-            index = {f"{side}_{part}": data[f"{side}_{part}"]
-                     for side in ("out", "in") for part in ("order", "indptr", "gkeys", "gstarts")}
-            kg = cls(
-                name=data["name"].tobytes().decode("utf-8"),
-                entity_names=_unpack_names(data["entity_names"], n_e),
-                relation_names=_unpack_names(data["relation_names"], n_r),
-                heads=data["heads"], rels=data["rels"], tails=data["tails"], index=index,
-            )
+        kwargs, (n_e, _, n_edges) = read_npz(path)
+        kg = cls(**kwargs)
         if kg.num_edges != n_edges or kg._out_indptr.size != n_e + 1:
             raise ConfigError(f"corrupt KG cache {path}: array sizes disagree; delete it and rebuild.")
         return kg
@@ -627,7 +354,7 @@ class KG:
             idx = idx[hit]
             starts, ends = gstarts[idx], gstarts[idx + 1]
             nodes = nodes[hit]
-        positions, owner = _expand_ranges(starts, ends)
+        positions, owner = expand_ranges(starts, ends)
         edges = order[positions].astype(np.int64)
         src = nodes[owner]
         dst = (self.tails if forward else self.heads)[edges].astype(np.int64)
@@ -681,32 +408,33 @@ class KG:
         if max_paths_facts is not None and max_paths_facts < 0:
             raise ConfigError(f"max_paths_facts must be >= 0 or None (got {max_paths_facts}).")
         frontiers = [frontier]
-        expanded: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        expanded: list[tuple[np.ndarray, bool]] = []
         truncated = False
         for rel, forward in steps:
-            edges, src, dst = self._edges_from(frontier, rel, forward)
+            edges, _, dst = self._edges_from(frontier, rel, forward)
             if max_paths_facts is not None and edges.size > max_paths_facts:
-                edges, src, dst = edges[:max_paths_facts], src[:max_paths_facts], dst[:max_paths_facts]
+                edges, dst = edges[:max_paths_facts], dst[:max_paths_facts]
                 truncated = True
-            expanded.append((edges, src, dst))
+            expanded.append((edges, forward))
             frontier = np.unique(dst)
             frontiers.append(frontier)
-        alive = frontier
+        ends = frontier
         if exclude_start and steps:
-            alive = alive[~_in_sorted(alive, frontiers[0])]
-        reached = alive
-        step_edges: list[np.ndarray] = []
-        step_entities = [alive]
-        for edges, src, dst in reversed(expanded):
-            keep = _in_sorted(dst, alive)
-            step_edges.append(np.unique(edges[keep]))
-            alive = np.unique(src[keep])
-            step_entities.append(alive)
-        step_edges.reverse()
-        step_entities.reverse()
-        edge_ids = np.unique(np.concatenate(step_edges)) if step_edges else np.empty(0, dtype=np.int64)
-        return ChainResult(reached=reached, edge_ids=edge_ids.astype(np.int64), frontiers=frontiers,
-                           step_edge_ids=step_edges, step_entities=step_entities, truncated=truncated)
+            ends = ends[~in_sorted(ends, frontiers[0])]
+        return complete_paths(self.heads, self.tails, expanded, ends, frontiers, truncated)
+
+    def prune_chain(self, chain: Sequence, step_edge_ids: Sequence[np.ndarray], ends, frontiers: list[np.ndarray],
+                    truncated: bool = False) -> ChainResult:
+        """The complete paths of an already followed chain that end in `ends` (sorted unique ids).
+
+        `step_edge_ids[i]` are facts step i of `chain` expanded from its frontier (facts that lead
+        nowhere are pruned; facts leaving other entities would be kept, so do not add any). This is
+        the backward pruning of `follow_chain`, for callers that filter the steps themselves (a
+        topic policy, a conjunction of branches).
+        """
+        directions = [self._parse_step(step)[1] for step in chain]
+        ends = np.unique(np.asarray(ends, dtype=np.int64))
+        return complete_paths(self.heads, self.tails, list(zip(step_edge_ids, directions)), ends, frontiers, truncated)
 
     def incident_edges(self, entities) -> np.ndarray:
         """Sorted unique ids of facts touching any of `entities` (either direction)."""
@@ -732,14 +460,14 @@ class KG:
             if frontier.size == 0:
                 break
             new = self.incident_edges(frontier)
-            new = new[~_in_sorted(new, collected)]
+            new = new[~in_sorted(new, collected)]
             if max_edges is not None and collected.size + new.size > max_edges:
                 new = new[: max_edges - collected.size]
                 collected = np.union1d(collected, new)
                 break
             collected = np.union1d(collected, new)
             ends = np.unique(np.concatenate([self.heads[new], self.tails[new]]).astype(np.int64))
-            frontier = ends[~_in_sorted(ends, visited)]
+            frontier = ends[~in_sorted(ends, visited)]
             visited = np.union1d(visited, frontier)
         return collected
 
@@ -754,10 +482,10 @@ class KG:
         sa = np.unique(self._as_entities(a, "a"))
         sb = np.unique(self._as_entities(b, "b"))
         edges, _, dst = self._edges_from(sa, None, True)
-        found = [edges[_in_sorted(dst, sb)]]
+        found = [edges[in_sorted(dst, sb)]]
         if not directed:
             edges, _, dst = self._edges_from(sb, None, True)
-            found.append(edges[_in_sorted(dst, sa)])
+            found.append(edges[in_sorted(dst, sa)])
         return np.unique(np.concatenate(found))
 
     # ------------------------------------------------------------------ export
