@@ -38,3 +38,48 @@ def require(module: str, extra: str, feature: str):
             f"{feature} needs the Python package '{module}', which is not installed: "
             f"run `pip install -e '.[{extra}]'` (or `pip install {module}`)."
         ) from exc
+
+
+# ----------------------------------------------------------------------------- "did you mean"
+_LARGE_POOL = 50_000  # above this many names, only names sharing the first two letters are compared
+
+
+def close_matches(name, choices, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """Up to `n` valid names closest to a misspelled one: a case-insensitive exact match first, else difflib.
+
+    Bounded work for millions of names (a KG's entities): above 50,000 choices only those sharing
+    the first two letters (case-folded) are compared.
+    """
+    import difflib
+
+    import numpy as np
+
+    name = str(name)
+    pool = np.asarray(choices if isinstance(choices, np.ndarray) else list(choices), dtype=object)
+    if pool.size == 0:
+        return []
+    folded = name.casefold()
+    if pool.size > _LARGE_POOL:
+        import pandas as pd
+
+        lowered = pd.Series(pool, dtype=object).astype(str).str.casefold()
+        exact = pool[(lowered == folded).to_numpy()]
+        if exact.size:
+            return [str(x) for x in exact[:n]]
+        prefix = folded[:2]
+        pool = pool[lowered.str.startswith(prefix).to_numpy()][:_LARGE_POOL] if prefix else pool[:0]
+    else:
+        exact = [str(x) for x in pool if str(x).casefold() == folded]
+        if exact:
+            return exact[:n]
+    return difflib.get_close_matches(name, [str(x) for x in pool], n=n, cutoff=cutoff)
+
+
+def did_you_mean(name, choices, n: int = 1, cutoff: float = 0.6) -> str:
+    """"did you mean 'a', 'b'?" for the closest valid names (`close_matches`), or "" when none is close.
+
+    The one way every refusal of an unknown name suggests the fix; callers add the punctuation
+    around it (" (did you mean 'x'?)", "; did you mean 'x'?").
+    """
+    hits = close_matches(name, choices, n=n, cutoff=cutoff)
+    return f"did you mean {', '.join(repr(h) for h in hits)}?" if hits else ""

@@ -12,22 +12,21 @@ name looks like a typo.
 
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, create_model
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 
 DEFAULT_TIMEOUT = 3600  # seconds per cell
 
 
 def closest(word: Any, choices: Iterable[str]) -> str:
     """' did you mean 'x'?' for the nearest valid name, or '' when nothing is near."""
-    hit = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" did you mean {hit[0]!r}?" if hit else ""
+    tip = did_you_mean(word, choices)
+    return f" {tip}" if tip else ""
 
 
 # ----------------------------------------------------------------------------- grid YAML

@@ -9,7 +9,6 @@ formats and read by the same loaders.
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .. import settings
-from ..errors import ConfigError, DatasetMissingError, KgragError
+from ..errors import ConfigError, DatasetMissingError, KgragError, did_you_mean
 from . import clutrr, metaqa, passages, pathquestion
 from .answerable import cached_answerable
 from .items import Dataset, KGQuestion
@@ -401,8 +400,7 @@ def dataset_names(source: str | None = None) -> list[str]:
 def get_spec(name: str) -> DatasetSpec:
     if name in _SPECS:
         return _SPECS[name]
-    hint = difflib.get_close_matches(str(name), list(_SPECS), n=3, cutoff=0.5)
-    tip = f"did you mean {', '.join(repr(h) for h in hint)}?" if hint else f"known: {', '.join(_SPECS)}"
+    tip = did_you_mean(name, _SPECS, n=3, cutoff=0.5) or f"known: {', '.join(_SPECS)}"
     raise ConfigError(f"unknown dataset {name!r}: {tip}")
 
 

@@ -7,7 +7,6 @@ are in `arrays`, fact-file reading in `text`, the .npz cache in `storage` and th
 
 from __future__ import annotations
 
-import difflib
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, DatasetMissingError
+from ..errors import ConfigError, DatasetMissingError, did_you_mean
 from .arrays import csr_index, duplicate_facts, expand_ranges, frozen, id_dtype, in_sorted
 from .chains import ChainResult, complete_paths
 from .storage import cache_file, read_npz, write_npz
@@ -27,26 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["KG"]
 
 _DIRECTIONS = ("out", "in", "both")
-
-
-def _close_matches(name: str, names: np.ndarray, n: int = 3) -> list[str]:
-    """A few similar names for an error hint (bounded work even for millions of names)."""
-    if names.size == 0:
-        return []
-    folded = name.casefold()
-    pool = names
-    if names.size > 50_000:
-        lowered = pd.Series(names, dtype=object).str.casefold()
-        exact = names[(lowered == folded).to_numpy()]
-        if exact.size:
-            return [str(x) for x in exact[:n]]
-        prefix = folded[:2]
-        pool = names[lowered.str.startswith(prefix).to_numpy()][:50_000] if prefix else names[:0]
-    else:
-        exact = [str(x) for x in pool if str(x).casefold() == folded]
-        if exact:
-            return exact[:n]
-    return difflib.get_close_matches(name, [str(x) for x in pool], n=n, cutoff=0.6)
 
 
 def _sentence_part(text: str) -> str:
@@ -223,9 +202,8 @@ class KG:
         return isinstance(name, str) and name in self._relation_lookup()
 
     def _unknown_entity(self, name) -> ConfigError:
-        hint = _close_matches(str(name), self.entity_names)
-        tip = f" did you mean {', '.join(repr(h) for h in hint)}?" if hint else " check spelling and case."
-        return ConfigError(f"unknown entity {name!r} in KG {self.name!r}:{tip}")
+        tip = did_you_mean(name, self.entity_names, n=3) or "check spelling and case."
+        return ConfigError(f"unknown entity {name!r} in KG {self.name!r}: {tip}")
 
     def entity_id(self, name: str) -> int:
         """Id of an entity name (ConfigError with close matches when unknown)."""
@@ -255,8 +233,7 @@ class KG:
         lookup = self._relation_lookup()
         if isinstance(name, str) and name in lookup:
             return lookup[name]
-        hint = difflib.get_close_matches(str(name), list(lookup), n=3, cutoff=0.5)
-        tip = f"did you mean {', '.join(repr(h) for h in hint)}?" if hint else \
+        tip = did_you_mean(name, lookup, n=3, cutoff=0.5) or \
             f"known relations: {', '.join(list(lookup)[:12])}{' ...' if len(lookup) > 12 else ''}"
         raise ConfigError(f"unknown relation {name!r} in KG {self.name!r}: {tip}")
 
