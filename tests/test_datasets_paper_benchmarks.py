@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kgrag_utils import cli
-from kgrag_utils.datasets import download, factkg, fixtures, iirc, list_datasets, load_dataset, rog
+from kgrag_utils.datasets import download, factkg, fixture_graphs, fixtures, iirc, list_datasets, load_dataset, rog
 from kgrag_utils.datasets.safe_pickle import UnsafePickleError, safe_load, safe_loads
 from kgrag_utils.errors import (BackendUnavailableError, ConfigError, DatasetMissingError, IntegrityError)
 from kgrag_utils.kg import KG
@@ -173,7 +173,7 @@ def test_factkg_full_graph_relation_filter_and_cache(data_root):
                                               root / "relations_for_final.pickle", cache=False)
     full_all, _, _ = factkg.load_dbpedia(root / "dbpedia_2015_undirected.pickle", cache=False)
     assert _facts(full_filtered) == _facts(light)
-    assert _facts(full_all) - _facts(light) == set(fixtures._FULL_ONLY)
+    assert _facts(full_all) - _facts(light) == set(fixture_graphs._FULL_ONLY)
     first = load_dataset("factkg", split="test", graph="full")
     second = load_dataset("factkg", split="test", graph="full")
     assert "kg_cache" not in first.info and "kg_cache" in second.info  # second load reads the .npz
