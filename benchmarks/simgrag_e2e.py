@@ -24,8 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from kgrag_utils import settings
+from kgrag_utils.metrics import wilson_interval
 from kgrag_utils.records import write_result
-from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, summarize_records
+from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize_records
+
+#: the 1.5B's prompt processing speed on the 2-core development machine (docs: the README's model table)
+PREFILL_TOK_S = 100.0
+
 
 def seconds_per_question(records: list[dict]) -> dict:
     """LLM seconds per question over the questions whose LLM calls were all computed (not cache hits)."""
@@ -78,6 +83,53 @@ def first_computation_seconds(records: list[dict], earlier_run: Path) -> dict:
             "n_questions_timed": len(per_question), "timed_from": sources, "earlier_run": str(earlier_run)}
 
 
+def setting_label(config: SimGRAGConfig, structured: str) -> str:
+    """The row label of a run: demonstrations, samples, decoding and the schema options."""
+    if config.demos == "nearest":
+        label = f"nearest {config.shots} (after {config.fixed_shots} fixed)"
+    else:
+        label = f"fixed {config.shots} (the paper's shots)"
+    if config.samples > 1:
+        label += f", samples {config.samples} (T={config.sample_temperature})"
+    label += f", {structured}"
+    label += "".join(f", {name}" for name, on in (("anchor", config.anchor_entity),
+                                                   ("relation vocabulary", config.relation_vocabulary)) if on)
+    return label
+
+
+def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S) -> dict:
+    """95% intervals of the headline rates, misses by stage per question type, tokens and demonstration cost."""
+    out = {"intervals_95": {}}
+    for subset, rows in (("all", records), ("answerable", [r for r in records if r.get("answerable")])):
+        for metric in ("hits@1", "containment"):
+            k = sum(1 for r in rows if r.get(metric) == 1.0)
+            out["intervals_95"][f"{subset}.{metric}"] = {"k": k, "n": len(rows), **wilson_interval(k, len(rows))}
+    by_type: dict = {}
+    for r in records:
+        row = by_type.setdefault(str(r.get("qtype")), {"n": 0, "hits@1": 0, "pattern": 0, "retrieval": 0, "generation": 0})
+        row["n"] += 1
+        row["hits@1"] += int(r.get("hits@1") == 1.0)
+        if r.get("failed_stage"):
+            row[r["failed_stage"]] += 1
+    out["by_qtype"] = dict(sorted(by_type.items(), key=lambda kv: -kv[1]["n"]))
+    n = len(records) or 1
+    tok = {}
+    for r in records:
+        for key, value in (r.get("tokens") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                tok[key] = tok.get(key, 0) + value
+    out["tokens_per_question"] = {k: round(v / n, 1) for k, v in sorted(tok.items())}
+    demo_tok = [r.get("pattern_demo_tokens") or 0 for r in records]
+    mean_demo = float(np.mean(demo_tok)) if demo_tok else 0.0
+    out["demonstrations"] = {
+        "demo_tokens_per_question": round(mean_demo, 1),
+        "prefill_s_per_question_at": {"tok_s": prefill_tok_s, "seconds": round(mean_demo / prefill_tok_s, 2)},
+        "note": "the chosen demonstrations' turns are the prompt's part that no other question shares, so llama.cpp's "
+                "prefix cache cannot cover them: each question prefills them once per pattern call (samples: per sample)",
+    }
+    return out
+
+
 def main(argv=None) -> int:
     from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
     from kgrag_utils.llm import DEFAULT_CPU_PRESET, get_preset, load_llm
@@ -104,7 +156,15 @@ def main(argv=None) -> int:
     ap.add_argument("--relation-vocabulary", default=None, choices=("true", "false"),
                     help="schema mode only: each pattern relation is one of the KG's relation names, an enum the "
                          "prompt lists (SimGRAGConfig.relation_vocabulary); default: SimGRAGConfig's")
-    ap.add_argument("--shots", type=int, default=SimGRAGConfig().shots)
+    ap.add_argument("--shots", type=int, default=SimGRAGConfig().shots,
+                    help="pattern shots: the fixed ones, or with --demos nearest the chosen demonstrations")
+    ap.add_argument("--demos", default=SimGRAGConfig().demos, choices=("fixed", "nearest"),
+                    help="fixed: the prompt file's shots; nearest: the training questions nearest to each question")
+    ap.add_argument("--fixed-shots", type=int, default=SimGRAGConfig().fixed_shots,
+                    help="--demos nearest: the fixed shots kept first (shared by every question)")
+    ap.add_argument("--samples", type=int, default=SimGRAGConfig().samples,
+                    help="patterns per question (n > 1: n-1 sampled ones, each retrieved and answered, a GSD-weighted vote)")
+    ap.add_argument("--sample-temperature", type=float, default=SimGRAGConfig().sample_temperature)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="auto", choices=("auto", "flat", "hnsw"),
@@ -124,7 +184,10 @@ def main(argv=None) -> int:
         extra["anchor_entity"] = args.anchor_entity == "true"
     if args.relation_vocabulary is not None:
         extra["relation_vocabulary"] = args.relation_vocabulary == "true"
-    structured = args.structured or get_preset(args.preset).structured
+    extra.update(demos=args.demos, fixed_shots=args.fixed_shots, samples=args.samples,
+                 sample_temperature=args.sample_temperature)
+    fake = args.preset == "fake"  # the test double replaying gold patterns: plumbing only, never a reported number
+    structured = args.structured or ("off" if fake else get_preset(args.preset).structured)
     # this run's values (dataset, llm_preset, ...) go into the config, so the record holds them, not the defaults
     method_settings = SimGRAGConfig(dataset=args.dataset, split=args.split, limit=args.limit or 0, seed=args.seed,
                                     llm_preset=args.preset, llm_backend=args.backend or "", llm_structured=structured,
@@ -134,6 +197,14 @@ def main(argv=None) -> int:
     for opt in ("anchor_entity", "relation_vocabulary"):  # absent when off (the default): earlier runs' keys hold
         if not settings_params.get(opt):
             settings_params.pop(opt, None)
+    default = SimGRAGConfig()
+    if args.demos == "fixed":
+        settings_params.pop("fixed_shots", None)  # unused with fixed demos
+    if args.samples == 1:
+        settings_params.pop("sample_temperature", None)  # unused with one (greedy) sample
+    for opt in ("demos", "fixed_shots", "samples", "sample_temperature"):  # absent at the defaults: earlier keys hold
+        if settings_params.get(opt) == getattr(default, opt):
+            settings_params.pop(opt, None)
     params = {**settings_params, **({"take": args.take} if args.take else {}),
               **({"dataset_options": options} if options else {})}  # absent without options: old run keys hold
     recorder = RunRecorder("simgrag", params, run_name=args.run_name or f"simgrag-e2e-{args.dataset}")
@@ -141,13 +212,20 @@ def main(argv=None) -> int:
     index_kind = resolve_index_kind(args.index, data.kg.num_entities)
     t0 = time.perf_counter()
     done_before = len(recorder.done_ids)
-    llm, backend = None, args.backend or get_preset(args.preset).backend
+    llm, backend = None, args.backend or ("fake" if fake else get_preset(args.preset).backend)
     if any(q.qid not in recorder.done_ids for q in data.items):  # else only the report is rewritten: no model
         retriever = GSDRetriever.from_embedder(data.kg, args.embedder, index_kind=args.index)
-        llm = load_llm(args.preset, backend=args.backend, structured=structured,
-                       **({"n_threads": args.threads} if args.threads else {}))
+        llm = replay_gold_llm(data.items) if fake else load_llm(
+            args.preset, backend=args.backend, structured=structured, **({"n_threads": args.threads} if args.threads else {}))
         backend = getattr(llm, "backend_name", backend)
-        method = SimGRAG(method_settings, data.kg, retriever, llm, dataset=data.name)
+        pool = None
+        if args.demos == "nearest":
+            from kgrag_utils.embeddings import load_embedder
+            from kgrag_utils.methods.simgrag.demos import pattern_demo_pool
+
+            pool = pattern_demo_pool(data, load_embedder(args.embedder))
+            print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split", flush=True)
+        method = SimGRAG(method_settings, data.kg, retriever, llm, dataset=data.name, demo_pool=pool)
         try:
             method.run(data.items, recorder=recorder, progress=True)
         except BaseException as exc:  # keep what was recorded; mark the run as failed
@@ -173,7 +251,8 @@ def main(argv=None) -> int:
         "metric_note": "hits@1: strict (the first parsed answer, normalised, equals a gold answer); containment: "
                        "lenient (a gold answer is a substring of the raw answer, the paper's 'Hits@1'); failed "
                        "examples count as wrong (n_failed); failed_stage: the stage blamed for each wrong answer",
-        "summary": summary, "seconds": timing,
+        "setting": setting_label(method_settings, structured),
+        "summary": summary, "seconds": timing, "report": run_report(records),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
     }

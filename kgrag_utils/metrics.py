@@ -32,6 +32,7 @@ __all__ = [
     "precision_at_k",
     "sf_em_at_k",
     "summarize",
+    "wilson_interval",
     "HITS1", "CONTAINMENT", "EM", "F1", "ACCURACY", "FACT_HIT", "recall_name", "sf_em_name", "DEFINITIONS",
     "definition",
 ]
@@ -226,6 +227,19 @@ def _is_nan(value: object) -> bool:
         return value is not None and math.isnan(value)  # type: ignore[arg-type]
     except TypeError:
         return False
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> dict:
+    """The Wilson score interval of a rate k/n ({"rate", "low", "high"}; z = 1.96: 95%), None values when n = 0.
+
+    Unlike the normal approximation it stays inside [0, 1] and is sensible near 0 and 1 and for small n."""
+    if n <= 0:
+        return {"rate": None, "low": None, "high": None}
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return {"rate": p, "low": max(0.0, centre - half), "high": min(1.0, centre + half)}
 
 
 def summarize(rows: Sequence[Mapping], keys: Sequence[str], failed_key: str = "failed") -> dict:

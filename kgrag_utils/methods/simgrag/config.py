@@ -35,7 +35,11 @@ class SimGRAGConfig(MethodConfig):
 
     dataset: str = "sample-movies-2hop"
     limit: int = 20
-    shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation)
+    shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation); nearest: demonstrations
+    demos: Literal["fixed", "nearest"] = "fixed"  # fixed: the prompt file's shots; nearest: the training questions nearest to each
+    fixed_shots: int = 4                # nearest demos: the fixed shots kept first (shared by all questions: prefix-cached)
+    samples: int = 1                    # patterns per question: n > 1 adds n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
+    sample_temperature: float = 0.7     # samples > 1: the temperature of the sampled patterns (seeds 1..n-1; the first is greedy)
     answer_shots: int = 3               # worked examples in the answer prompt
     top_k: int = 3                      # subgraphs handed to the LLM
     entity_topk: int = 16               # entity candidates per known pattern node
@@ -55,8 +59,13 @@ class SimGRAGConfig(MethodConfig):
     batch_size: int = 8                 # questions per LLM batch (records are written after each batch)
 
     def _check(self) -> None:
-        if self.batch_size < 1 or self.shots < 0 or self.answer_shots < 0:
+        if self.batch_size < 1 or self.shots < 0 or self.answer_shots < 0 or self.fixed_shots < 0:
             raise ConfigError(f"SimGRAGConfig: batch_size must be >= 1 and shots >= 0 (got {self.batch_size}, {self.shots}).")
+        if self.samples < 1 or not self.sample_temperature > 0:
+            raise ConfigError(f"SimGRAGConfig: samples must be >= 1 and sample_temperature > 0 (got {self.samples}, "
+                              f"{self.sample_temperature}).")
+        if self.samples > 1 and self.pattern_source != "llm":
+            raise ConfigError("SimGRAGConfig: samples > 1 samples LLM patterns; set pattern_source='llm' or samples=1.")
         self.gsd_config()  # validates the search parameters
 
     @property

@@ -9,7 +9,8 @@ triple `(head, relation, tail)`; entities the question does not name are written
   parentheses, JSON or pipes; names with commas are split using the question as a guide);
 * `validate_pattern` - drops self-loops, duplicates and components without a known entity (they
   cannot be anchored in the KG) and says why a pattern is unusable;
-* `build_pattern_prompt` - the few-shot chat (4, 8 or 12 shots) from `prompts/simgrag_pattern.yaml`;
+* `build_pattern_prompt` - the few-shot chat (4, 8 or 12 shots) from `prompts/simgrag_pattern.yaml`, then
+  the demonstrations chosen for the question (`demos.py`, config demos="nearest");
   `form="json"` (the schema-constrained mode) shows every shot as the JSON object of
   `PATTERN_SCHEMA` ({"phrases": [...], "triples": [[head, relation, tail], ...]}) instead of the
   paper's "Phrases:" / "Triples:" lines;
@@ -508,9 +509,11 @@ def reply_instructions(instructions: str, spec: dict, form: str) -> str:
 
 
 def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", form: str = "text",
-                         relations: Sequence[str] | None = None) -> list[dict]:
+                         relations: Sequence[str] | None = None, demos: Sequence[dict] = ()) -> list[dict]:
     """A chat: system instructions, `shots` worked examples as user/assistant turns, then the question.
 
+    demos: more shots ({"question", "phrases", "triples"}: the demonstrations chosen for this question,
+    config demos="nearest"), after the fixed ones, so that what every question shares comes first.
     form: "text" (the paper's Phrases/Triples lines) or "json" (the schema-constrained mode's form).
     relations: the KG's relation names the reply's relations are constrained to (config `relation_vocabulary`);
     the instructions then name them (`relation_vocabulary` in the yaml), since the shots' relations are free words."""
@@ -526,7 +529,7 @@ def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", 
     if relations:
         system = system.rstrip("\n") + "\n" + spec["relation_vocabulary"].strip().format(relations=", ".join(relations))
     chat = [{"role": "system", "content": system}]
-    for ex in examples[:shots]:
+    for ex in list(examples[:shots]) + list(demos):
         chat.append({"role": "user", "content": f"Question: {ex['question']}"})
         chat.append({"role": "assistant", "content": render_pattern_answer(ex["phrases"], ex["triples"], form)})
     chat.append({"role": "user", "content": f"Question: {question}"})

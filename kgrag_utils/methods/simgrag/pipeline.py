@@ -39,7 +39,9 @@ from ..base import Method, is_error_record
 from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
+from .demos import demo_shots, pattern_demo_pool, shots_of
 from .protocol import cost_of
+from .samples import merge_samples
 from .pattern import (PATTERN_SCHEMA, RELATION_VOCABULARY_MAX, Pattern, anchored_pattern_schema, marked_entities,
                       pattern_schema, build_pattern_prompt, parse_pattern_output,
                       pattern_family, validate_pattern)
@@ -78,7 +80,7 @@ class SimGRAG(Method):
     name = "simgrag"
 
     def __init__(self, config: SimGRAGConfig | None = None, kg: "KG | None" = None, retriever: GSDRetriever | None = None,
-                 llm: "LLM | None" = None, dataset: str | None = None):
+                 llm: "LLM | None" = None, dataset: str | None = None, demo_pool=None):
         if config is not None and not isinstance(config, SimGRAGConfig):
             raise ConfigError("SimGRAG(config, kg, retriever, llm=None, dataset=None): the config comes first "
                               "(see docs/MIGRATION.md).")
@@ -89,6 +91,7 @@ class SimGRAG(Method):
         self.retriever = retriever
         self._llm = llm
         self._fake_items: Sequence = ()
+        self.demo_pool = demo_pool  # demos="nearest": the training questions (kgrag_utils.demos.DemoPool)
         self.dataset = dataset or self.config.dataset
         self.task = resolve_task(self.config.task, self.dataset)
         self.family = self.config.family or ("claims" if self.task == "verify" else
@@ -100,7 +103,13 @@ class SimGRAG(Method):
         """Embed and index the dataset's KG (the FactKG types too, for the type-candidate rule)."""
         retriever = GSDRetriever.from_embedder(dataset.kg, embedder or config.embedder, progress=progress,
                                                entity_types=dataset.info.get("entity_types"))
-        method = cls(config, dataset.kg, retriever, llm, dataset=dataset.name)
+        pool = None
+        if config.demos == "nearest" and config.pattern_source == "llm":
+            from ...embeddings import load_embedder
+
+            emb = embedder or config.embedder
+            pool = pattern_demo_pool(dataset, load_embedder(emb) if isinstance(emb, str) else emb)
+        method = cls(config, dataset.kg, retriever, llm, dataset=dataset.name, demo_pool=pool)
         method._fake_items = list(dataset.items)
         return method
 
@@ -144,9 +153,29 @@ class SimGRAG(Method):
                               f"{RELATION_VOCABULARY_MAX} (the prompt lists them all); set relation_vocabulary=False.")
         return names
 
-    def pattern_prompt(self, question: str) -> list[dict]:
-        return build_pattern_prompt(question, self.config.shots, self.family, form=self.prompt_form,
-                                    relations=self.relation_vocabulary)
+    def pattern_demos(self, item) -> tuple[list[dict], list[float]]:
+        """demos="nearest": the `shots` training questions nearest to `item` as pattern shots (nearest last) and
+        their similarities; demos="fixed": none."""
+        if self.config.demos != "nearest":
+            return [], []
+        if self.demo_pool is None:
+            raise ConfigError("demos='nearest' needs the training questions: build the method with "
+                              "SimGRAG.prepare(config, dataset), or pass demo_pool=simgrag.demos.pattern_demo_pool(...).")
+        return demo_shots(self.demo_pool, item, self.config.shots, self.family)
+
+    def _demo_tokens(self, chat: list[dict], n_demos: int) -> int:
+        """Tokens of the chosen demonstrations' turns (their contents; the chat template adds a few per turn): the part
+        of the prompt that is not shared with other questions, besides the question itself."""
+        if not n_demos:
+            return 0
+        turns = chat[-1 - 2 * n_demos:-1]
+        return int(sum(self.llm.count_tokens(m["content"]) for m in turns))
+
+    def pattern_prompt(self, question: str, demos: Sequence[dict] = ()) -> list[dict]:
+        """The pattern chat: the fixed shots (`shots` of them, or `fixed_shots` with nearest demos), then `demos`."""
+        nearest = self.config.demos == "nearest"
+        return build_pattern_prompt(question, self.config.fixed_shots if nearest else self.config.shots, self.family,
+                                    form=self.prompt_form, relations=self.relation_vocabulary, demos=shots_of(demos))
 
     def pattern_schema(self, question: str) -> dict:
         """The pattern call's schema: PATTERN_SCHEMA, with `anchor_entity` the question's anchored one, with
@@ -154,7 +183,7 @@ class SimGRAG(Method):
         rels = self.relation_vocabulary
         return anchored_pattern_schema(question, rels) if self.config.anchor_entity else pattern_schema(rels)
 
-    def _generate_patterns(self, prompts: list, schemas: list[dict]) -> list:
+    def _generate_patterns(self, prompts: list, schemas: list[dict], **gen) -> list:
         """One generate call per distinct schema (a call has one schema), results in the prompts' order."""
         s = self.settings
         if not wants_schema(self.llm):  # free text: the schema is dropped anyway, keep one batched call
@@ -165,7 +194,7 @@ class SimGRAG(Method):
         out: list = [None] * len(prompts)
         for idx in groups.values():
             res = self.llm.generate([prompts[i] for i in idx], max_new_tokens=s.pattern_max_new_tokens,
-                                    stop=("\nQuestion:",), schema=schemas[idx[0]])
+                                    stop=("\nQuestion:",), schema=schemas[idx[0]], **gen)
             for i, r in zip(idx, res):
                 out[i] = r
         return out
@@ -177,18 +206,38 @@ class SimGRAG(Method):
     # -------------------------------------------------------------- the run (Method.run: resume, isolation, progress)
     def _run_batch(self, questions: Sequence) -> list[dict]:
         """One batch through the stages (LLM calls batched); `config.reader=False` stops after retrieval."""
-        answer = self.config.reader
-        chunk = [_Work(q) for q in questions]
-        self._patterns(chunk)
-        self._retrieval(chunk)
-        if answer:
-            self._answers(chunk)
+        if self.config.samples > 1:
+            return self._run_sampled(questions)
+        chunk = self._stages(questions)
         for w in chunk:
-            self._score(w, answered=answer)
+            self._score(w, answered=self.config.reader)
         return [w.record for w in chunk]
 
+    def _stages(self, questions: Sequence, sample: int = 0) -> list[_Work]:
+        chunk = [_Work(q) for q in questions]
+        self._patterns(chunk, sample)
+        self._retrieval(chunk)
+        if self.config.reader:
+            self._answers(chunk)
+        return chunk
+
+    def _run_sampled(self, questions: Sequence) -> list[dict]:
+        """samples=n: every question through the stages n times (samples.py), then one record by the GSD-weighted vote."""
+        s = self.config
+        runs = [self._stages(questions, i) for i in range(s.samples)]
+        seeds, temps = list(range(s.samples)), [0.0] + [s.sample_temperature] * (s.samples - 1)
+        out = []
+        for j in range(len(questions)):
+            works = [run[j] for run in runs]
+            merged = merge_samples([w.record for w in works], seeds, temps, answered=s.reader)
+            rep = works[merged["sample_representative"]]
+            rep.record = merged
+            self._score(rep, answered=s.reader)
+            out.append(rep.record)
+        return out
+
     # -------------------------------------------------------------- stage 1
-    def _patterns(self, chunk: list[_Work]) -> None:
+    def _patterns(self, chunk: list[_Work], sample: int = 0) -> None:
         s = self.config
         for w in chunk:
             q = w.q
@@ -210,10 +259,12 @@ class SimGRAG(Method):
                                  "pattern_warnings": check.warnings,
                                  "timings": {"pattern_s": 0.0}, "tokens": {}})
             return
-        prompts = [self.pattern_prompt(w.q.question) for w in chunk]
+        chosen = [self.pattern_demos(w.q) for w in chunk]
+        prompts = [self.pattern_prompt(w.q.question, demos) for w, (demos, _) in zip(chunk, chosen)]
         schemas = [self.pattern_schema(w.q.question) for w in chunk]
-        results = self._generate_patterns(prompts, schemas)
-        for w, prompt, res, schema in zip(chunk, prompts, results, schemas):
+        gen = {"temperature": s.sample_temperature, "seed": sample} if sample else {}
+        results = self._generate_patterns(prompts, schemas, **gen)
+        for w, prompt, res, (demos, scores) in zip(chunk, prompts, results, chosen):
             parsed = parse_pattern_output(res.text, w.q.question)
             check = validate_pattern(Pattern.from_triples(parsed.triples), typed_unknowns=typed) if parsed.triples else None
             w.pattern = check.pattern if check is not None and check.ok else None
@@ -228,6 +279,8 @@ class SimGRAG(Method):
                 "pattern_anchored": bool(wants_schema(self.llm) and self.config.anchor_entity
                                          and marked_entities(w.q.question)),
                 "pattern_relation_enum": bool(self.relation_vocabulary),
+                "pattern_demos": [d["id"] for d in demos], "pattern_demo_scores": scores,
+                "pattern_demo_tokens": self._demo_tokens(prompt, len(demos)),
                 "timings": {"pattern_s": res.seconds},
                 "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
                            "pattern_cached": res.cached},

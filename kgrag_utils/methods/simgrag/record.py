@@ -32,6 +32,9 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     pattern_ok: bool             # parsed and validated
     pattern_error: str | None
     pattern_warnings: list[str]
+    pattern_demos: list[str]     # demos="nearest": ids of the training questions shown as shots (nearest last)
+    pattern_demo_scores: list[float]  # their cosine similarity to the question, same order
+    pattern_demo_tokens: int     # tokens of those shots' turns (the prompt's part no other question shares)
     pattern: dict | None         # the pattern used for retrieval
     candidates: dict | None      # entity / relation / type candidates per pattern node and edge
     subgraphs: list[dict]        # the top-k subgraphs with their GSD terms
@@ -46,6 +49,9 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     answer_raw: str | None
     answers: list[str]           # parsed answers (verify: ["True"] or ["False"])
     prediction: str | None
+    samples: list[dict]          # samples > 1: every sampled pattern (seed, temperature, triples, gsd, answers, vote weight)
+    sample_representative: int   # samples > 1: the sample whose pattern and evidence the record holds
+    sample_votes: dict[str, float]  # samples > 1: each answer's total vote weight
     timings: dict[str, float]    # pattern_s, encode_ms, node_search_ms, enumerate_ms, answer_s, ...
     tokens: dict[str, Any]       # pattern_prompt, pattern_completion, answer_prompt, ..., *_cached
     containment: float           # lenient: a gold answer appears in the raw answer (hits@1: strict, the first answer equals a gold answer)

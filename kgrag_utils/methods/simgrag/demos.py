@@ -1,0 +1,81 @@
+"""SimGRAG's nearest demonstrations: a training question's gold chain written as a pattern shot.
+
+With `demos="nearest"` the pattern prompt keeps its instructions and the first `fixed_shots` fixed
+examples (the part every question shares, which llama.cpp's prefix cache covers) and adds the
+`shots` training questions nearest to the question (`kgrag_utils.demos.DemoPool`), nearest last,
+just before the question. Each one's pattern is written from its gold relation chain in the form
+of the fixed shots: the relation in the shots' words and voice (`demonstrations` in
+prompts/simgrag_pattern.yaml: MetaQA's `directed_by` becomes "<director> directed <movie>"), the
+unknowns numbered and typed as the shots number and type them, one phrase per hop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...demos import DemoPool
+from .oracle import qtype_node_types
+from .pattern import load_prompt_file
+
+__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "DEMO_NEED"]
+
+#: what a pattern demonstration is written from (named in the refusal when a training split has none)
+DEMO_NEED = "a gold relation chain and a topic entity"
+
+
+def usable_for_pattern(item: Any) -> bool:
+    """A single gold chain from a named topic (conjunctive questions are not written as demonstrations)."""
+    return bool(getattr(item, "chain", None)) and bool(getattr(item, "topic_entities", None)) \
+        and not getattr(item, "conjunctive", False)
+
+
+def _plural(kind: str) -> str:
+    return kind if kind.endswith("s") else kind + "s"
+
+
+def _wording(family: str) -> tuple[dict, dict]:
+    spec = (load_prompt_file("simgrag_pattern.yaml").get("demonstrations") or {}).get(family) or {}
+    return spec.get("relations") or {}, spec.get("types") or {}
+
+
+def pattern_demo(item: Any, family: str = "movies") -> dict:
+    """{"id", "question", "phrases", "triples"} of one training question, in the fixed shots' form.
+
+    Step i of the chain goes from node i-1 (the topic, then `UNKNOWN <type> i-1`) to `UNKNOWN <type> i`;
+    the KG fact of the step is (prev, r, next) forward or (next, r, prev) backward, then written with
+    the family's wording of r (in the KG's direction with the name's underscores as spaces when the
+    family has none)."""
+    relations, type_names = _wording(family)
+    chain = list(item.chain)
+    kinds = [type_names.get(k, k) for k in qtype_node_types(getattr(item, "qtype", None), len(chain))]
+    names = [str(item.topic_entities[0])] + [f"UNKNOWN {k} {i}" for i, k in enumerate(kinds, 1)]
+    subjects = [names[0]] + [f"those {_plural(k)}" for k in kinds]
+    phrases, triples = [], []
+    for i, (relation, forward) in enumerate(chain, 1):
+        head, tail = (names[i - 1], names[i]) if forward else (names[i], names[i - 1])
+        words = relations.get(str(relation))
+        if words is None:
+            text = str(relation).replace("_", " ").replace(".", " ").strip()
+            triples.append([head, text, tail])
+            phrases.append(f"{text} of {subjects[i - 1]}" if forward else f"what has {text} {subjects[i - 1]}")
+            continue
+        triples.append([tail, words["words"], head] if words["subject"] == "tail" else [head, words["words"], tail])
+        phrases.append(words["forward" if forward else "backward"].format(x=subjects[i - 1]))
+    return {"id": str(item.qid), "question": item.question, "phrases": phrases, "triples": triples}
+
+
+def pattern_demo_pool(dataset, embedder, limit: int | None = None) -> DemoPool:
+    """The training questions of `dataset` that a pattern demonstration can be written from (refuses when none)."""
+    return DemoPool.from_training(dataset, embedder, usable_for_pattern, DEMO_NEED, limit=limit)
+
+
+def demo_shots(pool: DemoPool, item: Any, k: int, family: str) -> tuple[list[dict], list[float]]:
+    """The `k` nearest training questions as pattern shots, nearest LAST (just before the question), and their
+    similarities in the same order."""
+    chosen = pool.nearest(item, k)[::-1]
+    return [pattern_demo(d.item, family) for d in chosen], [d.score for d in chosen]
+
+
+def shots_of(demos: Sequence[dict]) -> list[dict]:
+    """The shots without their ids (the prompt's input)."""
+    return [{k: d[k] for k in ("question", "phrases", "triples")} for d in demos]

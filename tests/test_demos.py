@@ -1,0 +1,230 @@
+"""Demonstrations chosen per question (kgrag_utils.demos, SimGRAG demos="nearest") and SimGRAG's samples vote.
+
+The embedder is a stand-in that hashes the words of a text into a bag-of-words vector, so questions of
+one template are near each other and tests need no model; the LLM is the fake.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+import pytest
+
+from kgrag_utils.datasets import load_dataset
+from kgrag_utils.demos import DemoPool, similarity_text
+from kgrag_utils.errors import ConfigError
+from kgrag_utils.llm import load_llm
+from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, oracle_pattern
+from kgrag_utils.methods.simgrag.demos import pattern_demo, pattern_demo_pool
+from kgrag_utils.methods.simgrag.pattern import load_prompt_file, render_pattern_answer
+from kgrag_utils.methods.simgrag.samples import merge_samples, vote
+
+
+class WordsEmbedder:
+    """Unit bag-of-words vectors (each word hashed to a dimension): shared words make texts near."""
+
+    dim = 256
+
+    def __init__(self):
+        self.calls = 0
+
+    def encode(self, texts, progress=None):
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little") % self.dim] += 1
+            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
+        return out
+
+
+@pytest.fixture(scope="module")
+def movies2():
+    return load_dataset("sample-movies-2hop")
+
+
+@pytest.fixture(scope="module")
+def retriever(movies2):
+    return GSDRetriever.from_embedder(movies2.kg, WordsEmbedder())
+
+
+def test_similarity_text_blanks_entities_so_the_template_decides():
+    assert similarity_text("who directed [Tom Hanks] films", ["Tom Hanks"]) == "who directed X films"
+    assert similarity_text("what does tom_hanks 's wife do ?", ["tom_hanks"]) == "what does X 's wife do ?"
+    assert similarity_text("films by Ann Lee and Ann Lee Jr", ["Ann Lee", "Ann Lee Jr"]) == "films by X and X"
+
+
+def test_nearest_never_returns_the_question_itself_and_ranks_by_similarity(movies2):
+    emb = WordsEmbedder()
+    pool = pattern_demo_pool(movies2, emb)
+    assert pool.split == "dev" and len(pool) > 10
+    test_ids = {q.qid for q in movies2.items}
+    assert not test_ids & set(pool.ids)  # only the training split
+    q = movies2.items[0]
+    chosen = pool.nearest(q, 5)
+    assert len(chosen) == 5 and [d.score for d in chosen] == sorted((d.score for d in chosen), reverse=True)
+    assert all(d.id not in test_ids for d in chosen)
+    # a pool item with the evaluated question's id or text is skipped
+    twin = dataclasses.replace(pool.items[0], qid="twin")
+    same = DemoPool([pool.items[0], twin, pool.items[1]], emb, split="dev")
+    assert [d.id for d in same.nearest(pool.items[0], 3)] == [pool.items[1].qid]
+    assert [d.id for d in same.nearest(pool.items[2], 3, exclude_ids=[pool.items[0].qid])] == ["twin", pool.items[1].qid]
+
+
+def test_pool_refuses_without_a_training_split_or_a_usable_item(movies2):
+    emb = WordsEmbedder()
+    with pytest.raises(ConfigError, match="gold relation chain"):
+        DemoPool.from_training(movies2, emb, lambda item: False, "a gold relation chain")
+    passages = load_dataset("sample-passages")
+    with pytest.raises(ConfigError, match="needs a training split.*demos='fixed'"):
+        DemoPool.from_training(passages, emb, lambda item: True, "supporting facts")
+    dev = load_dataset("sample-movies-2hop", split="dev")
+    with pytest.raises(ConfigError, match="training split"):
+        pattern_demo_pool(dev, emb)
+
+
+def test_a_demonstration_is_written_from_the_gold_chain_like_the_fixed_shots(movies2):
+    shots = load_prompt_file("simgrag_pattern.yaml")["families"]["movies"]
+    acted = next(s for s in shots if s["question"].startswith("who acted in the movies directed by"))
+    item = dataclasses.replace(movies2.items[0], qid="x", question="who starred in films of [Tobias Wrenfield]",
+                               topic_entities=["Tobias Wrenfield"], chain=[("directed_by", False), ("starred_actors", True)],
+                               qtype="director_to_movie_to_actor", hops=2)
+    demo = pattern_demo(item)
+    assert demo["triples"] == acted["triples"]
+    assert demo["phrases"] == ["movies directed by Tobias Wrenfield", "actors of those movies"]
+    tags = dataclasses.replace(item, topic_entities=["Copper Sky Blues"], chain=[("has_tags", True)], qtype="movie_to_tags")
+    assert pattern_demo(tags)["triples"] == [["Copper Sky Blues", "has tag", "UNKNOWN tag 1"]]
+    # a relation the family does not word is written as its KG name, in the KG's direction
+    other = dataclasses.replace(item, chain=[("spouse_of", True)], qtype=None, hops=1)
+    assert pattern_demo(other, family="people")["triples"] == [["Tobias Wrenfield", "spouse of", "UNKNOWN entity 1"]]
+
+
+def _gold_pattern_llm(data):
+    gold = {q.question: render_pattern_answer(["p"], [(h, r.replace("_", " "), t) for h, r, t in oracle_pattern(q).triples()])
+            for q in data.items}
+    by_text = {q.question: q for q in data.items}
+
+    def respond(text):
+        question = text.rsplit("Question:", 1)[-1].strip()
+        if "Evidence:" in text:  # the first gold answer the evidence holds (a reader that reads right)
+            evidence = text.rsplit("Evidence:", 1)[-1]
+            return next((a for a in by_text[question].answers if a in evidence), "none")
+        return gold[question]
+
+    return load_llm("fake", responses=respond, cache=False)
+
+
+def test_nearest_demos_follow_the_fixed_shots_and_are_recorded(movies2, retriever):
+    items = movies2.items[:5]
+    emb = WordsEmbedder()
+    pool = pattern_demo_pool(movies2, emb)
+    config = SimGRAGConfig(demos="nearest", shots=3, fixed_shots=2, dataset=movies2.name)
+    method = SimGRAG(config, movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name, demo_pool=pool)
+    records = method.run(items, progress=False)
+    fixed = load_prompt_file("simgrag_pattern.yaml")["families"]["movies"]
+    for rec, q in zip(records, items):
+        chat = rec["pattern_prompt"]
+        users = [m["content"] for m in chat if m["role"] == "user"]
+        assert len(users) == 2 + 3 + 1 and users[-1] == f"Question: {q.question}"
+        assert users[:2] == [f"Question: {s['question']}" for s in fixed[:2]]  # the shared prefix first
+        assert len(rec["pattern_demos"]) == 3 and rec["pattern_demos"] == [d.id for d in pool.nearest(q, 3)][::-1]
+        assert rec["pattern_demo_scores"] == sorted(rec["pattern_demo_scores"])  # nearest last
+        by_id = dict(zip(pool.ids, pool.items))
+        assert users[2:5] == [f"Question: {by_id[i].question}" for i in rec["pattern_demos"]]
+        assert rec["hits@1"] == 1.0
+    fixed_run = SimGRAG(SimGRAGConfig(shots=3), movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name)
+    [plain] = fixed_run.run(items[:1], progress=False)
+    assert plain["pattern_demos"] == [] and len([m for m in plain["pattern_prompt"] if m["role"] == "user"]) == 4
+
+
+def test_prepare_builds_the_pool_and_nearest_without_a_pool_says_how(movies2, retriever):
+    method = SimGRAG.prepare(SimGRAGConfig(demos="nearest", llm_preset="fake", dataset=movies2.name), movies2,
+                             embedder=WordsEmbedder())
+    assert method.demo_pool is not None and method.demo_pool.split == "dev"
+    bare = SimGRAG(SimGRAGConfig(demos="nearest"), movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name)
+    with pytest.raises(ConfigError, match="SimGRAG.prepare"):
+        bare.pattern_demos(movies2.items[0])
+    with pytest.raises(ConfigError, match="demos"):
+        SimGRAGConfig(demos="closest")
+    with pytest.raises(ConfigError, match="samples"):
+        SimGRAGConfig(samples=3, pattern_source="oracle")
+
+
+def _sample(answers, gsd, ok=True):
+    return {"pattern_ok": ok, "subgraphs": [{"gsd": gsd}] if gsd is not None else [], "answers": answers,
+            "tokens": {"pattern_prompt": 10, "pattern_cached": False}, "timings": {"pattern_s": 1.0, "answer_s": 0.5}}
+
+
+def test_the_vote_weighs_each_sample_by_its_best_gsd():
+    close, far, far2, broken = _sample(["A"], 0.1), _sample(["B", "A"], 1.5), _sample(["B"], 1.4), _sample(["C"], None)
+    answers, rep, totals = vote([far, close, far2, broken])
+    # A: e^-0.1 + e^-1.5 = 1.128; B: e^-1.5 + e^-1.4 = 0.470; C has no subgraph, so no vote
+    assert answers == ["A", "B"] and rep == 1 and set(totals) == {"A", "B"}
+    assert totals["A"] == pytest.approx(np.exp(-0.1) + np.exp(-1.5), abs=1e-6)
+    answers, rep, _ = vote([_sample(["B"], 0.5), _sample(["A"], 0.6), _sample(["A"], 0.6)])
+    assert answers == ["A", "B"] and rep == 1  # two votes at 0.6 beat one at 0.5; the first A holder represents
+    merged = merge_samples([far, close], [0, 1], [0.0, 0.7])
+    assert merged["answers"] == ["A", "B"] and merged["sample_representative"] == 1
+    assert merged["tokens"] == {"pattern_prompt": 20, "pattern_cached": False} and merged["timings"]["pattern_s"] == 2.0
+    assert [s["seed"] for s in merged["samples"]] == [0, 1] and merged["samples"][1]["weight"] == pytest.approx(np.exp(-0.1))
+    assert vote([broken, _sample([], 0.1)]) == ([], 0, {})
+
+
+def test_samples_sample_seeded_patterns_and_the_vote_fixes_a_wrong_greedy_one(movies2, retriever):
+    q = movies2.items[0]
+    seen = []
+    wrong = render_pattern_answer(["p"], [(q.topic_entities[0], "has imdb votes", "UNKNOWN x 1")])
+    right = render_pattern_answer(["p"], [(h, r.replace("_", " "), t) for h, r, t in oracle_pattern(q).triples()])
+
+    def respond(text):
+        if "Evidence:" in text:
+            evidence = text.rsplit("Evidence:", 1)[-1]
+            return next((a for a in q.answers if a in evidence), "none")
+        seen.append(text)
+        return wrong if len(seen) == 1 else right  # the greedy call is wrong, the sampled ones right
+
+    llm = load_llm("fake", responses=respond, cache=False)
+    config = SimGRAGConfig(samples=3, relation_topk=1, shots=2)
+    [rec] = SimGRAG(config, movies2.kg, retriever, llm, dataset=movies2.name).run([q], progress=False)
+    assert len(seen) == 3 and len(rec["samples"]) == 3
+    assert [(s["seed"], s["temperature"]) for s in rec["samples"]] == [(0, 0.0), (1, 0.7), (2, 0.7)]
+    assert rec["sample_representative"] in (1, 2) and rec["hits@1"] == 1.0 and rec["failed_stage"] is None
+    assert rec["pattern_triples"] == rec["samples"][rec["sample_representative"]]["pattern_triples"]
+    assert rec["tokens"]["pattern_prompt"] == 3 * len(seen[0].split())  # the fake counts words; three equal prompts
+
+
+def test_wilson_interval():
+    from kgrag_utils.metrics import wilson_interval
+
+    w = wilson_interval(90, 100)
+    assert w["rate"] == 0.9 and w["low"] == pytest.approx(0.8256, abs=1e-3) and w["high"] == pytest.approx(0.9448, abs=1e-3)
+    assert wilson_interval(0, 10)["low"] == 0.0 and wilson_interval(10, 10)["high"] == 1.0
+    assert wilson_interval(0, 0)["rate"] is None
+
+
+@pytest.mark.slow
+def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monkeypatch):
+    """The benchmark end to end on the sample with the gold-replaying fake: nearest demos, 2 samples, the report."""
+    import json
+
+    from stand_ins import benchmark_module
+
+    bench = benchmark_module("simgrag_e2e")
+    out = tmp_path / "e2e.json"
+    bench.main(["--dataset", "sample-movies-2hop", "--limit", "4", "--preset", "fake", "--demos", "nearest",
+                "--shots", "2", "--samples", "2", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["setting"] == "nearest 2 (after 4 fixed), samples 2 (T=0.7), off" and result["n_questions"] == 4
+    report = result["report"]
+    assert report["intervals_95"]["all.hits@1"]["n"] == 4 and set(report["by_qtype"])
+    assert sum(row["n"] for row in report["by_qtype"].values()) == 4
+    assert report["demonstrations"]["demo_tokens_per_question"] > 0
+    assert result["settings"]["demos"] == "nearest" and result["settings"]["samples"] == 2
+    from kgrag_utils import settings
+
+    lines = (settings.results_dir() / result["run"] / "examples.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 4 and all(len(r["pattern_demos"]) == 2 and len(r["samples"]) == 2 for r in records)
+    assert all(r["hits@1"] == 1.0 for r in records)  # gold patterns replayed: the plumbing loses nothing
