@@ -142,6 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--take", type=int, default=0,
                     help="keep only the first N of the seeded --limit sample (file order): a subset of the same ids")
+    ap.add_argument("--chunk", type=int, default=0,
+                    help="compute at most N questions not yet recorded, then write the report of all recorded so far "
+                         "(a long run in locked pieces that resume from the records; 0: all)")
     ap.add_argument("--preset", default=DEFAULT_CPU_PRESET)
     ap.add_argument("--backend", default=None, help="the preset's default when omitted (llamacpp for GGUF presets)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads; 0 = the backend's default")
@@ -227,7 +230,10 @@ def main(argv=None) -> int:
             print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split", flush=True)
         method = SimGRAG(method_settings, data.kg, retriever, llm, dataset=data.name, demo_pool=pool)
         try:
-            method.run(data.items, recorder=recorder, progress=True)
+            todo = [q.qid for q in data.items if q.qid not in recorder.done_ids]
+            todo = set(todo[: args.chunk] if args.chunk else todo)
+            method.run([q for q in data.items if q.qid in todo or q.qid in recorder.done_ids], recorder=recorder,
+                       progress=True)
         except BaseException as exc:  # keep what was recorded; mark the run as failed
             recorder.fail(exc)
             raise
@@ -245,7 +251,8 @@ def main(argv=None) -> int:
     recorder.finish(summary=summary, timings=timing, tokens={**summary["tokens"], **(llm_stats or {})})
     result = {
         "benchmark": "simgrag_e2e", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "dataset": data.name, "split": data.split, "n_questions": len(records), "answerable_rate": data.answerable_rate,
+        "dataset": data.name, "split": data.split, "n_questions": len(records),
+        "n_planned": len(data.items), "complete": len(records) == len(data.items), "answerable_rate": data.answerable_rate,
         "llm": {"preset": args.preset, "backend": backend, "structured": structured, "stats_this_session": llm_stats},
         "settings": method_settings.to_dict(), "embedder": args.embedder, "index": index_kind, "run": str(recorder.run_dir.name),
         "metric_note": "hits@1: strict (the first parsed answer, normalised, equals a gold answer); containment: "

@@ -213,9 +213,14 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
 
     bench = benchmark_module("simgrag_e2e")
     out = tmp_path / "e2e.json"
-    bench.main(["--dataset", "sample-movies-2hop", "--limit", "4", "--preset", "fake", "--demos", "nearest",
-                "--shots", "2", "--samples", "2", "--out", str(out)])
+    args = ["--dataset", "sample-movies-2hop", "--limit", "4", "--preset", "fake", "--demos", "nearest",
+            "--shots", "2", "--samples", "2", "--out", str(out)]
+    bench.main(args + ["--chunk", "3"])  # a first locked piece: 3 of the 4 questions
+    part = json.loads(out.read_text())
+    assert part["n_questions"] == 3 and part["n_planned"] == 4 and not part["complete"]
+    bench.main(args)  # resumes from the records: the 4th question only
     result = json.loads(out.read_text())
+    assert result["complete"] and result["seconds"]["questions_this_session"] == 1
     assert result["setting"] == "nearest 2 (after 4 fixed), samples 2 (T=0.7), off" and result["n_questions"] == 4
     report = result["report"]
     assert report["intervals_95"]["all.hits@1"]["n"] == 4 and set(report["by_qtype"])
