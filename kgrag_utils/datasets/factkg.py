@@ -177,59 +177,13 @@ def build_dbpedia_kg(graph: dict, relations: set[str] | None = None, type_relati
     never a fact. Returns (kg, types, stats) where stats counts the stored entries and how many facts
     were seen only in their forward or only in their reverse ('~') form.
     """
-    if not isinstance(graph, dict):
-        raise IntegrityError("the DBpedia pickle must hold a dict entity -> relation -> neighbours "
-                             f"(got {type(graph).__name__}).")
-    keys = list(graph.keys())
-    g_owner: list[int] = []
-    g_rel: list[str] = []
-    g_len: list[int] = []
-    lists: list = []
-    for i, e in enumerate(keys):  # one step per (entity, relation) group; neighbours stay in their lists
-        rels = graph[e]
-        if not isinstance(rels, dict):
-            raise IntegrityError(f"the DBpedia pickle maps {str(e)[:60]!r} to {type(rels).__name__}, not a dict.")
-        for r, nbrs in rels.items():
-            g_owner.append(i)
-            g_rel.append(r)
-            g_len.append(len(nbrs))
-            lists.append(nbrs)
-    lengths = np.asarray(g_len, dtype=np.int64)
-    neighbours = np.fromiter(itertools.chain.from_iterable(lists), dtype=object, count=int(lengths.sum()))
-    del lists
-    rel_codes, rel_names = pd.factorize(np.asarray(g_rel, dtype=object))
-    rel_names = np.asarray(rel_names, dtype=object)
-    is_rev = np.fromiter((str(r).startswith(_REVERSE) for r in rel_names), dtype=bool, count=rel_names.size)
-    base = np.array([str(r)[1:] if rev else str(r) for r, rev in zip(rel_names, is_rev)], dtype=object)
-    base_codes, base_names = pd.factorize(base)
-    base_names = np.asarray(base_names, dtype=object)
-    # per group: forward relation id and direction
-    g_base = base_codes[rel_codes]
-    g_rev = is_rev[rel_codes]
-    # entity vocabulary: the dict's keys first, then neighbours never used as keys
-    codes, entity_names = pd.factorize(np.concatenate([np.asarray(keys, dtype=object), neighbours]))
-    entity_names = np.asarray(entity_names, dtype=object)
-    if entity_names.size and not all(isinstance(x, str) for x in entity_names[:1000]):
-        raise IntegrityError("DBpedia entity names must be strings; the pickle holds something else.")
-    key_codes = codes[:len(keys)]
-    nb_codes = codes[len(keys):]
-    owner = np.repeat(key_codes[np.asarray(g_owner, dtype=np.int64)], lengths)
-    rel = np.repeat(g_base, lengths)
-    rev = np.repeat(g_rev, lengths)
-    heads = np.where(rev, nb_codes, owner)
-    tails = np.where(rev, owner, nb_codes)
+    keys, g_owner, g_rel, lengths, neighbours = _relation_groups(graph)
+    heads, rel, tails, rev, entity_names, base_names = _directed_entries(keys, g_owner, g_rel, lengths, neighbours)
     type_id = None
     if type_relation is not None:
         hit = np.flatnonzero(base_names == type_relation)
         type_id = int(hit[0]) if hit.size else None
-    # entity types (forward entries of the type relation only)
-    if type_id is not None:
-        sel = (rel == type_id) & ~rev
-        t_ent, t_name = heads[sel], entity_names[tails[sel]]
-        keep = np.fromiter((not _WIKIDATA_ID.match(str(x)) for x in t_name), dtype=bool, count=t_name.size)
-        types = _entity_types(t_ent[keep], t_name[keep])
-    else:
-        types = _entity_types(np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
+    types = _types_of(heads, rel, tails, rev, entity_names, type_id)
     keep_rel = np.ones(base_names.size, dtype=bool)
     if type_id is not None:
         keep_rel[type_id] = False
@@ -237,14 +191,9 @@ def build_dbpedia_kg(graph: dict, relations: set[str] | None = None, type_relati
         keep_rel &= np.isin(base_names, np.asarray(sorted(relations), dtype=object))
     fact = keep_rel[rel]
     heads, rel, tails, rev = heads[fact], rel[fact], tails[fact], rev[fact]
-    # stats: facts seen in only one stored direction
-    n_e = max(entity_names.size, 1)
-    key = (heads.astype(np.int64) * max(base_names.size, 1) + rel) * n_e + tails
-    fwd_keys = np.unique(key[~rev])
-    rev_keys = np.unique(key[rev])
+    forward_only, reverse_only = _one_way_facts(heads, rel, tails, rev, entity_names.size, base_names.size)
     stats = {"stored_entries": int(lengths.sum()), "entity_keys": len(keys),
-             "facts_forward_only": int(np.setdiff1d(fwd_keys, rev_keys, assume_unique=True).size),
-             "facts_reverse_only": int(np.setdiff1d(rev_keys, fwd_keys, assume_unique=True).size),
+             "facts_forward_only": forward_only, "facts_reverse_only": reverse_only,
              "type_assignments": int(types.entity_ids.size)}
     # compact ids: relations that are kept, entities that are in a fact or have a type
     used = np.flatnonzero(keep_rel)
@@ -255,6 +204,71 @@ def build_dbpedia_kg(graph: dict, relations: set[str] | None = None, type_relati
     kg = KG.from_ids(np.searchsorted(ents, heads), remap[rel], np.searchsorted(ents, tails), entity_names[ents],
                      base_names[used], name=name)
     return kg, types, stats
+
+
+def _relation_groups(graph: dict):
+    """The dict read one (entity, relation) group at a time: (keys, group owner index, group relation
+    name, group lengths, all neighbours concatenated); neighbours stay in their lists until the end."""
+    if not isinstance(graph, dict):
+        raise IntegrityError("the DBpedia pickle must hold a dict entity -> relation -> neighbours "
+                             f"(got {type(graph).__name__}).")
+    keys = list(graph.keys())
+    g_owner: list[int] = []
+    g_rel: list[str] = []
+    g_len: list[int] = []
+    lists: list = []
+    for i, e in enumerate(keys):
+        rels = graph[e]
+        if not isinstance(rels, dict):
+            raise IntegrityError(f"the DBpedia pickle maps {str(e)[:60]!r} to {type(rels).__name__}, not a dict.")
+        for r, nbrs in rels.items():
+            g_owner.append(i)
+            g_rel.append(r)
+            g_len.append(len(nbrs))
+            lists.append(nbrs)
+    lengths = np.asarray(g_len, dtype=np.int64)
+    neighbours = np.fromiter(itertools.chain.from_iterable(lists), dtype=object, count=int(lengths.sum()))
+    return keys, np.asarray(g_owner, dtype=np.int64), g_rel, lengths, neighbours
+
+
+def _directed_entries(keys, g_owner, g_rel, lengths, neighbours):
+    """Every stored entry as a directed edge: (heads, forward relation ids, tails, was-reverse,
+    entity names, forward relation names). A '~r' entry of x listing y is the fact y -r-> x."""
+    rel_codes, rel_names = pd.factorize(np.asarray(g_rel, dtype=object))
+    rel_names = np.asarray(rel_names, dtype=object)
+    is_rev = np.fromiter((str(r).startswith(_REVERSE) for r in rel_names), dtype=bool, count=rel_names.size)
+    base = np.array([str(r)[1:] if rev else str(r) for r, rev in zip(rel_names, is_rev)], dtype=object)
+    base_codes, base_names = pd.factorize(base)
+    base_names = np.asarray(base_names, dtype=object)
+    # entity vocabulary: the dict's keys first, then neighbours never used as keys
+    codes, entity_names = pd.factorize(np.concatenate([np.asarray(keys, dtype=object), neighbours]))
+    entity_names = np.asarray(entity_names, dtype=object)
+    if entity_names.size and not all(isinstance(x, str) for x in entity_names[:1000]):
+        raise IntegrityError("DBpedia entity names must be strings; the pickle holds something else.")
+    owner = np.repeat(codes[:len(keys)][g_owner], lengths)
+    nb_codes = codes[len(keys):]
+    rel = np.repeat(base_codes[rel_codes], lengths)
+    rev = np.repeat(is_rev[rel_codes], lengths)
+    return np.where(rev, nb_codes, owner), rel, np.where(rev, owner, nb_codes), rev, entity_names, base_names
+
+
+def _types_of(heads, rel, tails, rev, entity_names, type_id: int | None) -> EntityTypes:
+    """Entity types from the forward entries of the type relation (Wikidata ids are not types)."""
+    if type_id is None:
+        return _entity_types(np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
+    sel = (rel == type_id) & ~rev
+    t_ent, t_name = heads[sel], entity_names[tails[sel]]
+    keep = np.fromiter((not _WIKIDATA_ID.match(str(x)) for x in t_name), dtype=bool, count=t_name.size)
+    return _entity_types(t_ent[keep], t_name[keep])
+
+
+def _one_way_facts(heads, rel, tails, rev, n_entities: int, n_relations: int) -> tuple[int, int]:
+    """How many facts were stored only forwards, and how many only in their reverse ('~') form."""
+    key = (heads.astype(np.int64) * max(n_relations, 1) + rel) * max(n_entities, 1) + tails
+    fwd_keys = np.unique(key[~rev])
+    rev_keys = np.unique(key[rev])
+    return (int(np.setdiff1d(fwd_keys, rev_keys, assume_unique=True).size),
+            int(np.setdiff1d(rev_keys, fwd_keys, assume_unique=True).size))
 
 
 def _entity_types(entity_ids: np.ndarray, type_names: np.ndarray) -> EntityTypes:
