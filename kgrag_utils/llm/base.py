@@ -274,7 +274,9 @@ class LLM(ABC):
         """Answer each prompt; cached answers are returned without touching the model.
 
         All prompts are looked up in the cache first; only the misses (each distinct one once) are
-        generated, shortest first, in batches of `batch_size`.
+        generated, shortest first, in batches of `batch_size`. Three steps: `_lookup` (the cache),
+        `_generate_misses` (the backend, writing each batch to the cache), `_assemble` (one answer per
+        prompt, repeats answered from this call); the counters are kept by `_count_*`.
         """
         if isinstance(prompts, (str, dict)) or (
             isinstance(prompts, Sequence) and prompts and isinstance(prompts[0], dict)
@@ -285,8 +287,21 @@ class LLM(ABC):
         keys = [
             make_cache_key({**self._key_parts(), "messages": c, "gen": config.key()}) for c in chats
         ]
+        results = self._lookup(keys)
+        todo: dict[str, int] = {}  # distinct missing key -> first index
+        for i, key in enumerate(keys):
+            if results[i] is None and key not in todo:
+                todo[key] = i
+        self._count_call(len(chats), len(todo), config)
+        order = sorted(todo.values(), key=lambda i: len(chat_text(chats[i])))
+        fresh = self._generate_misses(order, chats, keys, config, progress)
+        return self._assemble(keys, results, todo, fresh)
+
+    # ----------------------------------------------------------------- generate's steps
+    def _lookup(self, keys: list[str]) -> "list[LLMResult | None]":
+        """The cached answer of each key (None for a miss); cached tokens are counted."""
         found = self.cache.get_many(keys) if self.cache is not None else {}
-        results: list[LLMResult | None] = [None] * len(chats)
+        results: list[LLMResult | None] = [None] * len(keys)
         for i, key in enumerate(keys):
             entry = found.get(key)
             if entry is not None:
@@ -299,21 +314,24 @@ class LLM(ABC):
                     finish_reason=entry.get("finish_reason"),
                     structured=entry.get("structured"),
                 )
-                self._stats["cached_prompt_tokens"] += int(entry["prompt_tokens"])
-                self._stats["cached_completion_tokens"] += int(entry["completion_tokens"])
+                self._count_cached(results[i])
+        return results
 
-        todo: dict[str, int] = {}  # distinct missing key -> first index
-        for i, key in enumerate(keys):
-            if results[i] is None and key not in todo:
-                todo[key] = i
-        self._stats["calls"] += len(chats)
+    def _count_call(self, n_prompts: int, n_misses: int, config: GenerationConfig) -> None:
+        self._stats["calls"] += n_prompts
         # repeats of a prompt inside this call count as hits: they are answered without the model
-        self._stats["cache_hits"] += len(chats) - len(todo)
-        self._stats["cache_misses"] += len(todo)
+        self._stats["cache_hits"] += n_prompts - n_misses
+        self._stats["cache_misses"] += n_misses
         if config.schema is not None:
-            self._stats["schema_calls"] += len(todo)
+            self._stats["schema_calls"] += n_misses
 
-        order = sorted(todo.values(), key=lambda i: len(chat_text(chats[i])))
+    def _count_cached(self, res: LLMResult) -> None:
+        self._stats["cached_prompt_tokens"] += res.prompt_tokens
+        self._stats["cached_completion_tokens"] += res.completion_tokens
+
+    def _generate_misses(self, order: list[int], chats: list, keys: list[str], config: GenerationConfig,
+                         progress: bool) -> dict[str, LLMResult]:
+        """Generate the prompts at `order` in batches; each batch is cached as soon as it is answered."""
         bar = None
         if progress and order:
             from ..progress import progress_bar
@@ -331,53 +349,66 @@ class LLM(ABC):
             self._stats["generate_seconds"] += elapsed
             entries = {}
             for i, raw in zip(idx, raws):
-                text, stopped = apply_stop(raw.text, config.stop)
-                finish = "stop" if stopped else raw.finish_reason
-                res = LLMResult(
-                    text=text,
-                    prompt_tokens=int(raw.prompt_tokens),
-                    completion_tokens=int(raw.completion_tokens),
-                    cached=False,
-                    seconds=elapsed / len(idx),
-                    finish_reason=finish,
-                    error=raw.error,
-                    structured=raw.structured,
-                )
+                res = self._fresh_result(raw, config, elapsed / len(idx))
                 fresh[keys[i]] = res
-                if raw.finish_reason == PROMPT_TOO_LONG:  # nothing generated: counted, not cached
-                    self._stats["prompt_too_long"] += 1
-                    continue
-                if config.schema is not None and raw.structured not in (None, "schema"):
-                    self._stats["schema_fallbacks"] += 1
-                self._stats["prompt_tokens"] += res.prompt_tokens
-                self._stats["completion_tokens"] += res.completion_tokens
-                entries[keys[i]] = {
-                    "text": res.text,
-                    "prompt_tokens": res.prompt_tokens,
-                    "completion_tokens": res.completion_tokens,
-                    "finish_reason": res.finish_reason,
-                    "model": self.model_id,
-                    "backend": self.backend_name,
-                }
-                if raw.structured is not None:
-                    entries[keys[i]]["structured"] = raw.structured
+                entry = self._count_fresh(raw, res, config)
+                if entry is not None:
+                    entries[keys[i]] = entry
             if self.cache is not None:
                 self.cache.put_many(entries)
             if bar is not None:
                 bar.update(len(idx))
         if bar is not None:
             bar.close()
+        return fresh
 
+    @staticmethod
+    def _fresh_result(raw, config: GenerationConfig, seconds: float) -> LLMResult:
+        text, stopped = apply_stop(raw.text, config.stop)
+        return LLMResult(
+            text=text,
+            prompt_tokens=int(raw.prompt_tokens),
+            completion_tokens=int(raw.completion_tokens),
+            cached=False,
+            seconds=seconds,
+            finish_reason="stop" if stopped else raw.finish_reason,
+            error=raw.error,
+            structured=raw.structured,
+        )
+
+    def _count_fresh(self, raw, res: LLMResult, config: GenerationConfig) -> dict | None:
+        """Count one generated answer; its cache entry, or None when it must not be cached."""
+        if raw.finish_reason == PROMPT_TOO_LONG:  # nothing generated: counted, not cached
+            self._stats["prompt_too_long"] += 1
+            return None
+        if config.schema is not None and raw.structured not in (None, "schema"):
+            self._stats["schema_fallbacks"] += 1
+        self._stats["prompt_tokens"] += res.prompt_tokens
+        self._stats["completion_tokens"] += res.completion_tokens
+        entry = {
+            "text": res.text,
+            "prompt_tokens": res.prompt_tokens,
+            "completion_tokens": res.completion_tokens,
+            "finish_reason": res.finish_reason,
+            "model": self.model_id,
+            "backend": self.backend_name,
+        }
+        if raw.structured is not None:
+            entry["structured"] = raw.structured
+        return entry
+
+    def _assemble(self, keys: list[str], results: list, todo: dict[str, int],
+                  fresh: dict[str, LLMResult]) -> list[LLMResult]:
+        """One answer per prompt, in order; a repeat of a prompt generated in this call is a cached answer."""
         out: list[LLMResult] = []
         for i, key in enumerate(keys):
             if results[i] is not None:
                 out.append(results[i])
             elif todo[key] == i:
                 out.append(fresh[key])
-            else:  # a repeat of a prompt generated in this call: same answer, no new tokens
+            else:  # same answer, no new tokens
                 out.append(dataclasses.replace(fresh[key], cached=True, seconds=0.0))
-                self._stats["cached_prompt_tokens"] += fresh[key].prompt_tokens
-                self._stats["cached_completion_tokens"] += fresh[key].completion_tokens
+                self._count_cached(fresh[key])
         return out
 
     def chat(self, prompt_or_messages: "str | list[dict]", config: GenerationConfig | None = None, **gen_kwargs: Any) -> LLMResult:
