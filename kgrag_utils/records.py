@@ -28,7 +28,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import re
 import sys
 import uuid
@@ -36,7 +35,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import settings
-from .fileio import atomic_write_text
+from .fileio import UnsafeFileError, atomic_write_text, open_in_folder, refuse_link
+from .provenance import environment_info  # noqa: F401 - re-exported (benchmarks import it from here)
 from .errors import ConfigError, KgragError
 
 RUN_FILE = "run.json"
@@ -145,6 +145,13 @@ class RunRecordError(KgragError):
     """A run record on disk is damaged."""
 
 
+def make_run_dir(run_dir: Path) -> None:
+    """Create a run folder (and its parents); a run folder that is a link is refused, never followed."""
+    refuse_link(run_dir, "folder")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    refuse_link(run_dir, "folder")
+
+
 def _lock_info_text(token: str) -> str:
     import socket
 
@@ -155,10 +162,12 @@ def _lock_info_text(token: str) -> str:
 def read_lock_info(run_dir: Path | str) -> dict:
     """What the lock file says about its (last) holder; {} when empty or unreadable."""
     try:
-        text = (Path(run_dir) / LOCK_FILE).read_text(encoding="utf-8")
+        fd = open_in_folder(run_dir, LOCK_FILE, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as fh:
+            text = fh.read(64 << 10).decode("utf-8")
         info = json.loads(text) if text.strip() else {}
         return info if isinstance(info, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, UnsafeFileError):
         return {}
 
 
@@ -194,8 +203,8 @@ class RunLock:
         return self._fd is not None
 
     def acquire(self) -> "RunLock":
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        make_run_dir(self.run_dir)
+        fd = open_in_folder(self.run_dir, LOCK_FILE, os.O_RDWR | os.O_CREAT)
         try:
             _lock_fd(fd)
         except BlockingIOError:
@@ -288,46 +297,6 @@ def _runner_key(run_dir: Path) -> str | None:
     return None
 
 
-# ----------------------------------------------------------------------------- environment
-_PACKAGES = (
-    "numpy", "scipy", "pandas", "networkx", "torch", "transformers", "accelerate", "bitsandbytes",
-    "sentence-transformers", "faiss-cpu", "faiss-gpu-cu12", "llama_cpp_python", "pymilvus", "papermill",
-    "kgrag-utils",
-)
-
-
-def environment_info() -> dict[str, Any]:
-    """Python, platform, versions of the packages that change results, and the compute device."""
-    from importlib import metadata
-
-    versions = {}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    device = "cpu"
-    gpu = None
-    if "torch" in sys.modules or versions.get("torch"):
-        try:
-            import torch
-
-            if torch.cuda.is_available():
-                device = "cuda"
-                gpu = torch.cuda.get_device_name(0)
-        except Exception:  # pragma: no cover - broken torch installs
-            pass
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "device": device,
-        "gpu": gpu,
-        "packages": versions,
-    }
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -363,7 +332,7 @@ class RunRecorder:
         self.id_key = id_key
         self.root = Path(root) if root else settings.results_dir()
         self.run_dir = self.root / self.run_name
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_run_dir(self.run_dir)
         self._lock = _claim(self.run_dir)
         # held for this kernel by the runner, its parent: if that parent dies, the OS frees the lock, so this
         # kernel must stop writing (it checks before every append)
@@ -404,7 +373,7 @@ class RunRecorder:
         self._check_owner()
         ex = to_jsonable(dict(example))
         data = (json.dumps(ex, ensure_ascii=False) + "\n").encode("utf-8")
-        fd = os.open(self.examples_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_in_folder(self.run_dir, EXAMPLES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             view = memoryview(data)
             while view:
@@ -480,7 +449,7 @@ class RunRecorder:
 # ----------------------------------------------------------------------------- reading
 def _end_with_newline(path: Path) -> None:
     """Make the next append start on a fresh line (a torn last line stays a line of its own, skipped)."""
-    with open(path, "rb+") as fh:
+    with os.fdopen(open_in_folder(path.parent, path.name, os.O_RDWR), "rb+") as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() == 0:
             return
@@ -508,7 +477,8 @@ def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int
     rows: list[dict] = []
     index: dict[Any, int] = {}
     torn = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    path = Path(path)
+    with os.fdopen(open_in_folder(path.parent, path.name, os.O_RDONLY), encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if not line.strip():
                 continue
@@ -537,7 +507,8 @@ def read_run(run_dir: Path | str) -> dict:
     if not path.exists():
         raise ConfigError(f"no run record at {path}: run the notebook first, or check the results folder.")
     try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
+        with os.fdopen(open_in_folder(path.parent, path.name, os.O_RDONLY), "rb") as fh:
+            rec = json.loads(fh.read().decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise RunRecordError(
             f"run record {path} is damaged ({type(exc).__name__} at {_where(exc)}): move the folder "
@@ -548,6 +519,11 @@ def read_run(run_dir: Path | str) -> dict:
                              f"{path.parent} aside, or rerun with --force to start the run over.")
     if rec.get("status") == "running" and not _holder_alive(read_lock_info(path.parent)):
         rec["status"] = "interrupted"  # its writer ended without finishing (killed, or the machine stopped)
+        try:  # its count is the examples on disk, not the 0 it wrote when it started
+            rows, rec["torn_lines"] = read_examples(path.parent / EXAMPLES_FILE)
+            rec["n_examples"] = len(rows)
+        except (OSError, UnsafeFileError):
+            pass
     return rec
 
 
