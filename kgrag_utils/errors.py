@@ -83,3 +83,13 @@ def did_you_mean(name, choices, n: int = 1, cutoff: float = 0.6) -> str:
     """
     hits = close_matches(name, choices, n=n, cutoff=cutoff)
     return f"did you mean {', '.join(repr(h) for h in hits)}?" if hits else ""
+
+
+class DatasetFormatError(KgragError, ValueError):
+    """A data file that is not in its format (not UTF-8, a line that does not parse): the file and line named."""
+
+
+def shown(value, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters, so that a message stays one short line whatever it quotes."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 20]}... ({len(text):,} characters)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import re
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ import yaml
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
 from .items import KinshipRules, KinshipStory
+from .textfiles import read_text
 
 __all__ = ["load_rules", "read_stories", "find_story_files", "parse_story_row", "chain_length_of_file"]
 
@@ -150,7 +152,7 @@ def read_stories(root: Path, split: str) -> tuple[list[KinshipStory], list[Path]
     stories: list[KinshipStory] = []
     for path in files:
         lengths = chain_length_of_file(path)
-        with open(path, encoding="utf-8", newline="") as fh:
+        with io.StringIO(read_text(path), newline="") as fh:  # a byte that is not UTF-8 names its line
             for i, row in enumerate(csv.DictReader(fh)):
                 stories.append(parse_story_row(row, f"{path.stem}-{i:05d}", lengths))
     return stories, files

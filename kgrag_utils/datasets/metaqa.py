@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
 from .items import ChainStep, KGQuestion
+from .textfiles import read_lines
 
 __all__ = ["TYPE_RELATION", "qtype_to_chain", "parse_question_line", "read_questions",
            "find_kb", "find_qa_file", "find_qtype_file", "KB_FILES"]
@@ -98,11 +99,7 @@ def find_qtype_file(root: Path, hops: int, split: str) -> Path | None:
 
 
 def _read_lines(path: Path) -> list[str]:
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return lines
+    return read_lines(path)  # newlines only: a U+2028 inside a question stays inside it
 
 
 def read_questions(root: Path, hops: int, split: str, variant: str = "vanilla",
@@ -123,7 +120,7 @@ def read_questions(root: Path, hops: int, split: str, variant: str = "vanilla",
         if len(qtypes) != len(lines):
             raise IntegrityError(
                 f"{qtype_path} has {len(qtypes):,} lines but {qa_path} has {len(lines):,}: "
-                "the files are not aligned; re-fetch MetaQA with `kgrag data fetch metaqa-{hops}hop`."
+                f"the files are not aligned; re-fetch MetaQA with `kgrag data fetch metaqa-{hops}hop`."
             )
         files.append(qtype_path)
     fallback_topics: list[list[str]] | None = None

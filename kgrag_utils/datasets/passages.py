@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, DatasetMissingError, IntegrityError
 from .items import Passage, PassageQuestion
+from .textfiles import read_text
 
 __all__ = ["passage_id", "read_json", "read_corpus", "read_hotpot_questions", "read_musique_questions",
            "read_openie_triples", "read_title_questions"]
@@ -37,11 +38,10 @@ def read_json(path: Path):
     path = Path(path)
     if not path.is_file():
         raise DatasetMissingError(f"file {path} not found")
-    with open(path, encoding="utf-8") as fh:
-        try:
-            return json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise IntegrityError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); re-fetch it.") from None
+    try:
+        return json.loads(read_text(path))  # a byte that is not UTF-8: one line naming its line
+    except json.JSONDecodeError as exc:
+        raise IntegrityError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); re-fetch it.") from None
 
 
 def _join(sentences) -> str:

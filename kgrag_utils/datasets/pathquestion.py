@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ConfigError, DatasetMissingError
 from .items import KGQuestion
+from .textfiles import read_lines
 
 __all__ = ["parse_path", "parse_pq_line", "split_answer_field", "read_pq_file", "guess_kb", "split_indices",
            "PQ_SPLIT_SEED", "PQ_SPLIT_FRACTIONS", "SPLITS"]
@@ -131,8 +132,7 @@ def read_pq_file(path: Path, prefix: str | None = None, unparsed: list | None = 
         raise DatasetMissingError(f"question file {path} not found")
     prefix = prefix or path.stem.lower()
     out: list[KGQuestion] = []
-    with open(path, encoding="utf-8") as fh:
-        lines = [ln for ln in fh.read().splitlines() if ln.strip()]
+    lines = [ln for ln in read_lines(path) if ln.strip()]  # newlines only; a bad byte names its line
     for i, line in enumerate(lines):
         try:
             rec = parse_pq_line(line)
