@@ -90,6 +90,14 @@ class DatasetFormatError(KgragError, ValueError):
 
 
 def shown(value, limit: int = 80) -> str:
-    """`repr(value)` cut to `limit` characters, so that a message stays one short line whatever it quotes."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 20]}... ({len(text):,} characters)"
+    """A short repr of `value` (at most `limit` characters, nested containers elided), so that a message
+    stays one short line whatever it quotes, and costs little to build even for a huge value."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxtuple, short.maxdict, short.maxset = 3, 6, 6, 6, 6
+    short.maxstring = short.maxother = max(limit - 10, 12)
+    text = short.repr(value).replace("\n", "\\n")
+    if isinstance(value, str) and len(value) > limit:
+        text = f"{text} ({len(value):,} characters)"
+    return text if len(text) <= limit + 24 else f"{text[:limit]}..."

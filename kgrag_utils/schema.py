@@ -18,9 +18,11 @@ from typing import Any, Iterable, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError, create_model
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, did_you_mean, shown
 
 DEFAULT_TIMEOUT = 3600  # seconds per cell
+MAX_YAML_VALUES = 100_000  # values a grid may expand to, aliases counted once per use (an alias bomb stops here)
+MAX_GRID_RUNS = 10_000  # runs a grid's axes may multiply out to
 
 
 def closest(word: Any, choices: Iterable[str]) -> str:
@@ -87,11 +89,11 @@ def grid_error(exc: ValidationError, source: str, raw: Any) -> ConfigError:
     elif kind == "too_short" and field == "runs":
         msg = f"'runs' is empty: {_HELP['runs']}."
     elif kind in ("greater_than", "greater_than_equal") and field == "timeout":
-        msg = f"'timeout' must be positive: {_HELP['timeout']} (got {value!r})."
+        msg = f"'timeout' must be positive: {_HELP['timeout']} (got {shown(value)})."
     elif field in _HELP:
-        msg = f"{field!r} must be {_HELP[field]}; got {type(value).__name__} {value!r}."
+        msg = f"{field!r} must be {_HELP[field]}; got {type(value).__name__} {shown(value)}."
     else:
-        msg = f"{'.'.join(map(str, loc))}: {err['msg']} (got {value!r})."
+        msg = f"{'.'.join(map(str, loc))}: {err['msg']} (got {shown(value)})."
     return ConfigError(f"{where}: {msg}")
 
 
@@ -114,12 +116,63 @@ def parse_grid(text: str, source: str) -> tuple[GridSpec, Any]:
     return validate_grid(raw, source), raw
 
 
+def check_yaml_size(value: Any, source: str, limit: int = MAX_YAML_VALUES) -> int:
+    """The number of values `value` expands to, each alias counted at every use; refused over `limit`.
+
+    YAML aliases (`&a` ... `*a`) share one object however often they are used, so a few lines can name
+    billions of values (an "alias bomb") that validation, copying or an error message would expand. The
+    count is memoised per shared object, so it costs one visit per distinct value; a value that contains
+    itself is refused too.
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(v: Any) -> int:
+        if not isinstance(v, (list, dict)):
+            return 1
+        key = id(v)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ConfigError(f"{source}: a YAML alias refers to a value that contains it (a loop): write the "
+                              f"value out instead of the alias.")
+        active.add(key)
+        children = list(v.keys()) + list(v.values()) if isinstance(v, dict) else v
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    n = size(value)
+    if n > limit:
+        raise ConfigError(f"{source} expands to more than {limit:,} values (YAML aliases `*name` repeat what "
+                          f"`&name` holds at every use, so nested aliases multiply): write the values out, or use "
+                          f"fewer nested aliases.")
+    return n
+
+
+def check_grid_runs(source: str, run_no: int, axes: Mapping[str, Any], limit: int = MAX_GRID_RUNS) -> None:
+    """A run's grid axes must not multiply out to more than `limit` runs (refused before any is built)."""
+    total = 1
+    for values in axes.values():
+        total *= len(values) if isinstance(values, list) else 1
+        if total > limit:
+            raise ConfigError(f"{source}, run #{run_no}: its grid axes ({', '.join(axes)}) multiply out to more "
+                              f"than {limit:,} runs: split the grid into several files, or shorten the axes.")
+
+
 def validate_grid(raw: Mapping[str, Any], source: str) -> GridSpec:
+    check_yaml_size(dict(raw), source)  # a grid built in Python gets the bound too
     try:
         spec = GridSpec.model_validate(dict(raw))
     except ValidationError as exc:
         raise grid_error(exc, source, raw) from None
     for i, run in enumerate(spec.runs):
+        check_grid_runs(source, i + 1, run.grid)
         for axis, values in run.grid.items():
             if isinstance(values, list) and not values:
                 raise ConfigError(f"{source}, run #{i + 1} ({run.notebook}): grid axis {axis!r} is an empty list, "
@@ -179,22 +232,22 @@ def check_parameters(title: str, defaults: Mapping[str, Any], overrides: Mapping
     model = params_model(title, defaults)
     for name in overrides:
         if name not in defaults:
-            raise ConfigError(f"{title} has no parameter {name!r};{closest(name, defaults)} its parameters are: "
+            raise ConfigError(f"{title} has no parameter {shown(name)};{closest(name, defaults)} its parameters are: "
                               f"{', '.join(sorted(defaults))}.")
     try:
         model.model_validate(dict(overrides))
     except ValidationError as exc:
         name = str(exc.errors()[0]["loc"][0])
         value, default = overrides[name], defaults[name]
-        raise ConfigError(f"parameter {name!r} of {title} expects {type(default).__name__} (default {default!r}), "
-                          f"got {type(value).__name__} {value!r}.") from None
+        raise ConfigError(f"parameter {name!r} of {title} expects {type(default).__name__} (default {shown(default)}), "
+                          f"got {type(value).__name__} {shown(value)}.") from None
     merged = dict(defaults)
     merged.update({k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()})
     for name in NON_NEGATIVE:
         value = merged.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:
             raise ConfigError(f"parameter {name!r} of {title} must be at least 0 (default {defaults[name]!r}), "
-                              f"got {value!r}.")
+                              f"got {shown(value)}.")
     check_known_names(title, merged)
     return merged
 
@@ -213,17 +266,17 @@ def check_known_names(title: str, params: Mapping[str, Any]) -> None:
     for key in dataset_parameters(params):
         ds = params[key]
         if isinstance(ds, str) and ds and ds not in names:
-            raise ConfigError(f"{title}: unknown {key} {ds!r};{closest(ds, names)} `kgrag data list` shows the "
+            raise ConfigError(f"{title}: unknown {key} {shown(ds)};{closest(ds, names)} `kgrag data list` shows the "
                               f"known datasets.")
     ds, split = params.get("dataset"), params.get("split")
     if isinstance(ds, str) and ds in names and isinstance(split, str):
         splits = get_spec(ds).splits
         if split not in splits:
-            raise ConfigError(f"{title}: dataset {ds!r} has no split {split!r};{closest(split, splits)} its splits "
+            raise ConfigError(f"{title}: dataset {ds!r} has no split {shown(split)};{closest(split, splits)} its splits "
                               f"are: {', '.join(splits)}.")
     preset = params.get("llm_preset")
     known = [*PRESETS, "fake"]
     # a local model folder is a preset too: load_llm loads it (the GPU check runs random-weight ones)
     if isinstance(preset, str) and preset not in known and not Path(preset).is_dir():
-        raise ConfigError(f"{title}: unknown llm_preset {preset!r};{closest(preset, known)} `kgrag presets` lists "
+        raise ConfigError(f"{title}: unknown llm_preset {shown(preset)};{closest(preset, known)} `kgrag presets` lists "
                           f"them.")

@@ -79,3 +79,68 @@ def test_a_latin1_byte_in_a_passage_file_names_its_line(data_root):
     (root / "hipporag_musique_train_corpus.json").write_text("[]", encoding="utf-8")
     with pytest.raises(DatasetFormatError, match=r"hipporag_musique_train_100q.json, line 4, byte \d+: 0xed"):
         load_dataset("musique")
+
+
+# ----------------------------------------------------------------------------- case 8: YAML bounds
+import os  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from kgrag_utils import schema  # noqa: E402
+from kgrag_utils.errors import ConfigError, shown  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bomb(levels: int) -> str:
+    """A grid whose one parameter nests `levels` aliases, each nine uses of the one before (9**(levels+1) values)."""
+    parts = ["&l0 [" + ", ".join(['"xxxxxxxxx"'] * 9) + "]"]
+    parts += [f"&l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels + 1)]
+    return ("name: bomb\nruns:\n  - notebook: 00_quickstart.ipynb\n    parameters:\n"
+            f"      dataset: [{', '.join(parts)}]\n")
+
+
+def _capped():  # the child may not take the machine down if the bound is missing: 4 GiB of address space
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+@pytest.mark.parametrize("levels", [6, 8])
+def test_an_alias_bomb_is_refused_in_one_short_line(tmp_path, levels):
+    grid = tmp_path / f"bomb{levels}.yaml"
+    grid.write_text(_bomb(levels), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    try:
+        done = subprocess.run([sys.executable, "-m", "kgrag_utils.cli", "grid", str(grid), "--validate-only"],
+                              env=env, capture_output=True, text=True, timeout=120, preexec_fn=_capped)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"an alias bomb of {levels} levels was still being expanded after 120 s")
+    assert done.returncode == 2, done.stderr[-500:]
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and len(lines[0]) < 400, done.stderr[:500]
+    assert f"bomb{levels}.yaml" in lines[0] and "aliases" in lines[0]
+
+
+def test_a_few_aliases_are_fine_and_a_loop_is_refused():
+    spec, _ = schema.parse_grid("defaults: &d {limit: 2}\nruns:\n  - notebook: a.ipynb\n    parameters: *d\n"
+                                "  - notebook: b.ipynb\n    parameters: *d\n", "ok.yaml")
+    assert spec.runs[0].parameters == spec.runs[1].parameters == {"limit": 2}
+    with pytest.raises(ConfigError, match="loop.yaml: a YAML alias refers to a value that contains it"):
+        schema.parse_grid("runs:\n  - notebook: a.ipynb\n    parameters: &p {x: *p}\n", "loop.yaml")
+
+
+def test_grid_axes_that_multiply_past_the_bound_are_refused():
+    axes = {f"k{i}": list(range(10)) for i in range(5)}  # 10**5 runs
+    with pytest.raises(ConfigError, match=r"run #1: its grid axes .* more than 10,000 runs"):
+        schema.validate_grid({"runs": [{"notebook": "a.ipynb", "grid": axes}]}, "big.yaml")
+
+
+def test_messages_cut_the_values_they_quote():
+    defaults = {"limit": 8, "dataset": "sample-movies-2hop"}
+    with pytest.raises(ConfigError) as info:
+        schema.check_parameters("00_quickstart.ipynb", defaults, {"limit": "9" * 100_000})
+    assert len(str(info.value)) < 300 and "100,000 characters" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        schema.check_parameters("00_quickstart.ipynb", defaults, {"dataset": [["x" * 50] * 50] * 50})
+    assert len(str(info.value)) < 300
+    assert len(shown(list(range(10 ** 6)))) < 120
