@@ -36,7 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
+from kgrag_utils.datasets.arguments import (add_dataset_arguments, check_dataset_arguments, dataset_from_args,
+                                            evaluation_params_from_args)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -54,7 +55,7 @@ def _environment() -> dict:
 
 
 def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, llm=None, embedder=None,
-                only_done: bool = False):
+                only_done: bool = False, evaluation: dict | None = None):
     """One (graph, traversal) configuration over the dataset: (entry with summary + set/graph/latency
     stats, the KGP object so that the next variant reuses its loaded models)."""
     from kgrag_utils.progress import progress_bar
@@ -69,7 +70,8 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
         rows = [r for r in _read_examples(run_name) if r.get("id") in wanted]
     elif run_name:
         # the run's parameters: the config's knobs (not its split, which this script does not record) and the sample
-        params = {**{k: v for k, v in cfg.to_dict().items() if k != "split"}, "dataset": ds.name, "limit": limit_desc}
+        params = {**{k: v for k, v in cfg.to_dict().items() if k != "split"}, "dataset": ds.name, "limit": limit_desc,
+                  **(evaluation or {})}  # split and dataset options: another question file is another run
         rec = RunRecorder("kgp", params, run_name=run_name)
         rows = [r for r in rec.examples if r.get("id") in wanted]
     done = {r["id"] for r in rows}
@@ -273,7 +275,8 @@ def main(argv: list[str] | None = None) -> dict:
                     elif shard:  # --only-done with --shard i/n: read every shard's records
                         run_name = [f"{run_name}-shard{k}of{shard[1]}" for k in range(shard[1])]
                 entry, kgp = run_variant(ds, cfg, str(args.limit), run_name, progress, llm=llm, embedder=embedder,
-                                         only_done=args.only_done)
+                                         only_done=args.only_done,
+                                         evaluation=evaluation_params_from_args(args, default_split="all"))
                 llm, embedder = kgp.loaded_llm, kgp.loaded_embedder
                 results.append(entry)
                 print(json.dumps({k: entry[k] for k in ("graph", "traversal")}),

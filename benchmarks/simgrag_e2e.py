@@ -131,10 +131,11 @@ def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S) -> dic
 
 
 def main(argv=None) -> int:
-    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
+    from kgrag_utils.datasets.arguments import (add_dataset_arguments, check_dataset_arguments, dataset_from_args,
+                                                evaluation_params)
     from kgrag_utils.llm import DEFAULT_CPU_PRESET, get_preset, load_llm
     from kgrag_utils.methods.simgrag.gsd_search import resolve_index_kind
-    from kgrag_utils.records import RunRecorder
+    from kgrag_utils.records import RunRecorder, params_hash
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_dataset_arguments(ap, kinds=("kgqa",))  # any registered KG-question dataset; --option key=value
@@ -208,9 +209,11 @@ def main(argv=None) -> int:
     for opt in ("demos", "fixed_shots", "samples", "sample_temperature"):  # absent at the defaults: earlier keys hold
         if settings_params.get(opt) == getattr(default, opt):
             settings_params.pop(opt, None)
+    evaluation = evaluation_params(args.dataset, args.split, options)  # a file option by its content
     params = {**settings_params, **({"take": args.take} if args.take else {}),
-              **({"dataset_options": options} if options else {})}  # absent without options: old run keys hold
-    recorder = RunRecorder("simgrag", params, run_name=args.run_name or f"simgrag-e2e-{args.dataset}")
+              **evaluation}  # absent without options: old run keys hold
+    default_name = f"simgrag-e2e-{args.dataset}" + (f"-{params_hash(evaluation)[:8]}" if evaluation else "")
+    recorder = RunRecorder("simgrag", params, run_name=args.run_name or default_name)
     print(f"{data.name}: {len(data.items)} questions, {len(recorder.done_ids)} already in {recorder.run_dir}", flush=True)
     index_kind = resolve_index_kind(args.index, data.kg.num_entities)
     t0 = time.perf_counter()

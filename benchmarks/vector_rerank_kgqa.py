@@ -23,7 +23,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from kgrag_utils.datasets.arguments import add_dataset_arguments, dataset_from_args  # noqa: E402
+from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
+                                            evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, FactRerank,  # noqa: E402
                                                VectorRerankConfig, build_index, kgqa_variants, summarize_kgqa)
@@ -70,7 +71,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     index, info = build_index(cfg, ds, load_embedder(args.embedder), progress=not args.no_progress)
     t_index = time.perf_counter() - t0
-    params = {**cfg.to_dict(), "limit": args.limit, "task": "kgqa", "variants": list(variants)}
+    params = {**cfg.to_dict(), "limit": args.limit, "task": "kgqa", "variants": list(variants),
+              **evaluation_params_from_args(args, default_split=None)}  # options: another file is another run
     if llm is not None:  # a new prompt is a new run (never resumed from another prompt's records)
         params.update({"prompt_version": PROMPT_VERSION, "answer_prompt_version": ANSWER_PROMPT_VERSION})
     else:

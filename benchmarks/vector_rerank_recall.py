@@ -26,7 +26,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from kgrag_utils.datasets.arguments import add_dataset_arguments, dataset_from_args  # noqa: E402
+from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
+                                            evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, PROMPT_VERSION, PUBLISHED_RECALL5,  # noqa: E402
                                                VectorRerank, VectorRerankConfig, build_index, gold_key_for,
@@ -95,7 +96,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     index, corpus_info = build_index(cfg, ds, embedder, llm, progress=progress, openie_batch=args.openie_batch)
     t_index = time.perf_counter() - t0
-    run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages}
+    evaluation = evaluation_params_from_args(args)  # split and options: another question file is another run
+    run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages, **evaluation}
     run_params.pop("answer_max_new_tokens")  # KG questions only: passage runs keep their names (and resume)
     if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
         run_params["prompt_version"] = PROMPT_VERSION
@@ -105,11 +107,13 @@ def main(argv=None) -> int:
 
     def write(records, status: str) -> None:
         out = _load_out(out_path)
-        same = (out.get("dataset") == args.dataset and out.get("limit") == args.limit and out.get("seed") == args.seed)
+        same = (out.get("dataset") == args.dataset and out.get("limit") == args.limit and out.get("seed") == args.seed
+                and (out.get("evaluation") or {}) == evaluation)
         if not same:
             out = {}
         out.update({
             "benchmark": "vector_rerank_recall", "dataset": args.dataset, "limit": args.limit, "seed": args.seed,
+            **({"evaluation": evaluation} if evaluation else {}),
             "n_questions": len(ds.items), "gold_match": "title" if gold_key == "title" else "title + text (pid)",
             "metric": "set-based passage recall: |gold in top k| / |gold|, averaged over all questions",
             "reference": {"measured_naive_minilm_musique_100q": MEASURED_NAIVE_MUSIQUE,

@@ -16,14 +16,16 @@ in one line before anything is loaded.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from .registry import dataset_names, get_spec, load_dataset
 
 __all__ = ["parse_option_value", "parse_options", "add_dataset_arguments", "check_dataset_arguments",
-           "dataset_from_args"]
+           "dataset_from_args", "evaluation_params"]
 
 
 def parse_option_value(text: str):
@@ -82,3 +84,50 @@ def dataset_from_args(args: argparse.Namespace, limit: int | None = None, seed: 
     """`load_dataset(args.dataset, args.split, limit, seed, **options, **extra)` after the checks."""
     options = {**check_dataset_arguments(args), **extra}
     return load_dataset(args.dataset, split=args.split, limit=limit, seed=seed, **options)
+
+
+def _identify(value: Any, root: Path | None) -> Any:
+    """An option value as the resume key sees it: a value naming a file becomes its path and content hash."""
+    if not isinstance(value, str) or not value or len(value) > 4096:
+        return value
+    path = Path(value)
+    if not path.is_absolute() and root is not None and (root / path).is_file():
+        path = root / path  # the loaders read a relative file from the dataset folder first
+    try:
+        if not path.is_file():
+            return value
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return value
+    return {"file": value, "sha256": digest.hexdigest()[:16]}
+
+
+def evaluation_params(dataset: str, split: str, options: Mapping[str, Any], default_split: str | None = None) -> dict:
+    """What decides which items a benchmark evaluates beyond its method's knobs: the split (when it is not the
+    script's default) and every dataset option, a file option by its content (so an edited or another question
+    file of the same name is another run). Put it into the run's parameters, so that it enters the run name and
+    the resume key: a run never resumes another question file's records. Empty for the defaults, so that the
+    keys of runs recorded before these fields existed still hold.
+    """
+    from .. import settings
+    from .registry import GENERATED_SOURCES, _real_root, _sample_root, get_spec
+
+    out: dict[str, Any] = {}
+    if default_split is not None and split != default_split:
+        out["split"] = split
+    if options:
+        spec = get_spec(dataset)
+        if spec.source in GENERATED_SOURCES:
+            root = _sample_root(spec)
+        else:
+            root = _real_root(spec) if spec.folder else settings.data_dir()
+        out["dataset_options"] = {k: _identify(v, root) for k, v in sorted(options.items())}
+    return out
+
+
+def evaluation_params_from_args(args: argparse.Namespace, default_split: str | None = "test") -> dict:
+    """`evaluation_params` of a script's --dataset / --split / --option arguments."""
+    return evaluation_params(args.dataset, args.split, check_dataset_arguments(args), default_split)
