@@ -50,13 +50,15 @@ def _error_patterns(records, kind: str, n: int = 10) -> list[dict]:
 
 def main(argv=None) -> dict:
     from kgrag_utils import settings
-    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
+    from kgrag_utils.datasets.arguments import (add_dataset_arguments, add_training_arguments, check_dataset_arguments,
+                                                dataset_from_args, training_from_args, training_record)
     from kgrag_utils.methods.compact import CompactConfig, Compact, gate_table, load_token_counter, summarize_records
     from kgrag_utils.methods.compact.config import KNOWLEDGE_SOURCES
     from kgrag_utils.records import atomic_write_json, environment_info
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_dataset_arguments(parser, kinds=("kgqa", "kinship"))  # any registered dataset; --option key=value
+    add_training_arguments(parser)  # --train-split, --train-option key=value: the training split's own
     parser.add_argument("--limit", type=int, default=None, help="seeded sample of the split (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--knowledge", default="auto", choices=KNOWLEDGE_SOURCES)
@@ -78,7 +80,8 @@ def main(argv=None) -> dict:
                            seed=args.seed)
     counter = load_token_counter()
     t0 = time.perf_counter()
-    method = Compact.prepare(config, ds, token_counter=counter)
+    train = training_from_args(args, ds)  # the evaluation's --option values stay with the evaluated split
+    method = Compact.prepare(config, ds, train=train, token_counter=counter)
     timings["prepare"] = time.perf_counter() - t0
 
     items = list(ds.items)
@@ -122,6 +125,7 @@ def main(argv=None) -> dict:
     result = {
         "benchmark": "compact_derived",
         "dataset": args.dataset, "split": args.split, "dataset_options": options, "limit": args.limit, "seed": args.seed,
+        "training": training_record(args, train),
         "n": len(items), "source": ds.source, "kind": method.kind,
         "method": method.describe(),
         "summary": summary,

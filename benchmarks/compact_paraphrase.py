@@ -92,11 +92,13 @@ def figure(result: dict, stem: str, folder: Path) -> list[str]:
 def main(argv=None) -> dict:
     from kgrag_utils import settings
     from kgrag_utils.datasets import paraphrase as para
-    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
+    from kgrag_utils.datasets.arguments import (add_dataset_arguments, add_training_arguments, check_dataset_arguments,
+                                                dataset_from_args, training_from_args, training_record)
     from kgrag_utils.methods.compact import Compact, CompactConfig
     from kgrag_utils.records import environment_info, write_result
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_training_arguments(ap)  # --train-split, --train-option key=value: the training split's own
     add_dataset_arguments(ap, kinds=("kgqa",), default="metaqa-1hop")  # --dataset NAME --split --option key=value
     ap.add_argument("--limit", type=int, default=1000, help="seeded sample of the split for the rule-noise sets")
     ap.add_argument("--seed", type=int, default=0, help="sampling seed (also the noise seed)")
@@ -150,9 +152,10 @@ def main(argv=None) -> dict:
     timings = {"load_and_rewrite": round(time.perf_counter() - t0, 1)}
     by_knowledge: dict = {}
     methods: dict = {}
+    train = training_from_args(args, ds)  # the evaluation's --option values stay with the evaluated split
     for k in knows:
         t1 = time.perf_counter()
-        method = Compact.prepare(config=CompactConfig(knowledge=k, seed=args.seed), dataset=ds)
+        method = Compact.prepare(config=CompactConfig(knowledge=k, seed=args.seed), dataset=ds, train=train)
         methods[k] = {"tuning_threshold": method.tuning.get("threshold"), "topic_policy": method.topic_policy,
                       "knowledge": method.knowledge.describe()}
         by_knowledge[k] = {name: _scores(method.derive_many(items)) for name, items in sets.items()}
@@ -162,6 +165,7 @@ def main(argv=None) -> dict:
         "benchmark": "compact_paraphrase", "dataset": args.dataset, "split": args.split, "limit": args.limit,
         **({"options": options} if options else {}),
         "seed": args.seed, "training_split": "the dataset's train split (MetaQA: dev), templated questions only",
+        "training": training_record(args, train),
         "how_paraphrases_were_made": {
             "rule_noise": {"generator": "kgrag_utils.datasets.paraphrase.noisy_question", "seed": args.seed,
                            "synonym": "each word found in SYNONYMS (a general English table, "

@@ -104,3 +104,51 @@ def test_the_scripts_key_comes_from_their_arguments():
     add_dataset_arguments(ap, kinds=("passages",), default="musique")
     args = ap.parse_args(["--option", "openie=false"])
     assert evaluation_params_from_args(args) == {"dataset_options": {"openie": False}}
+
+
+# ----------------------------------------------------------------------------- case 12: training options
+from kgrag_utils.datasets import load_dataset  # noqa: E402
+from kgrag_utils.datasets.registry import training_dataset  # noqa: E402
+from kgrag_utils.errors import ConfigError  # noqa: E402
+
+from test_datasets import QA_2HOP, _write, data_root, metaqa_root  # noqa: E402,F401 - fixtures
+
+
+@pytest.fixture
+def ntm_test_only(metaqa_root):
+    """A MetaQA copy with paraphrased (ntm) test questions and no ntm dev split, as users have it."""
+    _write(metaqa_root / "qa" / "2-hop" / "ntm" / "qa_test.txt", [q.replace("which person", "who") for q in QA_2HOP])
+    return metaqa_root
+
+
+def test_an_evaluation_option_stays_with_the_evaluated_split(ntm_test_only):
+    ds = load_dataset("metaqa-2hop", split="test", variant="ntm")
+    train = training_dataset(ds)
+    assert train.split == "dev" and (train.info["options"].get("variant") or "vanilla") == "vanilla"
+    assert all("-vanilla-dev-" in q.qid for q in train.items)
+    with pytest.raises(ConfigError, match="training option"):
+        training_dataset(ds, options={"varient": "ntm"})
+    with pytest.raises(ConfigError, match="no training split 'validation'"):
+        training_dataset(ds, split="validation")
+
+
+def test_compact_derived_trains_on_vanilla_dev_and_takes_training_options(ntm_test_only, tmp_path):
+    bench = benchmark_module("compact_derived")
+    common = ["--dataset", "metaqa-2hop", "--option", "variant=ntm", "--knowledge", "lexicon",
+              "--baseline-limit", "0", "--no-progress"]
+    out = bench.main(common + ["--out", str(tmp_path / "ntm.json")])
+    assert out["n"] == len(QA_2HOP) and out["training"]["split"] == "dev"
+    assert out["training"]["options"].get("variant", "vanilla") == "vanilla"
+    # the CLI's own training options: train on the ntm dev split where there is one
+    _write(ntm_test_only / "qa" / "2-hop" / "ntm" / "qa_dev.txt", QA_2HOP[:2])
+    out = bench.main(common + ["--train-option", "variant=ntm", "--out", str(tmp_path / "ntm-ntm.json")])
+    assert out["training"]["options"]["variant"] == "ntm" and out["training"]["n"] == 2
+
+
+def test_a_file_dataset_still_trains_on_its_own_file(tmp_path):
+    lines = [f"where is the club of P{i} ?\tItaly\tP{i}#plays_in_club#C#is_in_country#Italy" for i in range(30)]
+    _write(tmp_path / "WC-P2.txt", lines)
+    _write(tmp_path / "WC2014.txt", [f"P{i}\tplays_in_club\tC" for i in range(30)] + ["C\tis_in_country\tItaly"])
+    ds = load_dataset("pq-file", split="test", path=str(tmp_path / "WC-P2.txt"))
+    train = training_dataset(ds)
+    assert train.split == "train" and train.info["options"]["path"] == str(tmp_path / "WC-P2.txt")

@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from .registry import dataset_names, get_spec, load_dataset
 
 __all__ = ["parse_option_value", "parse_options", "add_dataset_arguments", "check_dataset_arguments",
-           "dataset_from_args", "evaluation_params"]
+           "dataset_from_args", "evaluation_params", "add_training_arguments", "training_from_args"]
 
 
 def parse_option_value(text: str):
@@ -131,3 +131,27 @@ def evaluation_params(dataset: str, split: str, options: Mapping[str, Any], defa
 def evaluation_params_from_args(args: argparse.Namespace, default_split: str | None = "test") -> dict:
     """`evaluation_params` of a script's --dataset / --split / --option arguments."""
     return evaluation_params(args.dataset, args.split, check_dataset_arguments(args), default_split)
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """--train-split and repeatable --train-option key=value: the training split's own options (the evaluation's
+    --option values apply to the evaluated split only, but for those naming the data source, e.g. pq-file's
+    path and kb)."""
+    parser.add_argument("--train-split", default=None, metavar="SPLIT",
+                        help="the split relation knowledge learns from (default: train, or dev for MetaQA)")
+    parser.add_argument("--train-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a dataset option of the training split, repeatable (e.g. variant=ntm)")
+
+
+def training_from_args(args: argparse.Namespace, dataset):
+    """The training split of a loaded dataset, with --train-split / --train-option (`training_dataset`)."""
+    from .registry import training_dataset
+
+    return training_dataset(dataset, split=args.train_split, options=parse_options(args.train_option))
+
+
+def training_record(args: argparse.Namespace, train) -> dict:
+    """What a result file says about its training data: split, options and size."""
+    info = getattr(train, "info", {}) or {}
+    return {"split": getattr(train, "split", args.train_split), "options": info.get("options") or {},
+            "n": len(getattr(train, "items", train))}

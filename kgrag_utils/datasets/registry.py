@@ -13,7 +13,7 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -504,9 +504,16 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
     return ds
 
 
-def training_dataset(dataset: Dataset, split: str | None = None) -> Dataset:
-    """The training split that belongs to a loaded dataset: the same registered name and options
-    (without the answerable flag), split `split` or the first of 'train' / 'dev' it has.
+#: Options that say where the data comes from (a file, a KG, a corpus): a training split takes them over from
+#: its evaluation. Every other option (MetaQA's `variant`, CLUTRR's `chain_lengths`, another `questions` file,
+#: `answerable`, ...) applies to the split it was given for only.
+SOURCE_OPTIONS = frozenset({"path", "kb", "graph", "relation_filter", "kg", "openie"})
+
+
+def training_dataset(dataset: Dataset, split: str | None = None, options: Mapping[str, Any] | None = None) -> Dataset:
+    """The training split that belongs to a loaded dataset: the same registered name and data source
+    (`SOURCE_OPTIONS` of its options), split `split` or the first of 'train' / 'dev' it has, and the training
+    options `options` (e.g. {"variant": "ntm"} to train on MetaQA's paraphrases too; default: none).
 
     A `pq-file` dataset evaluated on its seeded 'dev' or 'test' cut trains on the same file's 'train'
     cut; evaluated whole (`split='all'`), it trains on a file beside it whose name says train where
@@ -518,9 +525,16 @@ def training_dataset(dataset: Dataset, split: str | None = None) -> Dataset:
         raise ConfigError(f"dataset {dataset.name!r} was not loaded by name: pass its training split yourself "
                           "(train=load_dataset(NAME, split='train', ...)).")
     spec = _SPECS[name]
-    options = dict(dataset.info.get("options") or {})
+    unknown = sorted(set(options or {}) - set(spec.options))
+    if unknown:
+        raise ConfigError(f"dataset {name!r} does not take training option(s) {', '.join(unknown)} "
+                          f"(accepted: {', '.join(spec.options) or 'none'}).")
+    if split is not None and split not in spec.splits:
+        raise ConfigError(f"dataset {name!r} has no training split {split!r}; its splits: {', '.join(spec.splits)}.")
+    evaluated = dict(dataset.info.get("options") or {})
+    options = {**{k: v for k, v in evaluated.items() if k in SOURCE_OPTIONS}, **dict(options or {})}
     if spec.kind == "kgqa" and "answerable" in spec.options:
-        options["answerable"] = False  # the training split needs no answerable flag
+        options.setdefault("answerable", False)  # the training split needs no answerable flag
     if split is None:
         split = next((s for s in ("train", "dev") if s in spec.splits), None)
         if split is None:
