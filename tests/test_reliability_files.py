@@ -164,3 +164,21 @@ def test_an_interrupted_record_counts_its_examples_on_disk(tmp_path):
     assert rec["n_examples"] == 1
     frame = records.load_runs(tmp_path)
     assert frame.loc[0, "n_examples"] == 1 and frame.loc[0, "status"] == "interrupted"
+
+
+# ----------------------------------------------------------------------------- case 13: prompt_too_long
+def test_a_question_too_long_for_the_context_is_labelled_in_its_own_record():
+    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.llm import load_llm
+    from kgrag_utils.methods import tour
+
+    q = load_dataset("sample-movies-1hop", limit=1).items[0]
+    llm = load_llm("fake", responses={}, cache=False, n_ctx=50)
+    prompt = "Facts: " + "a fact " * 200 + f"Question: {q.question}"
+    [r] = llm.generate([prompt], max_new_tokens=8)
+    rec = tour.reader_record(q, prompt, r, [], 3, 0.1)
+    assert rec["finish"] == "prompt_too_long" and rec["failure"] == "prompt_too_long"
+    assert "context window of 50" in rec["error"] and rec["failed"]
+    assert tour.summarize([rec])["n_errors"] == 1
+    nb = json.loads((ROOT / "notebooks" / "00_quickstart.ipynb").read_text(encoding="utf-8"))
+    assert any("tour.reader_record(" in "".join(c["source"]) for c in nb["cells"])  # the notebook records so

@@ -12,9 +12,26 @@ from .. import metrics
 from ..metrics import CONTAINMENT, HITS1
 from .scoring import cost, rows, score_row
 
-__all__ = ["summarize", "scores", "stage_errors", "cost_of", "VARIANT"]
+__all__ = ["summarize", "scores", "stage_errors", "cost_of", "reader_record", "VARIANT"]
 
 VARIANT = "oracle-chain reader"
+
+
+def reader_record(question, prompt: str, result, prediction: list, n_facts: int, seconds: float) -> dict:
+    """One quickstart record: the question, the reader's reply and its scores. A reply that failed says why
+    in the record itself: `finish` is the LLM's finish reason ("prompt_too_long" for a question that does not
+    fit the context window), `error` its message, `failure` what failed."""
+    record = {
+        "id": question.qid, "question": question.question, "answers": question.answers,
+        "answerable": question.answerable, "n_facts": int(n_facts), "prompt": prompt, "raw_output": result.text,
+        "prediction": prediction, "hits@1": metrics.hits_at_1(prediction, question.answers),
+        "containment": metrics.containment(result.text, question.answers), "failed": not prediction,
+        "finish": result.finish_reason, "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens, "cached": result.cached, "seconds": seconds,
+    }
+    if result.error:
+        record.update(error=result.error, failure=result.finish_reason or "llm")
+    return record
 
 
 def summarize(records: Sequence[Mapping]) -> dict:
