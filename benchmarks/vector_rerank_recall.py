@@ -60,6 +60,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.add_argument("--" + knob.replace("_", "-"), type=type(default), default=default)
     ap.add_argument("--openie-batch", type=int, default=4)
     ap.add_argument("--slice", type=int, default=10, help="questions between JSON checkpoints")
+    ap.add_argument("--max-new", type=int, default=0,
+                    help="stop after about this many new questions (whole slices; 0: all); the run stays 'running' "
+                         "and the same command resumes it (chunks that let a shared LLM lock change hands)")
     ap.add_argument("--run-name", default=None)
     ap.add_argument("--out", required=True, type=Path, help="result JSON (a relative path resolves from the repo root)")
     ap.add_argument("--no-progress", action="store_true")
@@ -138,9 +141,16 @@ def main(argv=None) -> int:
 
     questions = list(ds.items)
     records = []
+    done_before = len(rec.done_ids & {q.qid for q in questions})
     for s in range(0, len(questions), max(1, args.slice)):
         records = method.run(questions[: s + args.slice], recorder=rec, progress=progress)
         write(records, "ok" if s + args.slice >= len(questions) else f"running ({len(records)}/{len(questions)})")
+        if args.max_new and len(records) - done_before >= args.max_new and len(records) < len(questions):
+            rec.close()
+            index.close()
+            print(f"{args.dataset}: stopped after {len(records) - done_before} new questions ({len(records)}/"
+                  f"{len(questions)} done): the same command resumes")
+            return 0
     summary = summarize_records(records, cfg.variants_for("passages"))
     rec.finish(summary=summary, tokens=llm.stats if llm is not None else None)
     index.close()

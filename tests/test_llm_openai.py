@@ -1,7 +1,7 @@
 """The OpenAI-compatible backend.
 
-Most tests talk to a protocol-level fake server started here on 127.0.0.1 (http.server in a thread,
-canned OpenAI-format JSON), so they check our requests and parsing, not a model. One slow test runs
+Most tests talk to a protocol-level fake server on 127.0.0.1 (tests/fake_openai.py: http.server in a
+thread, canned OpenAI-format JSON), so they check our requests and parsing, not a model. One slow test runs
 the real llama-cpp-python server (`python -m llama_cpp.server`, installed with the `llamacpp` extra)
 on loopback with the packaged SmolLM2 model; CI never skips it.
 """
@@ -14,67 +14,21 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from kgrag_utils.errors import BackendUnavailableError, ConfigError
 from kgrag_utils.llm import ResponseCache, load_llm
 
-
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):  # keep test output clean
-        pass
-
-    def _send(self, code: int, payload: dict):
-        body = json.dumps(payload).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        if self.path == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": "served-model", "object": "model"}]})
-        else:
-            self._send(404, {"error": "not found"})
-
-    def do_POST(self):
-        server = self.server
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-        if server.fail_next:
-            server.fail_next -= 1
-            return self._send(503, {"error": "busy"})
-        if body.get("model") != "served-model":
-            return self._send(400, {"error": {"message": f"model {body.get('model')} not found"}})
-        last = body["messages"][-1]["content"]
-        text = f"reply to: {last}"
-        self._send(
-            200,
-            {
-                "id": "cmpl-1",
-                "object": "chat.completion",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10 + len(last), "completion_tokens": len(text.split()), "total_tokens": 0},
-            },
-        )
+from fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.requests, httpd.fail_next = [], 0
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    httpd.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with FakeOpenAIServer() as srv:  # "reply to: <last message>", model "served-model"
+        yield srv
 
 
 def _free_port() -> int:

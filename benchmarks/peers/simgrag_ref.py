@@ -1,0 +1,195 @@
+"""The SimGRAG reference code (YZ-Cai/SimGRAG) beside our SimGRAG: same MetaQA questions, embedder and LLM.
+
+    benchmarks/peers/setup.sh simgrag-ref                          # once: its own environment
+    git clone https://github.com/YZ-Cai/SimGRAG /work/peers/ref/SimGRAG && git -C /work/peers/ref/SimGRAG checkout dac7783
+    flock /tmp/kgrag-llm.lock python benchmarks/peers/simgrag_ref.py --reference-dir /work/peers/ref/SimGRAG \\
+        --dataset metaqa-2hop --chunk 50                         # repeat until it says "complete"
+
+Questions: the first 100 (`--take`) of the seeded 200-question test sample (`--limit 200 --seed 0`)
+that benchmarks/simgrag_e2e.py draws, per hop. The reference runs its own MetaQA pipeline
+(benchmarks/peers/simgrag_ref_worker.py: its loader, indexer, greedy retriever with its top-k and
+timeout, its rewrite and answer prompts with 12 + 12 shots, its graph extraction and answer check)
+with the packaged MiniLM as its sentence-transformers model, Milvus Lite as its Milvus, and the
+packaged Qwen2.5-Coder-1.5B behind llama.cpp's OpenAI-compatible server (started on 127.0.0.1 and
+stopped here) at temperature 0 (greedy) and `max_tokens` = our pattern budget (its config has one
+value for both calls). Our side is benchmarks/simgrag_e2e.py in our default setting, in-process
+llama.cpp on the same GGUF.
+
+Scores, both sides, all questions and the answerable subset: our strict Hits@1 (ours: the first
+parsed answer; the reference answers in prose, so its first answer is the first name of its
+evidence, not named in the question, that its reply mentions), our lenient containment, and the
+reference's own check (`check_answer`: a gold answer is a case-insensitive substring of the reply).
+Failures by stage on both sides: pattern (no usable pattern, or the gold pattern's retrieval
+would have found the answer), retrieval, generation. Per-question outputs: ours in
+results/<run>/examples.jsonl, the reference's in results/peers/<run>/{rewrite,retrieve,answer}.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+from simgrag_ref_score import PEER, report  # noqa: E402
+
+REFERENCE_COMMIT = "dac7783"
+LLM_LABEL = "{preset} (packaged GGUF, llama.cpp, greedy)"
+PEER_STAGES = ("rewrite", "retrieve", "answer")
+
+
+def parse_args(argv=None):
+    from kgrag_utils.methods.simgrag import SimGRAGConfig
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference-dir", type=Path, required=True, help="a checkout of YZ-Cai/SimGRAG (commit dac7783)")
+    ap.add_argument("--dataset", default="metaqa-1hop", help="metaqa-1hop, -2hop, -3hop (any KG-question dataset "
+                    "whose questions have one hop count: its KG becomes the reference's kb.txt)")
+    ap.add_argument("--limit", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--take", type=int, default=100, help="the first N of the seeded --limit sample")
+    ap.add_argument("--preset", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--max-tokens", type=int, default=SimGRAGConfig().pattern_max_new_tokens,
+                    help="the reference's llm.max_tokens (one value for both calls); default: our pattern budget")
+    ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per side and stage")
+    ap.add_argument("--sides", default="peer,ours")
+    ap.add_argument("--index-only", action="store_true", help="build the reference's index (no LLM) and stop")
+    ap.add_argument("--ours-args", default="", help="extra arguments for benchmarks/simgrag_e2e.py (our setting)")
+    ap.add_argument("--base-url", default=None, help="an OpenAI-compatible server already running (tests)")
+    ap.add_argument("--peer-python", default=None)
+    ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/simgrag-ref")
+    ap.add_argument("--out", default=common.RESULTS_FILE)
+    ap.add_argument("--n-ctx", type=int, default=8192)
+    return ap.parse_args(argv)
+
+
+def questions(args):
+    from kgrag_utils.datasets import load_dataset
+
+    ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
+    ds.items = ds.items[: args.take] if args.take else ds.items
+    return ds
+
+
+def oracle_graph(q) -> list[list[str]] | None:
+    """The gold relation chain as a query graph in the reference's form (UNKNOWN nodes, relation words)."""
+    if not q.chain or not q.topic_entities:
+        return None
+    nodes = [q.topic_entities[0]] + [f"UNKNOWN {i}" for i in range(1, len(q.chain) + 1)]
+    out = []
+    for i, step in enumerate(q.chain):
+        rel, forward = (step[0], step[1]) if isinstance(step, (tuple, list)) else (step.relation, step.forward)
+        h, t = (nodes[i], nodes[i + 1]) if forward else (nodes[i + 1], nodes[i])
+        out.append([h, str(rel).replace("_", " "), t])
+    return out
+
+
+def write_inputs(args, ds, work: Path, url: str) -> tuple[Path, Path]:
+    """The reference's raw-data layout (kb.txt, the k-hop qa_test.txt of exactly these questions) and config."""
+    hops = {q.hops for q in ds.items}
+    if len(hops) != 1:
+        raise SystemExit(f"{args.dataset}: questions of {sorted(hops)} hops; the reference runs one hop count at a time")
+    hop = hops.pop()
+    raw = work / f"raw-{ds.name}"
+    raw.mkdir(parents=True, exist_ok=True)
+    kb = raw / "kb.txt"  # the loaded KG, in the reference's head|relation|tail lines (MetaQA: kb_reconstructed.txt)
+    if not kb.exists():
+        kg = ds.kg
+        names, rels = kg.entity_names, kg.relation_names
+        tmp = kb.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            for h, r, t in zip(kg.heads.tolist(), kg.rels.tolist(), kg.tails.tolist()):
+                f.write(f"{names[h]}|{rels[r]}|{names[t]}\n")
+        tmp.replace(kb)
+    qa = raw / ("1-hop/vanilla" if hop == 1 else f"{hop}-hop/{hop}-hop/vanilla") / "qa_test.txt"
+    qa.parent.mkdir(parents=True, exist_ok=True)
+    qa.write_text("".join(f"{q.question}\t{'|'.join(q.answers)}\n" for q in ds.items), encoding="utf-8")
+    qfile = work / f"questions-{args.dataset}.jsonl"
+    qfile.write_text("".join(json.dumps({"id": q.qid, "golds": list(q.answers), "oracle_graph": oracle_graph(q)}) + "\n"
+                             for q in ds.items), encoding="utf-8")
+    cfg = json.loads((args.reference_dir / "configs" / f"metaQA_{hop}hop.json").read_text())
+    cfg.update({"raw_data_dir": str(raw), "processed_data_dir": str(work / f"processed-{ds.name}-minilm"),
+                "output_filename": str(work / f"unused-{args.dataset}.txt")})
+    cfg["embedding_model"] = {"model_path": str(common.minilm_dir()), "device": "cpu"}
+    cfg["llm"] = {**cfg["llm"], "model": args.preset, "base_url": url, "api_key": "not-needed", "temperature": 0.0,
+                  "max_tokens": args.max_tokens}
+    path = work / f"config-{args.dataset}.json"
+    path.write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    return path, qfile
+
+
+def _pending_llm(run_dir: Path, ids: set) -> bool:
+    rewrites = common.read_jsonl(run_dir / "rewrite.jsonl")
+    answered = common.done_ids(run_dir / "answer.jsonl")
+    return not ({r["id"] for r in rewrites} >= ids and answered >= ids)
+
+
+def run_peer(args, ds, run_dir: Path) -> None:
+    work = (args.work_dir or common.peers_home() / "work" / PEER).resolve()
+    python = common.peer_python(PEER, args.peer_python)
+    ids = {q.qid for q in ds.items}
+    worker = lambda cfg, qfile, stages: common.run_worker(  # noqa: E731
+        python, "simgrag_ref_worker.py",
+        ["--reference-dir", args.reference_dir.resolve(), "--config", cfg, "--questions", qfile, "--out-dir", run_dir,
+         "--milvus-uri", work / f"milvus-{ds.name}-minilm.db", "--dim", "384", "--stages", stages,
+         "--max-new", str(args.chunk)], log=run_dir / "peer.log", env=common.worker_env())
+    done = work / f"index-{ds.name}-minilm.done"
+    if not done.exists():  # the reference's Indexer over the whole KB, once per KG (no LLM)
+        cfg, qfile = write_inputs(args, ds, work, "http://127.0.0.1:9/v1")
+        worker(cfg, qfile, "index")
+        done.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    if args.index_only:
+        return
+    if not _pending_llm(run_dir, ids) and common.done_ids(run_dir / "retrieve.jsonl") >= ids:
+        return
+    with common.llm_server(args.preset, run_dir / "server.log", base_url=args.base_url, n_ctx=args.n_ctx) as url:
+        cfg, qfile = write_inputs(args, ds, work, url)
+        worker(cfg, qfile, ",".join(PEER_STAGES))
+
+
+def ours_run_name(args) -> str:
+    tag = re.sub(r"[^A-Za-z0-9.]+", "-", args.ours_args).strip("-")
+    return f"peers-simgrag-{args.dataset}-n{args.take}of{args.limit}-{args.preset}" + (f"-{tag}" if tag else "")
+
+
+def run_ours(args) -> None:
+    sys.path.insert(0, str(common.REPO / "benchmarks"))
+    import simgrag_e2e
+
+    argv = ["--dataset", args.dataset, "--limit", str(args.limit), "--seed", str(args.seed), "--take", str(args.take),
+            "--preset", args.preset, "--run-name", ours_run_name(args), *args.ours_args.split()]
+    if args.chunk:
+        argv += ["--chunk", str(args.chunk)]
+    simgrag_e2e.main(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from kgrag_utils import settings
+
+    if not (args.reference_dir / "src" / "retriever.py").exists():
+        raise SystemExit(f"{args.reference_dir} is not a SimGRAG checkout (no src/retriever.py): clone YZ-Cai/SimGRAG "
+                         f"and check out {REFERENCE_COMMIT}")
+    ds = questions(args)
+    run_dir = settings.results_dir() / "peers" / f"{PEER}-{args.dataset}-n{len(ds.items)}of{args.limit}-{args.preset}" \
+        f"-max{args.max_tokens}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sides = set(args.sides.split(","))
+    if "peer" in sides or args.index_only:
+        run_peer(args, ds, run_dir)
+    if args.index_only:
+        return 0
+    if "ours" in sides:
+        run_ours(args)
+    return report(args, ds, run_dir, ours_run_name(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""vector-graph-rag 0.4.0 (Milvus' implementation) beside our vector rerank: same questions, embedder, LLM.
+
+    benchmarks/peers/setup.sh vector-graph-rag                  # once: its own environment
+    flock /tmp/kgrag-llm.lock python benchmarks/peers/vgr.py --chunk 50    # repeat until it says "complete"
+
+The peer gets the MuSiQue corpus with the released OpenIE triples through `add_documents_with_triplets`,
+the packaged MiniLM through its HuggingFace embedding provider, and the packaged Qwen2.5-Coder-1.5B
+through `openai_base_url`: llama.cpp's OpenAI-compatible server, which this script starts on
+127.0.0.1 and stops. Its knobs are its own defaults except `final_top_k` (5, for Recall@5) and what
+`--peer-setting` overrides. Our side is benchmarks/vector_rerank_recall.py on the same 100 questions
+(seeded sample, the same as benchmarks/results/vector_rerank_musique_n100_*), run in-process with the
+same GGUF. Both sides' per-question outputs are kept (ours: results/<run>/examples.jsonl; the
+peer's: results/peers/<run>/peer.jsonl), and the rows (Recall@2 / @5, like with like: naive,
+graph without LLM, graph + rerank, graph + rerank padded with naive passages) go to
+benchmarks/results/peers.json. The peer's replies are not capped in length: the package sets no
+max_tokens (ours: rerank 128, entities 64).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+
+PEER = "vector-graph-rag"
+LLM_LABEL = "{preset} (packaged GGUF, llama.cpp, greedy)"
+KS = (2, 5)
+# like with like: (our variant, the peer's list, the peer's label)
+PAIRS = (("naive", "naive", "naive: retrieve_naive"),
+         ("expand", "expand_unpadded", "graph, no LLM: candidates in the package's order, unpadded"),
+         ("rerank", "rerank", "graph + LLM rerank, unpadded"),
+         ("rerank-padded", "padded", "graph + LLM rerank padded with naive: retrieve(), its evaluation path"))
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", default="musique")
+    ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--preset", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--structured", default="", choices=("", "off", "schema"),
+                    help="our side's decoding mode ('' = the preset's default)")
+    ap.add_argument("--peer-setting", action="append", default=[], metavar="KEY=VALUE",
+                    help="a vector_graph_rag Settings override (JSON value), e.g. relation_number_threshold=40")
+    ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per side (0: all)")
+    ap.add_argument("--sides", default="peer,ours")
+    ap.add_argument("--base-url", default=None, help="an OpenAI-compatible server already running (tests)")
+    ap.add_argument("--peer-python", default=None)
+    ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/vector-graph-rag")
+    ap.add_argument("--out", default=common.RESULTS_FILE)
+    ap.add_argument("--n-ctx", type=int, default=16384)
+    return ap.parse_args(argv)
+
+
+def peer_settings(args, url: str, work: Path) -> dict:
+    s = {"openai_base_url": url, "openai_api_key": "not-needed", "llm_model": args.preset,
+         "embedding_provider": "huggingface", "embedding_model": str(common.minilm_dir()), "embedding_dimension": 384,
+         "milvus_uri": str(work / "vgr.db"), "final_top_k": 5, "ner_cache_dir": None, "use_llm_cache": True}
+    for kv in args.peer_setting:
+        key, _, value = kv.partition("=")
+        s[key] = json.loads(value)
+    return s
+
+
+def setting_tag(args) -> str:
+    return "defaults" + "".join(f"+{kv}" for kv in sorted(args.peer_setting))
+
+
+def write_inputs(ds, work: Path) -> tuple[Path, Path]:
+    from kgrag_utils.methods.vector_rerank.graph_index import passage_text
+
+    work.mkdir(parents=True, exist_ok=True)
+    corpus, questions = work / "corpus.jsonl", work / "questions.jsonl"
+    triples = ds.triples or {}
+    with open(corpus, "w", encoding="utf-8") as f:
+        for p in ds.corpus:
+            rows = [list(map(str, t[:3])) for t in triples.get(p.pid, []) if len(t) >= 3]
+            f.write(json.dumps({"id": p.pid, "passage": passage_text(p.title, p.text), "triplets": rows}) + "\n")
+    with open(questions, "w", encoding="utf-8") as f:
+        for q in ds.items:
+            f.write(json.dumps({"id": q.qid, "question": q.question}) + "\n")
+    return corpus, questions
+
+
+def run_peer(args, ds, run_dir: Path) -> Path:
+    work = args.work_dir or common.peers_home() / "work" / PEER
+    work = work / f"{args.dataset}-{setting_tag(args)}"
+    out = run_dir / "peer.jsonl"
+    ids = [q.qid for q in ds.items]
+    if common.done_ids(out) >= set(ids):
+        return out
+    python = common.peer_python(PEER, args.peer_python)
+    corpus, questions = write_inputs(ds, work)
+    with common.llm_server(args.preset, run_dir / "server.log", base_url=args.base_url, n_ctx=args.n_ctx) as url:
+        settings = work / "settings.json"
+        settings.write_text(json.dumps(peer_settings(args, url, work), indent=1))
+        common.run_worker(python, "vgr_worker.py", ["--corpus", corpus, "--questions", questions, "--settings", settings,
+                                                    "--out", out, "--work-dir", work, "--top-k", "5",
+                                                    "--max-new", str(args.chunk)], log=run_dir / "peer.log",
+                          env=common.worker_env())
+    return out
+
+
+def run_ours(args) -> str:
+    """Our side: benchmarks/vector_rerank_recall.py on the same questions (resumes from its records)."""
+    sys.path.insert(0, str(common.REPO / "benchmarks"))
+    import vector_rerank_recall
+
+    out = Path(common.peers_home()) / "work" / PEER / f"ours-{args.dataset}-{args.structured or 'preset'}.json"
+    argv = ["--dataset", args.dataset, "--limit", str(args.limit), "--seed", str(args.seed), "--llm", args.preset,
+            "--variants", "all", "--out", str(out), "--no-progress"]
+    if args.structured:
+        argv += ["--structured", args.structured]
+    if args.chunk:
+        argv += ["--max-new", str(args.chunk)]
+    vector_rerank_recall.main(argv)
+    return json.loads(out.read_text())["runs"][-1]["run_name"]
+
+
+def _complete(run: str, ds) -> bool:
+    from kgrag_utils import settings
+    from kgrag_utils.records import read_examples
+
+    have = {r["id"] for r in read_examples(settings.results_dir() / run / "examples.jsonl")[0]}
+    return have >= {q.qid for q in ds.items}
+
+
+def score(args, ds, peer_path: Path, ours_run: str, version: str) -> list[dict]:
+    from kgrag_utils import settings
+    from kgrag_utils.metrics import recall_at_k
+    from kgrag_utils.records import read_examples
+
+    ours, _ = read_examples(settings.results_dir() / ours_run / "examples.jsonl")
+    ours, peer = common.by_id(ours), common.by_id(common.read_jsonl(peer_path))
+    ids = [q.qid for q in ds.items]
+    common.require_all(ids, ours, "ours", "run this script again (add --sides ours)")
+    common.require_all(ids, peer, "the peer", "run this script again (add --sides peer)")
+    gold = {q.qid: list(q.supporting) for q in ds.items}
+    structured = (json.loads((settings.results_dir() / ours_run / "run.json").read_text()).get("params") or {}).get(
+        "llm_structured") or "preset default"
+    rows = []
+    for ours_variant, peer_key, peer_label in PAIRS:
+        for k in KS:
+            o = [recall_at_k((ours[i]["variants"].get(ours_variant) or {}).get("passages"), gold[i], k) for i in ids]
+            p = [0.0 if peer[i].get("failed") else recall_at_k(peer[i].get(peer_key), gold[i], k) for i in ids]
+            rows.append(common.score_row(
+                PEER, version, args.dataset, LLM_LABEL.format(preset=args.preset), f"recall@{k}",
+                f"{ours_variant} (vector_rerank defaults, structured={structured}, run {ours_run})",
+                f"{peer_label} (Settings {setting_tag(args)}, final_top_k=5)", o, p,
+                peer_failed=sum(bool(peer[i].get("failed")) for i in ids)))
+    return rows
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from kgrag_utils import settings
+    from kgrag_utils.datasets import load_dataset
+
+    ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
+    run_dir = settings.results_dir() / "peers" / f"{PEER}-{args.dataset}-n{len(ds.items)}-{setting_tag(args)}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sides = set(args.sides.split(","))
+    t0 = time.perf_counter()
+    peer_path = run_peer(args, ds, run_dir) if "peer" in sides else run_dir / "peer.jsonl"
+    ours_run = run_ours(args) if "ours" in sides else None
+    peer_done = len(common.done_ids(peer_path) & {q.qid for q in ds.items})
+    print(f"peer: {peer_done}/{len(ds.items)} questions in {peer_path} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    ours_done = ours_run is not None and _complete(ours_run, ds)
+    if not ours_done or peer_done < len(ds.items):
+        print("not complete yet: run the same command again", flush=True)
+        return 0
+    version = common.peer_versions(common.peer_python(PEER, args.peer_python), ["vector-graph-rag"])["vector-graph-rag"]
+    rows = score(args, ds, peer_path, ours_run, version or "?")
+    note = {f"{PEER}/{args.dataset}/{setting_tag(args)}": {
+        "peer_records": str(peer_path), "ours_run": ours_run, "llm": f"{args.preset} (packaged GGUF; peer: llama.cpp "
+        "OpenAI-compatible server, ours: llama.cpp in-process), greedy", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}}
+    print(f"wrote {common.merge_rows(rows, args.out, note)}: complete")
+    for r in rows:
+        print(f"{r['metric']:>9}  ours {r['ours']:.3f}  peer {r['peer_score']:.3f}  {r['ours_variant'][:40]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Run vector-graph-rag (Milvus' package, from PyPI) on given passage questions: naive and graph retrieval.
+
+Runs inside the peer's environment (benchmarks/peers/setup.sh vector-graph-rag), started by
+benchmarks/peers/vgr.py, which writes the corpus (passage id, text, released triples), the questions
+and the package's Settings (its defaults, the LLM at the harness's server, the packaged MiniLM through
+its HuggingFace provider, a Milvus Lite file). The corpus goes in through `add_documents_with_triplets`
+(no triplet extraction). Per question, one JSON line with the passage ids of:
+
+  naive    `retrieve_naive(q, top_k)`: dense passage search
+  padded   `retrieve(q, use_reranking=True, top_k)`: graph + LLM rerank, topped up with naive passages
+           (the package's own evaluation path)
+  rerank   the same graph + rerank passages before the top-up (the package's retriever, reranker and
+           passage lookup, called in the order `retrieve` calls them)
+  expand   `retrieve(q, use_reranking=False, top_k)`: graph candidates in the package's order, topped up
+
+plus the query entities, candidate relations, the chosen relations and the reranker's raw reply, so a
+difference can be traced to a stage. Its LLM replies are cached by the package's own cache in the work
+folder, so `retrieve` and the unpadded replay make one rerank call per question between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from worker_io import append_jsonl, pending  # noqa: E402
+
+
+def build(args):
+    from vector_graph_rag import VectorGraphRAG
+    from vector_graph_rag.config import Settings
+    from vector_graph_rag.llm.cache import LLMCache, set_llm_cache
+
+    set_llm_cache(LLMCache(os.path.join(args.work_dir, "llm_cache")))
+    settings = Settings(**json.load(open(args.settings, encoding="utf-8")))
+    rag = VectorGraphRAG(settings=settings)
+    docs = [json.loads(line) for line in open(args.corpus, encoding="utf-8")]
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the method the issue names; an alias of rebuild_*
+        info = rag.add_documents_with_triplets(docs, show_progress=False)
+    print(f"indexed {len(docs)} passages in {time.perf_counter() - t0:.1f} s: {rag.get_stats()}", flush=True)
+    text_to_id = {}
+    for d in docs:
+        text_to_id.setdefault(d["passage"], d["id"])
+    return rag, text_to_id, info
+
+
+def one(rag, text_to_id: dict, question: str, k: int) -> dict:
+    ids = lambda texts: [text_to_id.get(t) for t in texts]  # noqa: E731
+    t0 = time.perf_counter()
+    naive = rag.retrieve_naive(question, top_k=k).retrieved_passages
+    t_naive = time.perf_counter() - t0
+    padded = rag.retrieve(question, use_reranking=True, top_k=k)
+    t_padded = time.perf_counter() - t0 - t_naive
+    # the unpadded list: the same steps retrieve() takes, before its naive top-up (LLM replies come from the cache)
+    found = rag._ensure_retriever().retrieve(question)
+    cand_ids, cand_texts = found.expanded_relation_ids, found.expanded_relation_texts
+    chosen_ids, chosen_texts = rag._reranker.rerank(question, cand_ids, cand_texts) if cand_ids else ([], [])
+    rerank_pids, _ = rag._get_passages_from_relations(chosen_ids)
+    raw = None
+    if cand_ids and rag._reranker.cache is not None:
+        key = rag._reranker._build_prompt(question, rag._reranker._format_relations(cand_ids, cand_texts))
+        raw = rag._reranker.cache.get(rag._reranker.settings.cache_model_name(rag._reranker.model), key, temperature=0)
+    expand = rag.retrieve(question, use_reranking=False, top_k=k).retrieved_passages
+    return {
+        "naive": ids(naive), "padded": ids(padded.retrieved_passages), "rerank": list(rerank_pids[:k]),
+        "expand": ids(expand), "query_entities": found.query_entities,
+        "seed_entities": found.entity_texts, "seed_relations": found.relation_texts,
+        "n_candidates": len(cand_ids), "eviction": [found.eviction_before_count, found.eviction_after_count],
+        "candidates": cand_texts[:200], "chosen_relations": chosen_texts,
+        "reranked_relations_public": padded.reranked_relations, "rerank_raw": raw,
+        "seconds": {"naive": round(t_naive, 3), "graph_rerank": round(t_padded, 3),
+                    "total": round(time.perf_counter() - t0, 3)},
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", required=True, help="JSON lines: id, passage, triplets")
+    ap.add_argument("--questions", required=True, help="JSON lines: id, question")
+    ap.add_argument("--settings", required=True, help="vector_graph_rag.config.Settings keywords (JSON)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--top-k", type=int, default=5)
+    ap.add_argument("--max-new", type=int, default=0)
+    args = ap.parse_args(argv)
+    os.makedirs(args.work_dir, exist_ok=True)
+    os.chdir(args.work_dir)
+    questions = [json.loads(line) for line in open(args.questions, encoding="utf-8")]
+    todo = list(pending(questions, args.out))[: args.max_new or None]
+    if not todo:
+        print("nothing to do: every question has a line", flush=True)
+        return 0
+    rag, text_to_id, _ = build(args)
+    for i, q in enumerate(todo, 1):
+        row = {"id": q["id"]}
+        try:
+            row.update(one(rag, text_to_id, q["question"], args.top_k))
+        except Exception as e:  # one bad question never stops the run; it is recorded as failed
+            row.update({"failed": True, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]})
+        append_jsonl(args.out, row)
+        print(f"{i}/{len(todo)} {q['id']} candidates={row.get('n_candidates')} "
+              f"{row.get('seconds', {}).get('total', 0):.1f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
