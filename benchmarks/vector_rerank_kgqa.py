@@ -49,6 +49,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         default = getattr(d, knob)
         ap.add_argument("--" + knob.replace("_", "-"), type=type(default), default=default)
     ap.add_argument("--slice", type=int, default=8, help="questions between checkpoints of --out")
+    ap.add_argument("--demos", default=d.demos, choices=("fixed", "nearest"),
+                    help="rerank prompt: the fixed example, or + the training questions nearest to each question")
+    ap.add_argument("--shots", type=int, default=d.shots, help="--demos nearest: training questions shown")
     ap.add_argument("--run-name", default=None)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-progress", action="store_true")
@@ -61,6 +64,7 @@ def main(argv=None) -> int:
     cfg = VectorRerankConfig(dataset=args.dataset, split=args.split, limit=len(ds.items), seed=args.seed,
                              vector_store=args.vector_store, embedder=args.embedder, llm_preset=args.llm,
                              llm_backend=args.llm_backend or "", variants=args.variants,
+                             demos=args.demos, shots=args.shots,
                              **{k: getattr(args, k) for k in _KNOBS})
     variants = kgqa_variants(cfg)
     llm = None
@@ -73,6 +77,8 @@ def main(argv=None) -> int:
     t_index = time.perf_counter() - t0
     params = {**cfg.to_dict(), "limit": args.limit, "task": "kgqa", "variants": list(variants),
               **evaluation_params_from_args(args, default_split=None)}  # options: another file is another run
+    if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
+        params.pop("demos"), params.pop("shots")
     if llm is not None:  # a new prompt is a new run (never resumed from another prompt's records)
         params.update({"prompt_version": PROMPT_VERSION, "answer_prompt_version": ANSWER_PROMPT_VERSION})
     else:
@@ -81,6 +87,10 @@ def main(argv=None) -> int:
                       f"vector_rerank_kgqa-{args.dataset}-{params_hash(params)[:10]}")
     step = max(1, args.slice)
     method = FactRerank(cfg.replace(batch_size=step), index, llm)  # one slice per batch (set after params: run names unchanged)
+    if cfg.demos == "nearest":
+        from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
+
+        method.demo_pool = rerank_demo_pool(ds, load_embedder(args.embedder))
     print(f"{index} built in {t_index:.1f} s; run {rec.run_name}: {len(rec.done_ids)} of {len(ds.items)} done", flush=True)
 
     def write(records, status: str) -> None:

@@ -63,6 +63,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-new", type=int, default=0,
                     help="stop after about this many new questions (whole slices; 0: all); the run stays 'running' "
                          "and the same command resumes it (chunks that let a shared LLM lock change hands)")
+    ap.add_argument("--demos", default=d.demos, choices=("fixed", "nearest"),
+                    help="rerank prompt: the fixed example, or + the training questions nearest to each question")
+    ap.add_argument("--shots", type=int, default=d.shots, help="--demos nearest: training questions shown")
     ap.add_argument("--run-name", default=None)
     ap.add_argument("--out", required=True, type=Path, help="result JSON (a relative path resolves from the repo root)")
     ap.add_argument("--no-progress", action="store_true")
@@ -85,10 +88,16 @@ def main(argv=None) -> int:
     cfg = VectorRerankConfig(dataset=args.dataset, limit=len(ds.items), seed=args.seed, vector_store=args.vector_store,
                              milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
                              llm_backend=args.llm_backend or "", llm_structured=args.structured, variants=args.variants,
+                             demos=args.demos, shots=args.shots,
                              **{k: getattr(args, k) for k in _KNOBS})
     progress = not args.no_progress
     gold_key = gold_key_for(args.dataset)
     embedder = load_embedder(args.embedder)
+    pool = None
+    if cfg.demos == "nearest":  # refuses (one line) where the dataset has no training split with supporting facts
+        from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
+
+        pool = rerank_demo_pool(ds, embedder)
     llm = None
     needs_openie = ds.triples is None and any(v != "naive" for v in cfg.variants_for("passages"))
     if cfg.needs_llm or needs_openie:
@@ -101,12 +110,15 @@ def main(argv=None) -> int:
     t_index = time.perf_counter() - t0
     evaluation = evaluation_params_from_args(args)  # split and options: another question file is another run
     run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages, **evaluation}
+    if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
+        run_params.pop("demos"), run_params.pop("shots")
     run_params.pop("answer_max_new_tokens")  # KG questions only: passage runs keep their names (and resume)
     if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
         run_params["prompt_version"] = PROMPT_VERSION
     run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"
     rec = RunRecorder("vector_rerank", run_params, run_name=run_name)
     method = VectorRerank(cfg, index, llm, gold_key=gold_key)
+    method.demo_pool = pool
 
     def write(records, status: str) -> None:
         out = _load_out(out_path)

@@ -92,6 +92,7 @@ class DemoPool:
                               f" {split or ''}); use demos='fixed'.")
         self.embedder = embedder
         self.split, self.dataset = split, dataset
+        self.source = None  # the training Dataset the items come from (set by from_training)
         self._text_of = text_of
         self.ids = [_item_id(it) for it in self.items]
         self.texts = [text_of(it) for it in self.items]
@@ -99,27 +100,32 @@ class DemoPool:
         self.vectors = np.asarray(embedder.encode(self.texts), dtype=np.float32)
 
     @classmethod
-    def from_training(cls, dataset, embedder, usable: Callable[[Any], bool], need: str,
+    def from_training(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
                       split: str | None = None, limit: int | None = None) -> "DemoPool":
         """The pool of `dataset`'s training split (its 'train', else 'dev': `datasets.training_dataset`).
 
-        `usable(item)` says whether a demonstration can be written from an item; `need` names what it
-        needs, for the refusal when none can. `limit` keeps the first `limit` usable items (tests)."""
+        `usable(item, train)` says whether a demonstration can be written from an item of the training
+        dataset `train`; `need` names what it needs, for the refusal when none can. `limit` keeps the first
+        `limit` usable items (tests). The pool's `source` is the training dataset (its KG, its triples)."""
         from .datasets.registry import training_dataset
 
         try:
             train = training_dataset(dataset, split)
-        except ConfigError as exc:
-            raise ConfigError(f"demos='nearest' needs a training split to choose demonstrations from: {exc} "
-                              "Use demos='fixed'.") from None
+        except ConfigError:
+            raise ConfigError(f"demos='nearest' needs a training split to choose demonstrations from, and "
+                              f"{dataset.name!r} has none here (its questions are all evaluation questions): use "
+                              "demos='fixed', or give the method a pool of training questions (kgrag_utils.demos.DemoPool)."
+                              ) from None
         if train.split == getattr(dataset, "split", None):
             raise ConfigError(f"demos='nearest': {dataset.name!r} is evaluated on its training split {train.split!r}; "
                               "evaluate another split or use demos='fixed'.")
-        items = [it for it in train.items if usable(it)]
+        items = [it for it in train.items if usable(it, train)]
         if not items:
             raise ConfigError(f"demos='nearest': the {train.split!r} split of {train.name!r} has no item with {need} "
                               f"({len(train.items)} items); use demos='fixed'.")
-        return cls(items[:limit] if limit else items, embedder, split=train.split, dataset=train.name)
+        pool = cls(items[:limit] if limit else items, embedder, split=train.split, dataset=train.name)
+        pool.source = train
+        return pool
 
     def __len__(self) -> int:
         return len(self.items)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ class WordsEmbedder:
     """Unit bag-of-words vectors (each word hashed to a dimension): shared words make texts near."""
 
     dim = 256
+    model_id = "test-words"
 
     def __init__(self):
         self.calls = 0
@@ -76,10 +78,10 @@ def test_nearest_never_returns_the_question_itself_and_ranks_by_similarity(movie
 def test_pool_refuses_without_a_training_split_or_a_usable_item(movies2):
     emb = WordsEmbedder()
     with pytest.raises(ConfigError, match="gold relation chain"):
-        DemoPool.from_training(movies2, emb, lambda item: False, "a gold relation chain")
+        DemoPool.from_training(movies2, emb, lambda item, train: False, "a gold relation chain")
     passages = load_dataset("sample-passages")
     with pytest.raises(ConfigError, match="needs a training split.*demos='fixed'"):
-        DemoPool.from_training(passages, emb, lambda item: True, "supporting facts")
+        DemoPool.from_training(passages, emb, lambda item, train: True, "supporting facts")
     dev = load_dataset("sample-movies-2hop", split="dev")
     with pytest.raises(ConfigError, match="training split"):
         pattern_demo_pool(dev, emb)
@@ -233,3 +235,44 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     records = [json.loads(line) for line in lines]
     assert len(records) == 4 and all(len(r["pattern_demos"]) == 2 and len(r["samples"]) == 2 for r in records)
     assert all(r["hits@1"] == 1.0 for r in records)  # gold patterns replayed: the plumbing loses nothing
+
+
+def test_vector_rerank_nearest_demos_on_kg_questions(movies2):
+    """Rerank demonstrations from the dev split's gold chains: gold facts at the stated ids, after the fixed example."""
+    from kgrag_utils.methods.vector_rerank import VectorRerankConfig
+    from kgrag_utils.methods.vector_rerank.demos import kg_rerank_demo, rerank_demo_pool
+    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.prompts import rerank_prompt
+
+    emb = WordsEmbedder()
+    pool = rerank_demo_pool(movies2, emb)
+    item = pool.items[0]
+    demo = kg_rerank_demo(item, pool.source.kg)
+    assert demo is not None and len(demo["ids"]) == item.hops and len(demo["facts"]) <= 6
+    gold = [demo["facts"][i - 1] for i in demo["ids"]]
+    assert item.topic_entities[0] in gold[0]  # the path starts at the topic entity
+    assert any(a in gold[-1] for a in item.answers)  # and ends at a gold answer
+    assert kg_rerank_demo(item, pool.source.kg) == demo  # the shuffle is seeded by the question id
+    chat = rerank_prompt("q?", ["a b c"], 2, demos=[demo])
+    assert [m["role"] for m in chat] == ["user", "assistant", "user", "assistant", "user"]
+    assert chat[0] == rerank_prompt("q?", ["a b c"], 2)[0]  # the fixed example stays first, unchanged
+    assert json.loads(chat[3]["content"])["ids"] == demo["ids"]
+    method = VectorRerank.prepare(VectorRerankConfig(dataset=movies2.name, demos="nearest", shots=2, variants=("rerank",),
+                                                     entity_extraction="lexical", llm_preset="fake"), movies2, embedder=emb)
+    assert method.demo_pool is not None
+    demos = method.rerank_demos(movies2.items[0])
+    assert len(demos) == 2 and demos[0]["score"] <= demos[1]["score"]
+    assert not {d["id"] for d in demos} & {q.qid for q in movies2.items}
+    method._llm = load_llm("fake", responses=lambda text: '{"reasoning": "r", "ids": [1, 2]}' if "Facts:" in text
+                           else '{"answers": ["x"]}', cache=False)
+    records = method.run(movies2.items[:2], progress=False)
+    for rec in records:
+        assert rec["rerank"]["demos"] == [d["id"] for d in method.rerank_demos(movies2.items[records.index(rec)])]
+        assert len(rec["rerank"]["prompt"]) == 2 + 2 * 2 + 1 and rec["rerank"]["status"]
+
+
+def test_vector_rerank_nearest_refuses_on_passages_without_a_training_split():
+    from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
+
+    with pytest.raises(ConfigError, match="needs a training split.*demos='fixed'"):
+        rerank_demo_pool(load_dataset("sample-passages"), WordsEmbedder())

@@ -23,7 +23,7 @@ __all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "DEMO_NEED
 DEMO_NEED = "a gold relation chain and a topic entity"
 
 
-def usable_for_pattern(item: Any) -> bool:
+def usable_for_pattern(item: Any, train=None) -> bool:
     """A single gold chain from a named topic (conjunctive questions are not written as demonstrations)."""
     return bool(getattr(item, "chain", None)) and bool(getattr(item, "topic_entities", None)) \
         and not getattr(item, "conjunctive", False)

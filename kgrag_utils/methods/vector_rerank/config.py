@@ -99,6 +99,8 @@ class VectorRerankConfig(MethodConfig):
     variants: tuple[str, ...] = ("all",)
     pool_per_question: int = -1
     entity_extraction: Literal["llm", "lexical"] = "llm"
+    demos: Literal["fixed", "nearest"] = "fixed"  # rerank prompt: the fixed example; nearest: + the nearest training questions
+    shots: int = 2                   # demos="nearest": training questions shown after the fixed example (nearest last)
     entity_max_new_tokens: int = 64
     rerank_max_new_tokens: int = 128
     answer_max_new_tokens: int = 48
@@ -114,7 +116,7 @@ class VectorRerankConfig(MethodConfig):
 
     def _check(self) -> None:
         for name in ("entity_topk", "relation_topk", "candidate_cap", "select_n", "final_k", "answer_max_new_tokens",
-                     "batch_size"):
+                     "batch_size", "shots"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"VectorRerankConfig.{name} must be a positive int, got {getattr(self, name)!r}.")
         if self.degree not in (0, 1, 2, 3):

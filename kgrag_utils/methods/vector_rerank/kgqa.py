@@ -136,7 +136,7 @@ class FactRerank(VectorRerank):
                 rec["variants"]["expand"] = self._fact_row(graph_cache[tuple(lex[i].names)]["candidates"][:cfg.final_k], golds)
             prompt = None
             if "rerank" in variants:
-                prompt = self._rerank_prompt_for(q.question, rerank_entities[i], t_ent, graph_cache, rec)
+                prompt = self._rerank_prompt_for(q, rerank_entities[i], t_ent, graph_cache, rec)
             prompts.append(prompt)
             records.append(rec)
         if "rerank" in variants:

@@ -68,6 +68,7 @@ class VectorRerank(Method):
         self._llm = llm
         self.corpus_info: dict = {}
         self.variants = self.config.variants_for("passages")
+        self.demo_pool = None  # demos="nearest": the training questions (VectorRerank.prepare builds it)
         self.gold_key = gold_key or gold_key_for(self.config.dataset)
         if self.gold_key not in ("pid", "title"):
             raise ConfigError(f"gold_key must be 'pid' or 'title', got {self.gold_key!r}.")
@@ -91,6 +92,10 @@ class VectorRerank(Method):
         index, info = build_index(config, dataset, emb, llm, progress=progress, openie_batch=openie_batch)
         method = FactRerank(config, index, llm) if kgqa else cls(config, index, llm)
         method.corpus_info = {**info, **index.info}
+        if config.demos == "nearest" and "rerank" in variants:
+            from .demos import rerank_demo_pool
+
+            method.demo_pool = rerank_demo_pool(dataset, emb)
         return method
 
     def close(self) -> None:
@@ -241,7 +246,7 @@ class VectorRerank(Method):
                 rec["timings"]["expand_passages"] = time.perf_counter() - t0
             prompt = None
             if wants_rerank:
-                prompt = self._rerank_prompt_for(q.question, rerank_entities[i], t_ent, graph_cache, rec)
+                prompt = self._rerank_prompt_for(q, rerank_entities[i], t_ent, graph_cache, rec)
             prompts.append(prompt)
             records.append(rec)
         if wants_rerank:
@@ -260,15 +265,30 @@ class VectorRerank(Method):
                                 "t_seeds": t1 - t0, "t_expand": time.perf_counter() - t1}
         return graph_cache[key]
 
-    def _rerank_prompt_for(self, question: str, ents: QueryEntities, t_ent: float, graph_cache: dict, rec: dict):
+    def rerank_demos(self, item) -> list[dict]:
+        """demos="nearest": the `shots` training questions nearest to `item` as finished rerank tasks (nearest last)."""
+        if self.config.demos != "nearest":
+            return []
+        if self.demo_pool is None:
+            raise ConfigError("demos='nearest' needs the training questions: build the method with "
+                              "VectorRerank.prepare(config, dataset), or set method.demo_pool = "
+                              "vector_rerank.demos.rerank_demo_pool(dataset, embedder).")
+        from .demos import rerank_demo
+
+        chosen = [(d, rerank_demo(self.demo_pool, d.item)) for d in self.demo_pool.nearest(item, self.config.shots)]
+        return [{**demo, "score": d.score} for d, demo in chosen[::-1] if demo is not None]
+
+    def _rerank_prompt_for(self, q, ents: QueryEntities, t_ent: float, graph_cache: dict, rec: dict):
         """The rerank prompt over the candidates of the rerank seeds (None without candidates); books the entity call."""
         rec["timings"]["entities_llm"] = t_ent
         rec["tokens"]["prompt"] += ents.prompt_tokens
         rec["tokens"]["completion"] += ents.completion_tokens
         cand = graph_cache[tuple(ents.names)]["candidates"]
-        prompt = (rerank_prompt(question, [self.index.relation_sentences[j] for j in cand], self.config.select_n)
-                  if cand.size else None)
-        rec["rerank"] = {"prompt": prompt}
+        demos = self.rerank_demos(q) if cand.size else []
+        prompt = (rerank_prompt(q.question, [self.index.relation_sentences[j] for j in cand], self.config.select_n,
+                                demos=demos) if cand.size else None)
+        rec["rerank"] = {"prompt": prompt, "demos": [d["id"] for d in demos],
+                         "demo_scores": [d["score"] for d in demos]}
         return prompt
 
     @staticmethod

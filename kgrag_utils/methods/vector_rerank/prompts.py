@@ -108,14 +108,26 @@ def _rerank_task(question: str, sentences: Sequence[str], n: int) -> str:
             f"{format_candidates(sentences)}")
 
 
-def rerank_prompt(question: str, sentences: Sequence[str], select_n: int) -> list[dict]:
-    """One-shot chat: the example task, its JSON answer, then the real task with `[id] sentence` lines."""
+def _demo_answer(ids: Sequence[int]) -> dict:
+    marks = ", ".join(f"[{i}]" for i in ids)
+    return {"reasoning": f"Facts {marks} lead from the question's entity to its answer, one per hop.", "ids": list(ids)}
+
+
+def rerank_prompt(question: str, sentences: Sequence[str], select_n: int, demos: Sequence[dict] = ()) -> list[dict]:
+    """One-shot chat: the example task, its JSON answer, then the real task with `[id] sentence` lines.
+
+    demos: finished tasks ({"question", "facts", "ids"}: the demonstrations chosen for this question,
+    config demos="nearest", `demos.py`) between the fixed example and the task, so the shared part comes first."""
     example_n = len(_RERANK_EXAMPLE_ANSWER["ids"])
-    return [
+    chat = [
         {"role": "user", "content": _rerank_task(_RERANK_EXAMPLE_QUESTION, _RERANK_EXAMPLE_FACTS, example_n)},
         {"role": "assistant", "content": json.dumps(_RERANK_EXAMPLE_ANSWER)},
-        {"role": "user", "content": _rerank_task(question, sentences, select_n)},
     ]
+    for d in demos:
+        chat.append({"role": "user", "content": _rerank_task(d["question"], d["facts"], len(d["ids"]))})
+        chat.append({"role": "assistant", "content": json.dumps(_demo_answer(d["ids"]))})
+    chat.append({"role": "user", "content": _rerank_task(question, sentences, select_n)})
+    return chat
 
 
 # ---------------------------------------------------------------------------------------------- answer (KG questions)
