@@ -97,22 +97,19 @@ def _cmd_data(args) -> int:
     if args.action == "fetch":
         if not args.name:
             raise ConfigError("say which dataset to fetch: `kgrag data fetch NAME` (see `kgrag data list`).")
-        from .integrity import accept_group
-
         for name in args.name:
             path = download.fetch(name, force=args.force)
             for group in (download.GROUPS if name == "all" else [download.group_of(name)]):
-                accept_group(group)  # what was fetched is the reference the loaders check against
+                download.accept_group(group)  # what was fetched is the reference the loaders check against
             print(f"{name}: ready at {path}")
         return 0
     if args.action == "verify":
-        from .datasets.registry import _present, _real_root, dataset_names, get_spec
-        from .integrity import verify_dataset
+        from .datasets.registry import get_spec
+        from .datasets.verify import verify_dataset
 
-        names = args.name or [n for n in dataset_names("real") if get_spec(n).folder
-                              and _present(get_spec(n), _real_root(get_spec(n)))]
+        names = args.name or [r["name"] for r in download.status() if r["present"]]
         for name in names:
-            files = verify_dataset(name, accept_changes=args.accept)
+            files = verify_dataset(get_spec(name), accept_changes=args.accept)
             print(f"{name}: {len(files)} file(s) {'accepted as they are' if args.accept else 'verified'}")
         return 0
     if args.action == "samples":

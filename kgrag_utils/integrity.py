@@ -7,7 +7,8 @@
   machine (size and sha256). A file that is cut, extended or edited is a one-line `IntegrityError`
   naming the file and the fix (how to refetch it, or how to accept a change made on purpose).
 
-Derived files (samples, fixtures, caches) are not verified here: their writers keep digests and
+A real dataset's files are checked against their pins by `kgrag_utils.datasets.verify`, which
+uses these primitives. Derived files (samples, fixtures, caches) are not verified here: their writers keep digests and
 recompute what fails (see `datasets/samples.py`, `embeddings.VectorCache`).
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import settings
-from .errors import IntegrityError, KgragError
+from .errors import IntegrityError
 from .fileio import atomic_write_text
 
 _CHUNK = 1 << 20
@@ -136,81 +136,6 @@ def verify_file(path: Path | str, pin: Pin | None = None, fix: str = "restore it
             f"{path} changed since it was first verified here on {first.get('when')} ({first.get('size'):,} -> "
             f"{entry['size']:,} bytes): {fix}; if you changed it on purpose, {accept_hint}."
         )
-
-
-# ----------------------------------------------------------------------------- real datasets
-#: Line counts of released files that the download step does not pin (MetaQA's Google Drive release).
-RELEASED_LINES = {("MetaQA", "kb.txt"): 134_741}
-
-
-def dataset_pins(folder: str) -> dict[str, Pin]:
-    """Relative path -> Pin of the files of one data folder the download step knows."""
-    from .datasets import download
-
-    pins: dict[str, Pin] = {}
-    for group in download.GROUPS.values():
-        if group.folder == folder:
-            for f in group.files:
-                if f.sha256 or f.size or f.lines:
-                    pins[f.dest] = Pin(size=f.size, sha256=f.sha256, lines=f.lines)
-    if folder == "MetaQA":
-        for (k, split), lines in download.METAQA_LINES.items():
-            pins[f"qa/{k}-hop/vanilla/qa_{split}.txt"] = Pin(lines=lines)
-            pins[f"qa/{k}-hop/qa_{split}_qtype.txt"] = Pin(lines=lines)
-    for (fold, rel), lines in RELEASED_LINES.items():
-        if fold == folder:
-            pins.setdefault(rel, Pin(lines=lines))
-    return pins
-
-
-def dataset_files(name: str) -> list[tuple[Path, Pin | None]]:
-    """The files of a real dataset that a load reads and that can be checked: its required files, and
-    every file of its folder that has a pin."""
-    from .datasets.registry import _real_root, get_spec
-
-    spec = get_spec(name)
-    if spec.source != "real" or not spec.folder:
-        return []
-    root = _real_root(spec)
-    pins = dataset_pins(spec.folder)
-    paths: dict[Path, Pin | None] = {}
-    for alternatives in spec.required:
-        for pattern in alternatives:
-            for p in sorted(root.glob(pattern)):
-                if p.is_file():
-                    paths[p] = pins.get(p.relative_to(root).as_posix())
-    for rel, pin in pins.items():
-        if (root / rel).is_file():
-            paths[root / rel] = pin
-    return sorted(paths.items())
-
-
-def verify_dataset(name: str, accept_changes: bool = False) -> list[Path]:
-    """Check a real dataset's files (cheap after the first time: a stat each); the files checked."""
-    from .datasets.download import group_of
-
-    files = dataset_files(name)
-    if not files:
-        return []
-    fix = f"refetch it with `kgrag data fetch {group_of(name)} --force`"
-    for path, pin in files:
-        if accept_changes:
-            accept(path)
-        verify_file(path, pin, fix, f"`kgrag data verify {name} --accept`")
-    return [p for p, _ in files]
-
-
-def accept_group(group: str) -> None:
-    """After a fetch: the files of every dataset of this download group, as they are now, are the reference."""
-    from .datasets import download
-    from .datasets.registry import dataset_names
-
-    for name in dataset_names("real"):
-        try:
-            if download.group_of(name) == group:
-                verify_dataset(name, accept_changes=True)
-        except KgragError:
-            continue
 
 
 def files_match(base: Path | str, files: dict) -> bool:

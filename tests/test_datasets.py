@@ -68,9 +68,9 @@ def data_root(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
     # the files these tests write are small stand-ins in the released formats, not the released files:
     # the loaders are tested here, the integrity check of real copies in tests/test_integrity.py
-    from kgrag_utils import integrity
+    from kgrag_utils.datasets import registry
 
-    monkeypatch.setattr(integrity, "verify_dataset", lambda name, accept_changes=False: [])
+    monkeypatch.setattr(registry, "verify_dataset", lambda spec, accept_changes=False: [])
     return root
 
 

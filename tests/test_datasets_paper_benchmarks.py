@@ -453,7 +453,7 @@ def test_fetch_iirc_from_a_mirror_lays_out_what_the_loader_reads(tmp_path, monke
                 info.size = len(data)
                 tf.addfile(info, io.BytesIO(data))
     (mirror / "iirc_test.json").write_bytes(files["IIRC/iirc_test.json"])
-    monkeypatch.setattr(download, "_IIRC", mirror.as_uri())
+    monkeypatch.setattr(download, "IIRC_BASE", mirror.as_uri())
     group = download.GROUPS["iirc"]
     monkeypatch.setitem(download.GROUPS, "iirc", download.Group(
         group.folder, (download.RemoteFile((mirror / "iirc_test.json").as_uri(), "iirc_test.json"),),

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from kgrag_utils import cli, integrity, settings
-from kgrag_utils.datasets import load_dataset
+from kgrag_utils.datasets import get_spec, load_dataset
+from kgrag_utils.datasets.verify import verify_dataset
 from kgrag_utils.datasets.samples import ensure_sample, sample_is_current
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import IntegrityError
@@ -104,7 +105,7 @@ def test_a_cut_metaqa_kb_is_refused_at_load(real_data, tmp_path, monkeypatch, ca
 def test_every_real_copy_matches_its_pins(real_data):
     # the copies this project measured with are the released files (sizes, sha256 and line counts)
     checked = [p for name in ("pq-2hop", "pq-3hop", "hotpotqa", "musique", "2wiki", "clutrr", "metaqa-1hop")
-               for p in integrity.verify_dataset(name)]
+               for p in verify_dataset(get_spec(name))]
     assert checked
 
 

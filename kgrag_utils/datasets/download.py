@@ -36,132 +36,22 @@ import tempfile
 import urllib.parse
 import urllib.request
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from .. import settings
 from ..errors import BackendUnavailableError, ConfigError, IntegrityError, KgragError, require
-from .registry import get_spec, list_datasets
+from .registry import dataset_names, get_spec, list_datasets
+from .sources import (CLUTRR_DATA_FOLDER, CLUTRR_DRIVE_FILE, CLUTRR_ROWS, FACTKG_DRIVE_FOLDER, FACTKG_FILES, GROUPS,
+                      HF_DATASETS, IIRC_BASE, METAQA_DRIVE_FOLDER, METAQA_LINES, Group, RemoteFile, group_for_folder)
+from .verify import verify_dataset
 
-__all__ = ["RemoteFile", "GROUPS", "fetch", "status", "group_of"]
+__all__ = ["RemoteFile", "Group", "GROUPS", "fetch", "status", "group_of", "accept_group"]
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 60.0
 #: pooch retries a download this many times after a network error or a checksum mismatch
 DOWNLOAD_RETRIES = 2
-_IRN = "https://raw.githubusercontent.com/zmtkeke/IRN/master"
-_HIPPO = "https://raw.githubusercontent.com/OSU-NLP-Group/HippoRAG/legacy"
-_CLUTRR = "https://raw.githubusercontent.com/facebookresearch/clutrr/main"
-CLUTRR_DRIVE_FILE = "1SEq_e1IVCDDzsBIBhoUQ5pOVH5kxRoZF"
-CLUTRR_DATA_FOLDER = "data_089907f8"
-METAQA_DRIVE_FOLDER = "https://drive.google.com/drive/folders/0B-36Uca2AvwhTWVFSUZqRXVtbUE?resourcekey=0-kdv6ho5KcpEXdI2aUdLn_g"
-FACTKG_DRIVE_FOLDER = "https://drive.google.com/drive/folders/1q0_MqBeGAp5_cBJCBf_1alYaYm14OeTk"
-FACTKG_FILES = ("factkg_train.pickle", "factkg_dev.pickle", "factkg_test.pickle",
-                "dbpedia_2015_undirected.pickle", "dbpedia_2015_undirected_light.pickle")
-_FACTKG_REPO = "https://raw.githubusercontent.com/jiho283/FactKG/43d724015f3d751925ba0495ab1e769f1469131f"
-_IIRC = "https://iirc-dataset.s3.us-west-2.amazonaws.com"
-#: Hugging Face dataset repositories and the revision fetched ("main" where no commit is pinned).
-HF_DATASETS = {"webqsp": ("rmanluo/RoG-webqsp", "main"),
-               "cwq": ("rmanluo/RoG-cwq", "b0f6275586286312c4e99ef4b0adc65463c91f8e")}
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    """One file to download: where from, where to (relative to the group folder), and its checks."""
-
-    url: str
-    dest: str
-    sha256: str | None = None
-    size: int | None = None
-    lines: int | None = None
-
-
-@dataclass(frozen=True)
-class Group:
-    folder: str
-    files: tuple[RemoteFile, ...]
-    page: str  # where a person can download by hand
-    license: str
-    special: str | None = None  # "metaqa" | "clutrr" | "factkg": Google Drive; "hf": hub; "iirc": archives
-
-
-GROUPS: dict[str, Group] = {
-    "pathquestion": Group("PathQuestion", (
-        RemoteFile(f"{_IRN}/PathQuestion/PQ-2H.txt", "PQ-2H.txt",
-                   "86f4a060a6d8a3d496671e6cfa73bf15b7f71422e9b49eefebc3f8fbe3618aef", 331278, 1908),
-        RemoteFile(f"{_IRN}/PathQuestion/PQ-3H.txt", "PQ-3H.txt",
-                   "e0c5da286a830111e18122ad14ac195dc6bf90d42e2ec5c0c96522b51f16c69f", 1240569, 5198),
-        RemoteFile(f"{_IRN}/PathQuestion/2H-kb.txt", "2H-kb.txt",
-                   "1e8d8e7f950d7d0fe949b377b065b569c5b84d87273ec1600331f5ba985145d7", 55326, 1211),
-        RemoteFile(f"{_IRN}/PathQuestion/3H-kb.txt", "3H-kb.txt",
-                   "27eb687c67086eb684a43f524cc9560f76f52161e1a038b6be45ff2a24c50374", 139318, 2839),
-        RemoteFile(f"{_IRN}/PathQuestion/readme.txt", "readme.txt",
-                   "07a2a2879ef2d9baa27c0cdcddfbeca9d2143ead3ecff041e27515620ddfaa17", 540),
-    ), "https://github.com/zmtkeke/IRN/tree/master/PathQuestion", "none stated (research data)"),
-    "wc2014": Group("WC2014", (
-        RemoteFile(f"{_IRN}/WC2014/WC-P1.txt", "WC-P1.txt"),
-        RemoteFile(f"{_IRN}/WC2014/WC-P2.txt", "WC-P2.txt",
-                   "ad8068f723f90780ecd1d1135a94d9066ed8aa0fb48b18522eaf7f63fdcb6872", 715685, 1472),
-        RemoteFile(f"{_IRN}/WC2014/WC-C.txt", "WC-C.txt",
-                   "88739b89bbec881b539d95fb80f8dc824504ebcdc7983263663c545314cb892c", 1245570, 2208),
-        RemoteFile(f"{_IRN}/WC2014/WC2014.txt", "WC2014.txt",
-                   "e1c8233e4c3f198497cb752c47e631ef834ae3ff2f7eff2b7779ba035750a489", 262998, 6482),
-    ), "https://github.com/zmtkeke/IRN/tree/master/WC2014", "none stated (research data)"),
-    "hotpotqa": Group("HotpotQA", (
-        RemoteFile(f"{_HIPPO}/data/hotpotqa_train.json", "hipporag_hotpotqa_train_100q.json",
-                   "6c0e2689d03c94b3bb4d5f94ed806ea4f4eb4f46c12132f8e91df774ad5c5a22", 810836),
-        RemoteFile(f"{_HIPPO}/data/hotpotqa_train_corpus.json", "hipporag_hotpotqa_train_corpus.json",
-                   "2671af600095eabc5b3f3bc3728861682f14fcced84ef1386509a8ae92647f88", 640159),
-        RemoteFile(f"{_HIPPO}/LICENSE", "LICENSE.HippoRAG-MIT.txt"),
-    ), "https://github.com/OSU-NLP-Group/HippoRAG/tree/legacy/data", "CC BY-SA 4.0 (HotpotQA); MIT (HippoRAG files)"),
-    "musique": Group("MuSiQue", (
-        RemoteFile(f"{_HIPPO}/data/musique_train.json", "hipporag_musique_train_100q.json",
-                   "bca674746844637f5c68408a96b67bc0542d98e7c53715f3acafe144bd5e4ff4", 1179088),
-        RemoteFile(f"{_HIPPO}/data/musique_train_corpus.json", "hipporag_musique_train_corpus.json",
-                   "79845dd085f9df49c8ce440208763e2611aeb86c81ee0bdad2094504381bb651", 974514),
-        RemoteFile(f"{_HIPPO}/output/openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json",
-                   "hipporag_openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json",
-                   "4258bcc89bb20bb5c20e6700b87e21063521a6c3ef5a136ab0d0d7c0ea237585", 3344000),
-        RemoteFile(f"{_HIPPO}/LICENSE", "LICENSE.HippoRAG-MIT.txt"),
-    ), "https://github.com/OSU-NLP-Group/HippoRAG/tree/legacy/data", "CC BY 4.0 (MuSiQue); MIT (HippoRAG files)"),
-    "2wiki": Group("2WikiMultiHopQA", (
-        RemoteFile(f"{_HIPPO}/data/2wikimultihopqa_corpus.json", "hipporag_2wikimultihopqa_corpus.json",
-                   "9d6e352952aafb18dab22bf8195039461321a44a949df902ae83bce134ad238a", 3083943),
-        RemoteFile(f"{_HIPPO}/data/2wikimultihopqa.json", "2wikimultihopqa.json"),
-        RemoteFile(f"{_HIPPO}/LICENSE", "LICENSE.HippoRAG-MIT.txt"),
-    ), "https://github.com/OSU-NLP-Group/HippoRAG/tree/legacy/data", "Apache-2.0 (2WikiMultiHopQA); MIT (HippoRAG files)"),
-    "clutrr": Group("CLUTRR", (
-        RemoteFile(f"{_CLUTRR}/clutrr/store/rules_store.yaml", "clutrr_store/rules_store.yaml",
-                   "122b57241d1cba17e6def0c246007e3e6a9b3c8c654290fecaca3e1fde5bf14a", 1594),
-        RemoteFile(f"{_CLUTRR}/clutrr/store/relations_store.yaml", "clutrr_store/relations_store.yaml",
-                   "c2b9e2723aea7007abb7418e97f294fa696a75c0466d0195c21d78c96c33363d", 3578),
-        RemoteFile(f"{_CLUTRR}/clutrr/store/question_store.yaml", "clutrr_store/question_store.yaml",
-                   "10f84ed45ca86a008772d63deea1075cb4e6ec2ed77a512e91aef584eac8dc21", 476),
-        RemoteFile(f"{_CLUTRR}/clutrr/store/attribute_store.json", "clutrr_store/attribute_store.json",
-                   "d196562c3c2746b393859d42a9d151f182d802f3de202eccc19d79ffe17df46f", 1757),
-        RemoteFile(f"{_CLUTRR}/LICENSE", "LICENSE.clutrr-CC-BY-NC-4.0.txt"),
-    ), f"https://drive.google.com/file/d/{CLUTRR_DRIVE_FILE}/view", "CC BY-NC 4.0", special="clutrr"),
-    "metaqa": Group("MetaQA", (), METAQA_DRIVE_FOLDER, "CC BY 3.0", special="metaqa"),
-    "factkg": Group("FactKG", (
-        RemoteFile(f"{_FACTKG_REPO}/with_evidence/retrieve/model/relation_predict/relations_for_final.pickle",
-                   "relations_for_final.pickle"),
-    ), FACTKG_DRIVE_FOLDER, "none stated by FactKG; DBpedia data CC BY-SA 3.0", special="factkg"),
-    "webqsp": Group("RoG-webqsp", (), "https://huggingface.co/datasets/rmanluo/RoG-webqsp",
-                    "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
-    "cwq": Group("RoG-cwq", (), "https://huggingface.co/datasets/rmanluo/RoG-cwq",
-                 "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
-    "iirc": Group("IIRC", (
-        RemoteFile(f"{_IIRC}/iirc_test.json", "iirc_test.json"),
-    ), "https://allenai.org/data/iirc", "see allenai.org/data/iirc (not verified here)", special="iirc"),
-}
-
-#: Rows (data lines) of the CLUTRR files we know, checked after extraction.
-CLUTRR_ROWS = {"1.2,1.3_train.csv": 10094, "1.2_test.csv": 38, "1.3_test.csv": 105, "1.4_test.csv": 190,
-               "1.5_test.csv": 174, "1.6_test.csv": 107, "1.7_test.csv": 144}
-#: Lines of the MetaQA files, per hop and split (the official release).
-METAQA_LINES = {(1, "dev"): 9992, (1, "test"): 9947, (2, "dev"): 14872, (2, "test"): 14872,
-                (3, "dev"): 14274, (3, "test"): 14274}
 
 
 def group_of(name: str) -> str:
@@ -171,10 +61,10 @@ def group_of(name: str) -> str:
     spec = get_spec(name)
     if spec.source != "real" or not spec.folder:
         raise ConfigError(f"dataset {name!r} is not downloaded: {'it is generated on first use' if spec.source in ('sample', 'fixture') else 'it reads a file you name'}.")
-    for group, g in GROUPS.items():
-        if g.folder == spec.folder:
-            return group
-    raise ConfigError(f"no download source registered for {name!r}.")  # pragma: no cover
+    group = group_for_folder(spec.folder)
+    if group is None:  # pragma: no cover
+        raise ConfigError(f"no download source registered for {name!r}.")
+    return group
 
 
 # ----------------------------------------------------------------------------- transfer helpers
@@ -460,10 +350,10 @@ def _fetch_iirc(folder: Path, log: Callable[[str], None], force: bool) -> None:
     for archive_name, members in wanted.items():
         if not force and all((folder / m).is_file() for m in members):
             continue
-        _check_reachable(_IIRC, "iirc", folder)
+        _check_reachable(IIRC_BASE, "iirc", folder)
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             archive = Path(tmp) / archive_name
-            _download(f"{_IIRC}/{archive_name}", archive, log)
+            _download(f"{IIRC_BASE}/{archive_name}", archive, log)
             _safe_extract(archive, Path(tmp) / "x")
             for m in members:
                 found = [p for p in (Path(tmp) / "x").rglob(m) if p.is_file()]
@@ -533,3 +423,13 @@ def status() -> list[dict]:
         group = group_of(row["name"])
         rows.append({**row, "group": group, "source_page": GROUPS[group].page, "license": GROUPS[group].license})
     return rows
+
+
+def accept_group(group: str) -> None:
+    """After a fetch: the files of every dataset of this download group, as they are now, are the reference."""
+    for name in dataset_names("real"):
+        try:
+            if group_of(name) == group:
+                verify_dataset(get_spec(name), accept_changes=True)
+        except KgragError:
+            continue

@@ -22,6 +22,7 @@ from ..errors import ConfigError, DatasetMissingError, KgragError, did_you_mean
 from . import clutrr, metaqa, passages, pathquestion
 from .answerable import cached_answerable
 from .items import Dataset, KGQuestion
+from .verify import real_root, verify_dataset
 
 __all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items",
            "load_kg_file", "load_pq_file", "training_dataset"]
@@ -418,16 +419,10 @@ def require_present(name: str) -> None:
     spec = get_spec(name)
     if spec.source in GENERATED_SOURCES or not spec.folder:
         return
-    root = _real_root(spec)
+    root = real_root(spec)
     if not _present(spec, root):
         raise _missing(spec, root)
-    from ..integrity import verify_dataset
-
-    verify_dataset(name)
-
-
-def _real_root(spec: DatasetSpec) -> Path:
-    return settings.data_dir() / spec.folder
+    verify_dataset(spec)
 
 
 def _missing(spec: DatasetSpec, root: Path, what: str | None = None) -> DatasetMissingError:
@@ -485,12 +480,10 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
         if not _present(spec, root):
             raise _missing(spec, root)
     elif spec.folder:
-        root = _real_root(spec)
+        root = real_root(spec)
         if not _present(spec, root):
             raise _missing(spec, root)
-        from ..integrity import verify_dataset
-
-        verify_dataset(name)  # cut or edited files: one line naming the file and the refetch
+        verify_dataset(spec)  # cut or edited files: one line naming the file and the refetch
     else:
         root = settings.data_dir()
     ds = spec.loader(spec, root, split, **options)
@@ -566,7 +559,7 @@ def list_datasets() -> list[dict]:
             module = "fixtures" if (spec.sample_key or "").startswith("fixture-") else "samples"
             how = f"generated on first use (kgrag_utils.datasets.{module})"
         elif spec.folder:
-            root = _real_root(spec)
+            root = real_root(spec)
             how = f"kgrag data fetch {spec.name}"
         else:
             root, how = None, "load_dataset('pq-file', path=..., kb=...)"

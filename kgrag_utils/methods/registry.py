@@ -106,7 +106,7 @@ class MethodSpec:
 
     def parameter_names(self) -> list[str]:
         """The names of the notebook's parameters cell (read from the notebook file)."""
-        from ..runner import notebook_parameters
+        from ..notebook_params import notebook_parameters
 
         return list(notebook_parameters(self.notebook))
 

@@ -1,0 +1,189 @@
+"""One run: execute a notebook in a fresh kernel under its run folder's lock, skip it when an identical
+run finished, and record a failure with its error (the notebook itself writes the run record)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .. import schema, settings
+from ..errors import ConfigError
+from ..notebook_params import resolve_notebook
+from ..records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RUN_FILE, RunLock, RunRecordError,
+                       atomic_write_json, check_run_name, read_examples, read_run, run_key, to_jsonable)
+from .checks import check_data_present, check_run_parameters
+from .kernel import execute, require_papermill
+
+__all__ = ["DEFAULT_TIMEOUT", "REPORT_METHOD", "RunOutcome", "run_name_for", "run_notebook"]
+
+DEFAULT_TIMEOUT = schema.DEFAULT_TIMEOUT  # seconds per cell
+
+
+@dataclass
+class RunOutcome:
+    notebook: str
+    run_name: str
+    status: str  # ok | failed | skipped
+    seconds: float
+    parameters: dict
+    output: str | None = None
+    log: str | None = None
+    error: str | None = None
+    summary: dict = field(default_factory=dict)
+
+
+REPORT_METHOD = "report"  # the RunRecorder method name of notebooks that summarise other runs (never skipped)
+
+
+def run_name_for(notebook: Path | str, params: Mapping[str, Any]) -> str:
+    """The run's name: its `run_name` parameter when given, else the notebook's stem and the run key."""
+    given = params.get("run_name")
+    return given if given else f"{Path(notebook).stem}-{run_key(params)}"
+
+
+def _finished_ok(run_dir: Path, key: str) -> dict | None:
+    """The run's record when it finished ok with this run key (read under the run folder's lock)."""
+    if not (run_dir / RUN_FILE).exists():
+        return None
+    rec = read_run(run_dir)  # a damaged record stops here with a one-line RunRecordError
+    # records written before the recorder took the runner's key carry the runner's hash in `runner`
+    runner_hash = (rec.get("runner") or {}).get("params_hash")
+    if rec.get("status") == "ok" and key in (runner_hash, rec.get("params_hash")):
+        return rec
+    return None
+
+
+def _stamp_runner(run_dir: Path, notebook: str, key: str, seconds: float) -> None:
+    """Mark a finished record as produced by this notebook with these exact parameters (for skip/resume)."""
+    rec = read_run(run_dir)
+    rec["runner"] = {"notebook": notebook, "params_hash": key, "seconds": round(seconds, 2)}
+    atomic_write_json(run_dir / RUN_FILE, rec)
+
+
+def _set_aside(run_dir: Path) -> None:
+    """Move a damaged record out of the way (kept beside it, never deleted) so the run starts over."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for name in (RUN_FILE, EXAMPLES_FILE):
+        if (run_dir / name).exists():
+            os.replace(run_dir / name, run_dir / f"{name}.damaged-{stamp}")
+
+
+def run_notebook(
+    notebook: Path | str,
+    parameters: Mapping[str, Any] | None = None,
+    run_name: str | None = None,
+    grid: str = "adhoc",
+    timeout: int = DEFAULT_TIMEOUT,
+    force: bool = False,
+    always: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> RunOutcome:
+    """Execute one notebook with papermill in a fresh kernel; skip it when an identical run finished.
+
+    Everything is checked before a kernel starts (parameters, names, the record on disk); the run folder
+    is locked for this process until the record is complete (`RunLockedError` when another process has it).
+    `env` adds environment variables to the kernel (e.g. CUDA_VISIBLE_DEVICES).
+    """
+    require_papermill()
+    path = resolve_notebook(notebook)
+    params = check_run_parameters(path, dict(parameters or {}))
+    check_data_present(params)
+    if "run_name" not in params:
+        raise ConfigError(f"{path.name} has no 'run_name' parameter; every method notebook must accept one.")
+    given = run_name or (parameters or {}).get("run_name") or ""
+    name = check_run_name(given) if given else run_name_for(path, {**params, "run_name": ""})
+    check_run_name(grid, "grid name")
+    params["run_name"] = name
+    key = run_key(params)
+    run_dir = settings.results_dir() / name
+    out_dir = settings.runs_dir() / grid
+    out_nb, log_path = out_dir / f"{name}.ipynb", out_dir / f"{name}.log"
+    with RunLock(run_dir) as lock:
+        try:
+            rec = _finished_ok(run_dir, key)
+        except RunRecordError:
+            if not force:
+                raise
+            _set_aside(run_dir)
+            rec = None
+        # a report reads other runs' records, so its own finished record never makes it current
+        if not force and not always and rec is not None and rec.get("method") != REPORT_METHOD:
+            return RunOutcome(path.name, name, "skipped", 0.0, params, str(out_nb), str(log_path), summary=rec.get("summary") or {})
+        out_dir.mkdir(parents=True, exist_ok=True)
+        kernel_env = {**(env or {}), ENV_RUN_DIR: str(run_dir.resolve()), ENV_RUN_KEY: key, ENV_RUN_TOKEN: lock.token}
+        t0 = time.perf_counter()
+        error = _execute_logged(path, out_nb, log_path, params, timeout, kernel_env,
+                                on_interrupt=lambda: _record_failure(run_dir, path.name, name, params, key,
+                                                                     "KeyboardInterrupt: interrupted by the user",
+                                                                     str(log_path)))
+        seconds = time.perf_counter() - t0
+        summary: dict = {}
+        if error is None:
+            summary, error = _finished_record(run_dir, path.name, key, seconds)
+        if error is not None:
+            _record_failure(run_dir, path.name, name, params, key, error, str(log_path))
+    return RunOutcome(path.name, name, "failed" if error else "ok", seconds, params, str(out_nb), str(log_path), error, summary)
+
+
+def _execute_logged(path: Path, out_nb: Path, log_path: Path, params: Mapping[str, Any], timeout: int,
+                    kernel_env: Mapping[str, str], on_interrupt) -> str | None:
+    """Run the notebook with its log at `log_path`: None when it finished, else its short error
+    (`on_interrupt` records a Ctrl-C before it propagates)."""
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write(f"notebook: {path}\nparameters: {json.dumps(to_jsonable(params))}\n\n")
+        log.flush()
+        try:
+            execute(path, out_nb, params, timeout, kernel_env, log)
+        except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
+            log.write("\n" + "".join(traceback.format_exception(exc)))
+            return _short_error(exc)
+        except KeyboardInterrupt:
+            on_interrupt()
+            raise
+    return None
+
+
+def _finished_record(run_dir: Path, notebook: str, key: str, seconds: float) -> tuple[dict, str | None]:
+    """(summary, error) of the record a notebook that finished wrote; a record that is not ok is an error."""
+    try:
+        rec = read_run(run_dir)
+    except RunRecordError as exc:
+        return {}, str(exc)
+    except ConfigError:
+        return {}, "the notebook finished without writing a run record (missing RunRecorder.finish)"
+    summary = rec.get("summary") or {}
+    if rec.get("status") != "ok":
+        return summary, f"the notebook finished but its run record says status={rec.get('status')!r}"
+    _stamp_runner(run_dir, notebook, key, seconds)
+    return summary, None
+
+
+def _short_error(exc: BaseException) -> str:
+    ename = getattr(exc, "ename", None)
+    evalue = getattr(exc, "evalue", None)
+    if ename:
+        return f"{ename}: {evalue}"
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+
+
+def _record_failure(run_dir: Path, notebook: str, name: str, params: dict, key: str, error: str, log: str) -> None:
+    """Mark the record failed, keeping what the notebook wrote and counting the examples on disk."""
+    rec: dict[str, Any] = {}
+    if (run_dir / RUN_FILE).exists():
+        try:
+            rec = read_run(run_dir)
+        except RunRecordError:
+            _set_aside(run_dir)  # keep the damaged file beside the new record
+    examples = run_dir / EXAMPLES_FILE
+    n, torn = read_examples(examples) if examples.exists() else ([], 0)
+    rec.update({
+        "run_name": name, "notebook": notebook, "status": "failed", "params": rec.get("params") or params,
+        "params_hash": key, "error": error, "log": log, "method": rec.get("method") or Path(notebook).stem,
+        "n_examples": len(n), "torn_lines": torn,
+    })
+    atomic_write_json(run_dir / RUN_FILE, rec)

@@ -1,0 +1,284 @@
+"""Grids: a YAML config from `configs/` expanded into runs (defaults, a cartesian `grid:` per run, `-p`
+overrides), run one after another or by several workers (one GPU each where several are visible), or
+one shard of them; the final notebook (the report) last; then the grid summary (`grid_summary`).
+
+Grid config (YAML):
+
+    name: demo
+    defaults: {limit: 10}           # merged into every run's parameters (only where the notebook has them)
+    timeout: 1800                   # seconds per cell
+    runs:
+      - notebook: 00_quickstart.ipynb
+      - notebook: 01_simgrag.ipynb
+        parameters: {top_k: 3}
+        grid: {dataset: [sample-movies-1hop, sample-movies-2hop]}   # cartesian product
+    final: 05_report.ipynb          # optional, executed last (always re-run)
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import schema, settings
+from ..errors import ConfigError
+from ..notebook_params import notebook_parameters, resolve_notebook
+from ..progress import progress_bar
+from ..records import RUN_FILE, RunLockedError, RunRecordError, check_run_name, read_run, run_key
+from .checks import check_run_parameters
+from .execute import DEFAULT_TIMEOUT, RunOutcome, run_name_for, run_notebook
+from .grid_summary import write_summary
+
+__all__ = ["grid_path", "load_grid", "expand_grid", "parse_shard", "shard_runs", "visible_gpus", "worker_gpus",
+           "run_grid", "outcomes_from_records", "report_grid"]
+
+
+def grid_path(config: Path | str) -> Path:
+    p = Path(config)
+    if not p.exists() and not p.is_absolute():
+        for cand in (settings.configs_dir() / p, settings.configs_dir() / f"{p}.yaml"):
+            if cand.exists():
+                return cand
+    if not p.exists():
+        names = sorted(x.stem for x in settings.configs_dir().glob("*.yaml"))
+        raise ConfigError(f"grid config '{config}' not found;{schema.closest(p.stem, names)} available in configs/: "
+                          f"{', '.join(names)}.")
+    return p
+
+
+def load_grid(config: Path | str) -> dict:
+    """A grid config, checked against `schema.GridSpec` (unknown keys, wrong types, empty lists refused)."""
+    p = grid_path(config)
+    spec, _ = schema.parse_grid(p.read_text(encoding="utf-8"), p.name)
+    cfg = spec.model_dump()
+    cfg["name"] = cfg.get("name") or p.stem
+    cfg["source"] = p.name
+    check_run_name(cfg["name"], "grid name")
+    return cfg
+
+
+def expand_grid(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> list[tuple[Path, dict]]:
+    """All (notebook, parameters) pairs of a grid, each checked as `kgrag run` checks one, names unique.
+
+    `overrides` (`kgrag grid NAME -p k=v`) set a parameter in every run whose notebook has it, replacing the
+    run's own value and grid axis; like `defaults`, each must be a parameter of at least one of the notebooks.
+    """
+    source = str(cfg.get("source") or f"grid '{cfg.get('name')}'")
+    spec = schema.validate_grid({k: v for k, v in cfg.items() if k != "source"}, source)
+    overrides = dict(overrides or {})
+    paths = []
+    for i, run in enumerate(spec.runs):
+        try:
+            paths.append(resolve_notebook(run.notebook))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}, run #{i + 1}: {exc}") from None
+    known = {path: notebook_parameters(path) for path in paths}
+    everything = sorted(set().union(*known.values()))
+    for what, values in (("defaults", spec.defaults), ("-p", overrides)):
+        for key in values:
+            if key not in everything:
+                raise ConfigError(
+                    f"{source}: {what} {key!r} is a parameter of none of this grid's notebooks "
+                    f"({', '.join(sorted({p.name for p in paths}))});{schema.closest(key, everything)} "
+                    f"their parameters: {', '.join(everything)}."
+                )
+    runs = []
+    for i, (run, path) in enumerate(zip(spec.runs, paths)):
+        mine = {k: v for k, v in overrides.items() if k in known[path]}
+        base = {k: v for k, v in spec.defaults.items() if k in known[path]}
+        base.update(run.parameters)
+        axes = {k: v for k, v in run.grid.items() if k not in mine}
+        keys = list(axes)
+        for combo in itertools.product(*(axes[k] if isinstance(axes[k], list) else [axes[k]] for k in keys)):
+            params = {**base, **dict(zip(keys, combo)), **mine}
+            try:
+                check_run_parameters(path, params)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}, run #{i + 1}: {exc}") from None
+            runs.append((path, params))
+    seen: dict[str, int] = {}
+    for j, (path, params) in enumerate(runs):
+        name = run_name_for(path, check_run_parameters(path, params))
+        if name in seen:
+            raise ConfigError(
+                f"{source} has two runs named {name!r} ({path.name}, runs {seen[name] + 1} and {j + 1} "
+                f"of the expanded grid): give them different parameters or run_names, or drop one."
+            )
+        seen[name] = j
+    if spec.final:
+        try:
+            check_run_parameters(resolve_notebook(spec.final), spec.final_parameters)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}, final: {exc}") from None
+    return runs
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'i/n' -> (i, n) with 0 <= i < n."""
+    try:
+        i, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard takes i/n, e.g. --shard 0/4 (got {text!r}).") from None
+    if n < 1 or not 0 <= i < n:
+        raise ConfigError(f"--shard {text}: need 0 <= i < n, e.g. 0/{max(n, 2)} ... {max(n, 2) - 1}/{max(n, 2)}.")
+    return i, n
+
+
+def shard_runs(runs: Sequence[Any], shard: tuple[int, int] | None) -> list[Any]:
+    """Shard i of n: every n-th run of the expanded grid from the i-th (deterministic; shards cover the grid once)."""
+    if shard is None:
+        return list(runs)
+    i, n = shard
+    return list(runs[i::n])
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else what `nvidia-smi` lists, else none."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        ids = [x.strip() for x in env.split(",") if x.strip()]
+        return [] if ids[:1] == ["-1"] else ids
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [x.strip() for x in out.splitlines() if x.strip()]
+
+
+def worker_gpus(workers: int, gpus: Sequence[str] | None = None) -> list[str] | None:
+    """One GPU per worker slot when several are visible and several workers run (round-robin beyond that)."""
+    gpus = visible_gpus() if gpus is None else list(gpus)
+    if workers <= 1 or len(gpus) < 2:
+        return None
+    return [gpus[k % len(gpus)] for k in range(workers)]
+
+
+def run_grid(
+    config: Path | str,
+    workers: int = 1,
+    force: bool = False,
+    validate_only: bool = False,
+    progress: bool = True,
+    overrides: Mapping[str, Any] | None = None,
+    shard: tuple[int, int] | None = None,
+) -> list[RunOutcome]:
+    """Run every notebook of a grid (or one shard of it); failures are recorded and do not stop the others.
+
+    Everything is validated first. A sharded grid (`shard=(i, n)`, n > 1) runs its share of the runs and no
+    final notebook; `report_grid` (`kgrag report NAME`) runs that once every shard is done.
+    """
+    cfg = load_grid(config)
+    runs = shard_runs(expand_grid(cfg, overrides), shard)
+    sharded = shard is not None and shard[1] > 1
+    final = None if sharded else cfg.get("final")
+    if validate_only:
+        return [RunOutcome(p.name, run_name_for(p, check_run_parameters(p, prm)), "validated", 0.0, prm)
+                for p, prm in runs]
+    timeout = int(cfg.get("timeout") or DEFAULT_TIMEOUT)
+    grid = str(cfg["name"])
+    outcomes: list[RunOutcome] = []
+    bar = _progress(len(runs) + (1 if final else 0), f"grid {grid}" + (f" shard {shard[0]}/{shard[1]}" if sharded else ""),
+                    progress)
+    slots = worker_gpus(workers)
+    free: "queue.Queue[str]" = queue.Queue()
+    for gpu in slots or []:
+        free.put(gpu)
+
+    def _one(item):
+        path, prm = item
+        gpu = free.get() if slots else None
+        try:
+            env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None
+            return run_notebook(path, prm, grid=grid, timeout=timeout, force=force, env=env)
+        except RunLockedError as exc:  # another process is writing this run: leave its record alone
+            return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "locked", 0.0, prm,
+                              error=str(exc))
+        except RunRecordError as exc:
+            return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "failed", 0.0, prm,
+                              error=str(exc))
+        finally:
+            if gpu is not None:
+                free.put(gpu)
+
+    if workers <= 1:
+        for item in runs:
+            outcome = _one(item)
+            outcomes.append(outcome)
+            _tick(bar, outcome)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(_one, item) for item in runs]
+            for fut in as_completed(futures):
+                outcome = fut.result()
+                outcomes.append(outcome)
+                _tick(bar, outcome)
+        order = {run_name_for(p, check_run_parameters(p, prm)): i for i, (p, prm) in enumerate(runs)}
+        outcomes.sort(key=lambda o: order.get(o.run_name, 0))
+    if final:
+        outcome = run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout, always=True)
+        outcomes.append(outcome)
+        _tick(bar, outcome)
+    if bar is not None:
+        bar.close()
+    stem = f"summary-shard-{shard[0]}-of-{shard[1]}" if sharded else "summary"
+    write_summary(outcomes, settings.runs_dir() / grid, stem=stem)
+    return outcomes
+
+
+def outcomes_from_records(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> list[RunOutcome]:
+    """Every run of a grid as its record on disk says (status `missing` where there is none): all shards at once."""
+    grid = str(cfg["name"])
+    out = []
+    for path, prm in expand_grid(cfg, overrides):
+        params = check_run_parameters(path, prm)
+        name = run_name_for(path, params)
+        params["run_name"] = name
+        run_dir = settings.results_dir() / name
+        nb, log = settings.runs_dir() / grid / f"{name}.ipynb", settings.runs_dir() / grid / f"{name}.log"
+        try:
+            rec = read_run(run_dir) if (run_dir / RUN_FILE).exists() else None
+        except RunRecordError as exc:
+            out.append(RunOutcome(path.name, name, "unreadable", 0.0, params, str(nb), str(log), str(exc)))
+            continue
+        if rec is None:
+            out.append(RunOutcome(path.name, name, "missing", 0.0, params, str(nb), str(log), "no run record yet"))
+            continue
+        current = rec.get("params_hash") == run_key(params) or (rec.get("runner") or {}).get("params_hash") == run_key(params)
+        status = rec.get("status") if current else "stale"
+        seconds = float((rec.get("runner") or {}).get("seconds") or 0.0)
+        out.append(RunOutcome(path.name, name, status, seconds, params, str(nb), str(log),
+                              rec.get("error") if status != "ok" else None, rec.get("summary") or {}))
+    return out
+
+
+def report_grid(config: Path | str, overrides: Mapping[str, Any] | None = None, timeout: int | None = None) -> list[RunOutcome]:
+    """After the shards of a grid: its final notebook once, and the summary of every run from the records."""
+    cfg = load_grid(config)
+    outcomes = outcomes_from_records(cfg, overrides)
+    grid = str(cfg["name"])
+    if cfg.get("final"):
+        outcomes.append(run_notebook(cfg["final"], dict(cfg.get("final_parameters") or {}), grid=grid,
+                                     timeout=int(timeout or cfg.get("timeout") or DEFAULT_TIMEOUT), always=True))
+    write_summary(outcomes, settings.runs_dir() / grid)
+    return outcomes
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    return progress_bar(total=total, desc=desc, unit="run", enabled=enabled) if enabled else None
+
+
+def _tick(bar, outcome: RunOutcome) -> None:
+    if bar is None:
+        return
+    bar.set_postfix_str(f"{outcome.run_name}: {outcome.status}")
+    bar.update(1)

@@ -1,0 +1,91 @@
+"""The kernel a run executes in: the project's `python3` kernelspec, local IPC sockets (one prefix per
+kernel), and per-run environment variables; `execute` runs one notebook in it with papermill."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import MissingDependencyError
+from ..progress import text_progress_in_children
+
+__all__ = ["KERNEL_START_TIMEOUT", "execute", "prefer_project_kernel", "require_papermill"]
+
+KERNEL_START_TIMEOUT = 300  # seconds a kernel may take to start (papermill's 60 s fail on a loaded machine)
+
+
+def prefer_project_kernel() -> None:
+    """Make the `python3` kernel resolve to this interpreter's environment (a venv's sys-prefix kernelspec)."""
+    share = Path(sys.prefix) / "share" / "jupyter"
+    if (share / "kernels" / "python3").exists():
+        paths = os.environ.get("JUPYTER_PATH", "")
+        if str(share) not in paths.split(os.pathsep):
+            os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(share), paths) if p)
+
+
+def _ipc_prefix() -> str | None:
+    """A fresh IPC socket prefix in Jupyter's runtime folder, or None where IPC cannot serve (not POSIX,
+    or a path too long for a UNIX socket)."""
+    if os.name != "posix":
+        return None
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    runtime = Path(jupyter_runtime_dir())
+    prefix = str(runtime / f"kgrag-{os.getpid()}-{uuid.uuid4().hex[:12]}-ipc")
+    if len(prefix) + 4 > 100:  # sockets are "<prefix>-<n>"; UNIX socket paths hold about 104-108 bytes
+        return None
+    runtime.mkdir(parents=True, exist_ok=True)
+    return prefix
+
+
+def _kernel_manager_class(extra_env: Mapping[str, str]):
+    """A kernel manager that starts its kernel with these environment variables added (per run, thread-safe)."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    extra = {str(k): str(v) for k, v in extra_env.items()}
+
+    class RunKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self):
+            # local sockets, not TCP on 127.0.0.1: the kernel need not warn that TCP is unencrypted
+            return "ipc" if _ipc_prefix() else "tcp"
+
+        @default("ip")
+        def _ip_default(self):
+            # one socket prefix per kernel (jupyter's default, "kernel-ipc" in the cwd, is shared by
+            # kernels started at the same time, which then collide)
+            return _ipc_prefix() or super()._ip_default()
+
+        async def start_kernel(self, **kw):
+            env = dict(kw.pop("env", None) or os.environ)
+            env.update(extra)
+            return await super().start_kernel(env=env, **kw)
+
+    return RunKernelManager
+
+
+def require_papermill():
+    """The papermill module, or a one-line MissingDependencyError naming the install."""
+    try:
+        import papermill as pm
+    except ImportError as exc:  # pragma: no cover
+        raise MissingDependencyError("the batch runner needs papermill: run `pip install -e .`.") from exc
+    return pm
+
+
+def execute(path: Path, out_nb: Path, params: Mapping[str, Any], timeout: int, env: Mapping[str, str], log) -> None:
+    """Run the notebook at `path` with papermill in a fresh `python3` kernel (cwd: its folder), writing the
+    executed copy to `out_nb` and the kernel's output to the open file `log`; papermill's errors propagate."""
+    pm = require_papermill()
+    prefer_project_kernel()
+    with text_progress_in_children():  # nobody watches this kernel's widgets: its bars print plain lines
+        pm.execute_notebook(
+            str(path), str(out_nb), parameters=dict(params), kernel_name="python3", cwd=str(path.parent),
+            execution_timeout=timeout, start_timeout=KERNEL_START_TIMEOUT, progress_bar=False,
+            log_output=True, stdout_file=log,
+            stderr_file=log, kernel_manager_class=_kernel_manager_class(env),
+        )
