@@ -70,7 +70,8 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
         rows = [r for r in _read_examples(run_name) if r.get("id") in wanted]
     elif run_name:
         # the run's parameters: the config's knobs (not its split, which this script does not record) and the sample
-        params = {**{k: v for k, v in cfg.to_dict().items() if k != "split"}, "dataset": ds.name, "limit": limit_desc,
+        fixed = {"split", "demos", "shots"} if cfg.demos == "fixed" else {"split"}  # fixed (default): earlier keys hold
+        params = {**{k: v for k, v in cfg.to_dict().items() if k not in fixed}, "dataset": ds.name, "limit": limit_desc,
                   **(evaluation or {})}  # split and dataset options: another question file is another run
         rec = RunRecorder("kgp", params, run_name=run_name)
         rows = [r for r in rec.examples if r.get("id") in wanted]
@@ -172,6 +173,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--similarity", default=None, choices=["tfidf", "embedding"])
     ap.add_argument("--mode", default=None, choices=["multi", "onehop"])
     ap.add_argument("--structural", action="store_true")
+    ap.add_argument("--demos", default="fixed", choices=("fixed", "nearest"),
+                    help="agent prompt: fixed (no example) or the nearest training questions (refused without a training split)")
+    ap.add_argument("--shots", type=int, default=2, help="--demos nearest: training questions shown")
     ap.add_argument("--sweep", default=None, choices=["density", "branching"])
     ap.add_argument("--sweep-graphs", default="tfidf,knn,entity", help="constructors of the density sweep")
     ap.add_argument("--sweep-traversal", default="nollm", help="traversal used inside a sweep (nollm or llm)")
@@ -231,6 +235,8 @@ def main(argv: list[str] | None = None) -> dict:
         overrides["mode"] = args.mode
     if args.structural:
         overrides["structural"] = True
+    if args.demos != "fixed":
+        overrides.update(demos=args.demos, shots=args.shots)
     base = base.replace(**overrides)
     out: dict = {"benchmark": "kgp_retrieval", "dataset": args.dataset, "split": args.split,
                  "dataset_options": check_dataset_arguments(args),

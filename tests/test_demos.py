@@ -276,3 +276,29 @@ def test_vector_rerank_nearest_refuses_on_passages_without_a_training_split():
 
     with pytest.raises(ConfigError, match="needs a training split.*demos='fixed'"):
         rerank_demo_pool(load_dataset("sample-passages"), WordsEmbedder())
+
+
+def test_kgp_agent_nearest_demos_from_the_training_split():
+    """IIRC's fixture has a train split: each demonstration is one step of a training question's evidence chain."""
+    from kgrag_utils.llm import load_llm as _load
+    from kgrag_utils.methods.kgp import KGP, KGPConfig
+    from kgrag_utils.methods.kgp.prompts import evidence_prompt
+
+    data = load_dataset("fixture-iirc", split="test")
+    seen = []
+    llm = _load("fake", responses=lambda text: seen.append(text) or "Ingrid Lund founded it.", cache=False)
+    cfg = KGPConfig(dataset="fixture-iirc", split="test", demos="nearest", shots=2, budget=4, set_passages=0,
+                    reader=False, limit=1)
+    kgp = KGP(cfg, data, llm=llm, embedder=WordsEmbedder())
+    assert kgp.demo_pool is not None and kgp.demo_pool.split == "train"
+    [rec] = kgp.run(data.items[:1], progress=False)
+    assert not rec["failed"] and len(rec["agent_demos"]) == 2 and set(rec["agent_demos"]) <= set(kgp.demo_pool.ids)
+    prompt = seen[0]
+    assert prompt.startswith(evidence_prompt("q", [])[:80]) and prompt.count("Example.") == 2
+    assert prompt.rindex("Example.") < prompt.rindex(f"Question: {data.items[0].question}")
+    plain = KGP(cfg.replace(demos="fixed"), data, llm=llm, embedder=WordsEmbedder())
+    assert plain.demo_pool is None and plain.agent_demos(data.items[0]) == []
+    assert kgp.sibling(budget=3).demo_pool is kgp.demo_pool
+    with pytest.raises(ConfigError, match="training split"):
+        KGP(cfg.replace(dataset="sample-passages", split="all"), load_dataset("sample-passages", split="all"),
+            llm=llm, embedder=WordsEmbedder())

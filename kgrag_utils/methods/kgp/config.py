@@ -67,6 +67,8 @@ class KGPConfig(MethodConfig):
     # LLM (traversal agent and reader)
     evidence_max_new_tokens: int = 32
     path_passages: int = 3  # the last passages of the path shown to the agent
+    demos: Literal["fixed", "nearest"] = "fixed"  # agent prompt: fixed has no example; nearest: the nearest training questions
+    shots: int = 2  # demos="nearest": training questions shown, each one step of its gold evidence chain
     passage_chars: int = 200
     # reader (the paper gave ChatGPT all 30 passages; a 0.5B model on a CPU reads the first 10)
     reader: bool = True
@@ -78,7 +80,7 @@ class KGPConfig(MethodConfig):
     def _check(self) -> None:
         for name in ("window", "stride", "budget", "branching", "n_keywords", "knn_k", "path_passages",
                      "passage_chars", "reader_passages", "reader_passage_chars", "evidence_max_new_tokens",
-                     "reader_max_new_tokens"):
+                     "reader_max_new_tokens", "shots"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"KGPConfig.{name} must be >= 1 (got {getattr(self, name)!r}).")
         if self.set_passages < 0 or self.n_seeds < 0:

@@ -78,6 +78,7 @@ class KGP(Method):
         if embedder is not None:
             self._shared["embedder"] = embedder
         self._whole: tuple[DocumentSet, SetIndex, PassageGraph | None, float, float] | None = None
+        self._attach_demos()
 
     @classmethod
     def prepare(cls, config: KGPConfig, dataset: Dataset, *, llm=None, embedder=None) -> "KGP":
@@ -85,7 +86,18 @@ class KGP(Method):
 
     def sibling(self, **changes) -> "KGP":
         """The same dataset under `config.replace(**changes)`, sharing this one's models (loaded or not yet)."""
-        return KGP(self.config.replace(**changes), self.dataset, _shared=self._shared)
+        other = KGP(self.config.replace(**{**changes, "demos": "fixed"}), self.dataset, _shared=self._shared)
+        other.config = self.config.replace(**changes)
+        other._attach_demos(self.demo_pool)  # one pool for all variants
+        return other
+
+    def _attach_demos(self, pool=None) -> None:
+        """demos="nearest" with an LLM agent: `pool`, or the training split's (refused here, before any question runs)."""
+        self.demo_pool = None
+        if self.cfg.demos == "nearest" and self.cfg.uses_llm_traversal:
+            from .demos import agent_demo_pool
+
+            self.demo_pool = pool if pool is not None else agent_demo_pool(self.dataset, self.embedder)
 
     @property
     def cfg(self) -> KGPConfig:
@@ -155,13 +167,22 @@ class KGP(Method):
         index, graph, gsec = self._index_and_graph(dset)
         return Prepared(dset, index, graph, gold_units(question, dset), ssec, gsec)
 
-    def evidence_fn(self, dset: DocumentSet):
+    def agent_demos(self, question: PassageQuestion) -> list[dict]:
+        """demos="nearest": the `shots` training questions nearest to `question` as agent steps (nearest last)."""
+        if self.cfg.demos != "nearest" or self.demo_pool is None:
+            return []
+        from .demos import agent_demo
+
+        return [{**agent_demo(d.item, self.cfg.passage_chars), "score": d.score}
+                for d in self.demo_pool.nearest(question, self.cfg.shots)[::-1]]
+
+    def evidence_fn(self, dset: DocumentSet, demos: Sequence[dict] = ()):
         """The LLM traversal agent over one set: writes the next evidence for a batch of paths."""
         cfg = self.cfg
 
         def next_evidence(question: str, paths: Sequence[tuple[int, ...]]) -> list[Evidence]:
             prompts = [evidence_prompt(question, [(dset.titles[i], dset.texts[i]) for i in path[-cfg.path_passages:]],
-                                       cfg.passage_chars) for path in paths]
+                                       cfg.passage_chars, demos=demos) for path in paths]
             results = self.llm.generate(prompts, GenerationConfig(max_new_tokens=cfg.evidence_max_new_tokens))
             out = []
             for prompt, r in zip(prompts, results):
@@ -173,11 +194,11 @@ class KGP(Method):
 
         return next_evidence
 
-    def retrieve(self, question: PassageQuestion, prep: Prepared) -> TraversalResult:
+    def retrieve(self, question: PassageQuestion, prep: Prepared, demos: Sequence[dict] = ()) -> TraversalResult:
         cfg = self.cfg
         if cfg.traversal in ("tfidf", "knn"):
             return flat_retrieve(prep.index, question.question, cfg.traversal, min(cfg.budget, len(prep.dset)))
-        agent = self.evidence_fn(prep.dset) if cfg.uses_llm_traversal else question_evidence
+        agent = self.evidence_fn(prep.dset, demos) if cfg.uses_llm_traversal else question_evidence
         graph = None if cfg.traversal == "nograph" else prep.graph
         return traverse(question.question, prep.index, graph, cfg, agent)
 
@@ -217,7 +238,10 @@ class KGP(Method):
             if prep.graph is not None:
                 st = prep.graph.stats()
                 rec.update({"graph": st, "graph_density": st["density"], "graph_avg_degree": st["avg_degree"]})
-            res = self.retrieve(question, prep)
+            demos = self.agent_demos(question) if cfg.uses_llm_traversal else []
+            rec["agent_demos"] = [d["id"] for d in demos]
+            rec["agent_demo_scores"] = [d["score"] for d in demos]
+            res = self.retrieve(question, prep, demos)
             pid = dset.pids
             rec["seeds"] = [{"pid": pid[s], "score": round(float(sc), 5)} for s, sc in zip(res.seeds, res.seed_scores)]
             rec["hops"] = [{**h, "path": [pid[i] for i in h["path"]], "chosen": [pid[i] for i in h["chosen"]]}

@@ -42,12 +42,25 @@ def clip(text: str, chars: int) -> str:
     return (cut or text[:chars]) + " ..."
 
 
-def evidence_prompt(question: str, passages: Sequence[tuple[str, str]], chars: int = 500) -> str:
-    """Prompt for the next evidence; `passages` are (title, text) of the path, seed first."""
-    lines = [EVIDENCE_INSTRUCTION, "", f"Question: {question}", "", "Passages found so far:"]
+def _evidence_task(question: str, passages: Sequence[tuple[str, str]], chars: int) -> list[str]:
+    lines = [f"Question: {question}", "", "Passages found so far:"]
     for i, (title, text) in enumerate(passages, 1):
         lines.append(f"[{i}] {title}: {clip(text, chars)}")
-    lines += ["", "Next evidence needed (one sentence):"]
+    return lines + ["", "Next evidence needed (one sentence):"]
+
+
+def evidence_prompt(question: str, passages: Sequence[tuple[str, str]], chars: int = 500,
+                    demos: Sequence[dict] = ()) -> str:
+    """Prompt for the next evidence; `passages` are (title, text) of the path, seed first.
+
+    demos: finished steps ({"question", "passages", "evidence"}: the demonstrations chosen for this
+    question, config demos="nearest", `demos.py`) after the instruction, so the shared part comes first."""
+    lines = [EVIDENCE_INSTRUCTION, ""]
+    for d in demos:
+        lines += ["Example.", *_evidence_task(d["question"], d["passages"], chars)]
+        lines[-1] += f" {d['evidence']}"
+        lines.append("")
+    lines += _evidence_task(question, passages, chars)
     return "\n".join(lines)
 
 
