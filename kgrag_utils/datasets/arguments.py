@@ -113,7 +113,8 @@ def evaluation_params(dataset: str, split: str, options: Mapping[str, Any], defa
     keys of runs recorded before these fields existed still hold.
     """
     from .. import settings
-    from .registry import GENERATED_SOURCES, _real_root, _sample_root, get_spec
+    from .registry import GENERATED_SOURCES, _sample_root, get_spec
+    from .verify import real_root
 
     out: dict[str, Any] = {}
     if default_split is not None and split != default_split:
@@ -123,7 +124,7 @@ def evaluation_params(dataset: str, split: str, options: Mapping[str, Any], defa
         if spec.source in GENERATED_SOURCES:
             root = _sample_root(spec)
         else:
-            root = _real_root(spec) if spec.folder else settings.data_dir()
+            root = real_root(spec) if spec.folder else settings.data_dir()
         out["dataset_options"] = {k: _identify(v, root) for k, v in sorted(options.items())}
     return out
 
