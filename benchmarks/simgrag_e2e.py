@@ -89,6 +89,8 @@ def setting_label(config: SimGRAGConfig, structured: str) -> str:
         label = f"nearest {config.shots} (after {config.fixed_shots} fixed)"
     else:
         label = f"fixed {config.shots} (the paper's shots)"
+    if config.answer_demos == "nearest":
+        label += f", answer + nearest {config.answer_shots}"
     if config.samples > 1:
         label += f", samples {config.samples} (T={config.sample_temperature})"
     label += f", {structured}"
@@ -169,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=SimGRAGConfig().samples,
                     help="patterns per question (n > 1: n-1 sampled ones, each retrieved and answered, a GSD-weighted vote)")
     ap.add_argument("--sample-temperature", type=float, default=SimGRAGConfig().sample_temperature)
+    ap.add_argument("--answer-demos", default=SimGRAGConfig().answer_demos, choices=("fixed", "nearest"),
+                    help="answer prompt: nearest adds --answer-shots training questions answered from their gold evidence")
+    ap.add_argument("--answer-shots", type=int, default=SimGRAGConfig().answer_shots)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="auto", choices=("auto", "flat", "hnsw"),
@@ -189,7 +194,7 @@ def main(argv=None) -> int:
     if args.relation_vocabulary is not None:
         extra["relation_vocabulary"] = args.relation_vocabulary == "true"
     extra.update(demos=args.demos, fixed_shots=args.fixed_shots, samples=args.samples,
-                 sample_temperature=args.sample_temperature)
+                 sample_temperature=args.sample_temperature, answer_demos=args.answer_demos, answer_shots=args.answer_shots)
     fake = args.preset == "fake"  # the test double replaying gold patterns: plumbing only, never a reported number
     structured = args.structured or ("off" if fake else get_preset(args.preset).structured)
     # this run's values (dataset, llm_preset, ...) go into the config, so the record holds them, not the defaults
@@ -206,7 +211,7 @@ def main(argv=None) -> int:
         settings_params.pop("fixed_shots", None)  # unused with fixed demos
     if args.samples == 1:
         settings_params.pop("sample_temperature", None)  # unused with one (greedy) sample
-    for opt in ("demos", "fixed_shots", "samples", "sample_temperature"):  # absent at the defaults: earlier keys hold
+    for opt in ("demos", "fixed_shots", "samples", "sample_temperature", "answer_demos"):  # absent at defaults: keys hold
         if settings_params.get(opt) == getattr(default, opt):
             settings_params.pop(opt, None)
     evaluation = evaluation_params(args.dataset, args.split, options)  # a file option by its content
@@ -225,7 +230,7 @@ def main(argv=None) -> int:
             args.preset, backend=args.backend, structured=structured, **({"n_threads": args.threads} if args.threads else {}))
         backend = getattr(llm, "backend_name", backend)
         pool = None
-        if args.demos == "nearest":
+        if args.demos == "nearest" or args.answer_demos == "nearest":
             from kgrag_utils.embeddings import load_embedder
             from kgrag_utils.methods.simgrag.demos import pattern_demo_pool
 

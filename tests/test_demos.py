@@ -302,3 +302,20 @@ def test_kgp_agent_nearest_demos_from_the_training_split():
     with pytest.raises(ConfigError, match="training split"):
         KGP(cfg.replace(dataset="sample-passages", split="all"), load_dataset("sample-passages", split="all"),
             llm=llm, embedder=WordsEmbedder())
+
+
+def test_answer_demos_show_training_questions_answered_from_their_gold_evidence(movies2, retriever):
+    pool = pattern_demo_pool(movies2, WordsEmbedder())
+    config = SimGRAGConfig(answer_demos="nearest", answer_shots=2, shots=2, dataset=movies2.name)
+    method = SimGRAG(config, movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name, demo_pool=pool)
+    [rec] = method.run(movies2.items[:1], progress=False)
+    assert len(rec["answer_demos"]) == 2 and rec["pattern_demos"] == []  # the pattern prompt keeps its fixed shots
+    users = [m["content"] for m in rec["answer_prompt"] if m["role"] == "user"]
+    assert len(users) == 2 + 2 + 1  # 2 fixed shots, 2 demonstrations, the question
+    by_id = dict(zip(pool.ids, pool.items))
+    for text, demo_id, reply in zip(users[2:4], rec["answer_demos"], [m["content"] for m in rec["answer_prompt"]
+                                                                         if m["role"] == "assistant"][2:]):
+        q = by_id[demo_id]
+        assert text.endswith(f"Question: {q.question}") and "graph [1]:" in text
+        assert reply.split(" | ")[0] in q.answers  # the gold answer the gold pattern's evidence holds
+    assert rec["hits@1"] == 1.0

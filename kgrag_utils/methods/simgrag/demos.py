@@ -1,4 +1,4 @@
-"""SimGRAG's nearest demonstrations: a training question's gold chain written as a pattern shot.
+"""SimGRAG's nearest demonstrations: a training question's gold chain written as a pattern shot (and answered).
 
 With `demos="nearest"` the pattern prompt keeps its instructions and the first `fixed_shots` fixed
 examples (the part every question shares, which llama.cpp's prefix cache covers) and adds the
@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...demos import DemoPool
-from .oracle import qtype_node_types
+from .oracle import oracle_pattern, qtype_node_types
 from .pattern import load_prompt_file
 
-__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "DEMO_NEED"]
+__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "DEMO_NEED"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
 DEMO_NEED = "a gold relation chain and a topic entity"
@@ -79,3 +79,25 @@ def demo_shots(pool: DemoPool, item: Any, k: int, family: str) -> tuple[list[dic
 def shots_of(demos: Sequence[dict]) -> list[dict]:
     """The shots without their ids (the prompt's input)."""
     return [{k: d[k] for k in ("question", "phrases", "triples")} for d in demos]
+
+
+def answer_demo(item: Any, retrieve, kg, evidence_lines, max_answers: int = 5) -> dict | None:
+    """{"id", "question", "evidence", "answer"} of a training question (config answer_demos="nearest"): the evidence is
+    what its gold (oracle) pattern retrieves, the answer the gold answers that evidence holds, in evidence order;
+    None when the evidence holds none. `retrieve(pattern)` is the method's search over the evaluated KG (MetaQA and
+    PathQuestion use one KG for every split)."""
+    from .pattern import validate_pattern
+
+    check = validate_pattern(oracle_pattern(item))
+    if not check.ok:
+        return None
+    result = retrieve(check.pattern)
+    if not result.subgraphs:
+        return None
+    golds = {str(a).casefold(): str(a) for a in item.answers}
+    names = [str(kg.entity_names[x]) for x in result.evidence_entities()]
+    found = list(dict.fromkeys(n for n in names if n.casefold() in golds))[:max_answers]
+    if not found:
+        return None
+    return {"id": str(item.qid), "question": item.question, "evidence": evidence_lines(kg, result.subgraphs),
+            "answer": " | ".join(found)}

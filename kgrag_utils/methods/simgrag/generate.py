@@ -59,8 +59,11 @@ def render_answer(answer: str, form: str = "text") -> str:
 
 
 def build_answer_prompt(question: str, lines: Sequence[str], family: str = "movies", shots: int = 3,
-                        form: str = "text") -> list[dict]:
-    """A chat: instructions, `shots` worked examples, then the evidence and the question (form: "text" | "json")."""
+                        form: str = "text", demos: Sequence[dict] = ()) -> list[dict]:
+    """A chat: instructions, `shots` worked examples, then the evidence and the question (form: "text" | "json").
+
+    demos: more worked examples ({"question", "evidence", "answer"}: the demonstrations chosen for this question,
+    config answer_demos="nearest") after the fixed ones, so that what every question shares comes first."""
     spec = load_prompt_file("simgrag_answer.yaml")
     families = spec["families"]
     if family not in families:
@@ -69,7 +72,7 @@ def build_answer_prompt(question: str, lines: Sequence[str], family: str = "movi
     if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
         raise ConfigError(f"answer shots must be an integer in 0..{len(examples)}, got {shots!r}.")
     chat = [{"role": "system", "content": reply_instructions(spec["instructions"], spec, form)}]
-    for ex in examples[:shots]:
+    for ex in list(examples[:shots]) + list(demos):
         chat.append({"role": "user", "content": _user_turn(ex["question"], ex["evidence"])})
         chat.append({"role": "assistant", "content": render_answer(ex["answer"], form)})
     chat.append({"role": "user", "content": _user_turn(question, lines)})

@@ -104,7 +104,8 @@ class SimGRAG(Method):
         retriever = GSDRetriever.from_embedder(dataset.kg, embedder or config.embedder, progress=progress,
                                                entity_types=dataset.info.get("entity_types"))
         pool = None
-        if config.demos == "nearest" and config.pattern_source == "llm":
+        if (config.demos == "nearest" and config.pattern_source == "llm") or (config.answer_demos == "nearest"
+                                                                               and config.reader):
             from ...embeddings import load_embedder
 
             emb = embedder or config.embedder
@@ -162,6 +163,26 @@ class SimGRAG(Method):
             raise ConfigError("demos='nearest' needs the training questions: build the method with "
                               "SimGRAG.prepare(config, dataset), or pass demo_pool=simgrag.demos.pattern_demo_pool(...).")
         return demo_shots(self.demo_pool, item, self.config.shots, self.family)
+
+    def answer_demos(self, item) -> list[dict]:
+        """answer_demos="nearest": the `answer_shots` training questions nearest to `item` with the evidence their gold
+        pattern retrieves and the gold answers it holds (nearest last; computed once per training question)."""
+        if self.config.answer_demos != "nearest" or self.task == "verify":
+            return []
+        if self.demo_pool is None:
+            raise ConfigError("answer_demos='nearest' needs the training questions: build the method with "
+                              "SimGRAG.prepare(config, dataset), or pass demo_pool=simgrag.demos.pattern_demo_pool(...).")
+        from .demos import answer_demo
+        from .generate import evidence_lines
+
+        memo = self.__dict__.setdefault("_answer_demo_memo", {})
+        out = []
+        for d in self.demo_pool.nearest(item, self.config.answer_shots)[::-1]:
+            if d.id not in memo:
+                memo[d.id] = answer_demo(d.item, self.retrieve, self.kg, evidence_lines)
+            if memo[d.id] is not None:
+                out.append(memo[d.id])
+        return out
 
     def _demo_tokens(self, chat: list[dict], n_demos: int) -> int:
         """Tokens of the chosen demonstrations' turns (their contents; the chat template adds a few per turn): the part
@@ -347,7 +368,10 @@ class SimGRAG(Method):
         for w in ready:
             lines = evidence_lines(self.kg, w.result.subgraphs)
             w.record["evidence"] = lines
-            prompts.append(build_answer_prompt(w.q.question, lines, self.family, s.answer_shots, form=self.prompt_form))
+            demos = self.answer_demos(w.q)
+            w.record["answer_demos"] = [d["id"] for d in demos]
+            prompts.append(build_answer_prompt(w.q.question, lines, self.family, s.answer_shots, form=self.prompt_form,
+                                               demos=demos))
         results = (self.llm.generate(prompts, max_new_tokens=s.answer_max_new_tokens, schema=ANSWER_SCHEMA)
                    if prompts else [])
         for w, prompt, res in zip(ready, prompts, results):

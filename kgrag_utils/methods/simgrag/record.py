@@ -46,6 +46,7 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     oracle_retrieval_hit: bool | None
     evidence: list[str]          # "graph [i]: (h, r, t), ..." lines given to the answer prompt
     answer_prompt: list | None
+    answer_demos: list[str]      # answer_demos="nearest": ids of the training questions shown as answer shots
     answer_raw: str | None
     answers: list[str]           # parsed answers (verify: ["True"] or ["False"])
     prediction: str | None
