@@ -319,3 +319,20 @@ def test_answer_demos_show_training_questions_answered_from_their_gold_evidence(
         assert text.endswith(f"Question: {q.question}") and "graph [1]:" in text
         assert reply.split(" | ")[0] in q.answers  # the gold answer the gold pattern's evidence holds
     assert rec["hits@1"] == 1.0
+
+
+def test_misses_reach_a_prefix_reusing_backend_in_text_order():
+    """llama.cpp answers one prompt at a time and reuses the previous prompt's prefix: text order puts prompts that
+    share demonstrations next to each other; batched backends keep shortest first."""
+    from kgrag_utils.llm.llamacpp_backend import LlamaCppLLM
+
+    assert LlamaCppLLM.miss_order == "text"
+    llm = load_llm("fake", responses=lambda text: "ok", cache=False)
+    prompts = ["shared demos B q1", "shared demos A q22", "shared demos B q3", "x"]
+    llm.generate(prompts)
+    assert llm.prompts_seen == ["x", "shared demos B q1", "shared demos B q3", "shared demos A q22"]  # by length
+    llm.prompts_seen.clear()
+    llm.miss_order = "text"
+    results = llm.generate(prompts)
+    assert llm.prompts_seen == ["shared demos A q22", "shared demos B q1", "shared demos B q3", "x"]
+    assert [r.text for r in results] == ["ok"] * 4  # answers come back in the prompts' order either way

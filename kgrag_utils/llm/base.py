@@ -205,6 +205,11 @@ class LLM(ABC):
     backend_name: str = "base"
     #: how many prompts one `_generate_batch` call receives
     batch_size: int = 1
+    #: the order in which the misses of one `generate` call reach the backend: "length" (shortest first: batched
+    #: backends pad less) or "text" (a backend that answers one prompt at a time and reuses the KV cache of the
+    #: previous prompt's prefix, llama.cpp: prompts in text order put the ones that share a prefix - the same fixed
+    #: and chosen demonstrations - next to each other, so only what differs is prefilled)
+    miss_order: str = "length"
 
     def __init__(self, preset: "Preset", cache: ResponseCache | None, model_id: str | None = None):
         self.preset = preset
@@ -274,7 +279,7 @@ class LLM(ABC):
         """Answer each prompt; cached answers are returned without touching the model.
 
         All prompts are looked up in the cache first; only the misses (each distinct one once) are
-        generated, shortest first, in batches of `batch_size`. Three steps: `_lookup` (the cache),
+        generated in `miss_order` (shortest first, or in text order), in batches of `batch_size`. Three steps: `_lookup` (the cache),
         `_generate_misses` (the backend, writing each batch to the cache), `_assemble` (one answer per
         prompt, repeats answered from this call); the counters are kept by `_count_*`.
         """
@@ -293,7 +298,8 @@ class LLM(ABC):
             if results[i] is None and key not in todo:
                 todo[key] = i
         self._count_call(len(chats), len(todo), config)
-        order = sorted(todo.values(), key=lambda i: len(chat_text(chats[i])))
+        texts = {i: chat_text(chats[i]) for i in todo.values()}
+        order = sorted(todo.values(), key=(lambda i: texts[i]) if self.miss_order == "text" else (lambda i: len(texts[i])))
         fresh = self._generate_misses(order, chats, keys, config, progress)
         return self._assemble(keys, results, todo, fresh)
 

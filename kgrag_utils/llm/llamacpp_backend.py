@@ -33,6 +33,7 @@ def llamacpp_available() -> bool:
 
 class LlamaCppLLM(LLM):
     backend_name = "llamacpp"
+    miss_order = "text"  # one prompt at a time with prefix reuse: neighbours in text order share the most
 
     def __init__(
         self,

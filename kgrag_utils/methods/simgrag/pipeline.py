@@ -213,7 +213,8 @@ class SimGRAG(Method):
         for i, sc in enumerate(schemas):
             groups.setdefault(json.dumps(sc, sort_keys=True), []).append(i)
         out: list = [None] * len(prompts)
-        for idx in groups.values():
+        # calls in prompt-text order: questions that share chosen demonstrations follow each other (llama.cpp prefix reuse)
+        for idx in sorted(groups.values(), key=lambda ix: json.dumps(prompts[ix[0]], ensure_ascii=False)):
             res = self.llm.generate([prompts[i] for i in idx], max_new_tokens=s.pattern_max_new_tokens,
                                     stop=("\nQuestion:",), schema=schemas[idx[0]], **gen)
             for i, r in zip(idx, res):
