@@ -75,13 +75,16 @@ def close_matches(name, choices, n: int = 1, cutoff: float = 0.6) -> list[str]:
     return difflib.get_close_matches(name, [str(x) for x in pool], n=n, cutoff=cutoff)
 
 
-def did_you_mean(name, choices, n: int = 1, cutoff: float = 0.6) -> str:
+def did_you_mean(name, choices, n: int = 1, cutoff: float = 0.6, renamed: "dict[str, str] | None" = None) -> str:
     """"did you mean 'a', 'b'?" for the closest valid names (`close_matches`), or "" when none is close.
 
     The one way every refusal of an unknown name suggests the fix; callers add the punctuation
-    around it (" (did you mean 'x'?)", "; did you mean 'x'?").
+    around it (" (did you mean 'x'?)", "; did you mean 'x'?"). `renamed` maps old names to their
+    new ones: an old name is matched too, and the new one suggested.
     """
-    hits = close_matches(name, choices, n=n, cutoff=cutoff)
+    renamed = renamed or {}
+    hits = close_matches(name, [*choices, *renamed] if renamed else choices, n=n, cutoff=cutoff)
+    hits = list(dict.fromkeys(renamed.get(h, h) for h in hits))
     return f"did you mean {', '.join(repr(h) for h in hits)}?" if hits else ""
 
 

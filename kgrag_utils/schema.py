@@ -26,7 +26,8 @@ MAX_GRID_RUNS = 10_000  # runs a grid's axes may multiply out to
 
 
 def closest(word: Any, choices: Iterable[str]) -> str:
-    """' did you mean 'x'?' for the nearest valid name, or '' when nothing is near."""
+    """' did you mean 'x'?' for the nearest valid name, or '' when nothing is near (`errors.did_you_mean`,
+    with the leading space these one-line refusals put after their ';')."""
     tip = did_you_mean(word, choices)
     return f" {tip}" if tip else ""
 

@@ -25,3 +25,10 @@ def test_large_vocabularies_compare_only_names_with_the_same_first_letters():
     assert close_matches("zebra crossing", names) == ["Zebra crossing"]
     assert close_matches("Zebra crosing", names) == ["Zebra crossing"]
     assert close_matches("Qqqq", names) == []
+
+
+def test_renamed_names_suggest_their_new_name():
+    assert did_you_mean("nod_topk", ["entity_topk", "seed"], renamed={"node_topk": "entity_topk"}) == \
+        "did you mean 'entity_topk'?"
+    assert did_you_mean("entity_topkk", ["entity_topk"], renamed={"node_topk": "entity_topk"}) == \
+        "did you mean 'entity_topk'?"

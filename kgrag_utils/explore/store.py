@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import records, settings
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from . import outcome
 
 __all__ = ["RunView", "open_run", "list_runs", "resolve_run_dir", "FILTER_STATUSES"]
@@ -35,10 +35,8 @@ def resolve_run_dir(run: str | Path, root: Path | str | None = None) -> Path:
     if (cand / records.RUN_FILE).exists():
         return cand
     names = sorted(p.parent.name for p in base.glob(f"*/{records.RUN_FILE}")) if base.is_dir() else []
-    from ..methods.base import closest
-
-    guess = closest(str(run), names) if names else None
-    hint = f" (did you mean {guess!r}?)" if guess else ""
+    tip = did_you_mean(str(run), names)
+    hint = f" ({tip})" if tip else ""
     raise ConfigError(f"no run {str(run)!r} under {base}{hint}: pick one of `kgrag_utils.explore.list_runs()` "
                       f"({len(names)} runs), or run a notebook first.")
 

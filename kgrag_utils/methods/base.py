@@ -24,30 +24,21 @@ traceback, counted by `summarize`) and the run goes on.
 
 from __future__ import annotations
 
-import difflib
 import traceback
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from ..errors import ConfigError, KgragError
+from ..errors import ConfigError, KgragError, did_you_mean
 from ..llm.presets import DEFAULT_CPU_PRESET
 from ..progress import progress_bar
 
-__all__ = ["MethodConfig", "Method", "SystematicFailure", "closest", "figure_name", "isolated", "error_record", "is_error_record"]
-
-
-def closest(name: str, options: Iterable[str]) -> str | None:
-    """The closest valid name to a misspelled one (difflib), or None when nothing is close."""
-    match = difflib.get_close_matches(str(name), list(options), n=1, cutoff=0.6)
-    return match[0] if match else None
+__all__ = ["MethodConfig", "Method", "SystematicFailure", "figure_name", "isolated", "error_record", "is_error_record"]
 
 
 def _did_you_mean(name: str, options: Iterable[str], renamed: Mapping[str, str] | None = None) -> str:
-    renamed = renamed or {}
-    guess = closest(name, [*options, *renamed])
-    guess = renamed.get(guess, guess)
-    return f" (did you mean {guess!r}?)" if guess else ""
+    tip = did_you_mean(name, options, renamed=dict(renamed or {}))
+    return f" ({tip})" if tip else ""
 
 
 class MethodConfig(BaseModel):

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ConfigError
-from .base import closest
+from ..errors import ConfigError, did_you_mean
 
 __all__ = ["Headline", "MethodSpec", "PROTOCOL", "REGISTRY", "get_method", "method_for_notebook", "methods"]
 
@@ -154,8 +153,8 @@ def get_method(name: str) -> MethodSpec:
     try:
         return REGISTRY[name]
     except KeyError:
-        guess = closest(name, REGISTRY)
-        hint = f" (did you mean {guess!r}?)" if guess else ""
+        tip = did_you_mean(name, REGISTRY)
+        hint = f" ({tip})" if tip else ""
         raise ConfigError(f"unknown method {name!r}{hint}; registered: {', '.join(REGISTRY)}.") from None
 
 
