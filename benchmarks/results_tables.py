@@ -569,6 +569,95 @@ TABLES += [
 ]
 
 
+def _minutes(path: str) -> Callable[[Any], str]:
+    """A cell: seconds at `path`, bold, with minutes and seconds (348.2 -> **348.2 (5 min 48 s)**)."""
+    def cell(data: Any) -> str:
+        s = float(lookup(data, path, path))
+        return f"**{fmt(s, '.1f')} ({int(s // 60)} min {int(round(s % 60))} s)**"
+    return cell
+
+
+def _setup_cells(kind: str) -> dict[str, Any]:
+    r, ph = f"runs/[kind={kind}]", f"runs/[kind={kind}]/setup/phases"
+    nbs = ", ".join(f"{{{r}/demo/notebooks/{i}/seconds:.1f}}" for i in range(6))
+    return {"venv": f"{{{ph}/0/wall_s:.1f}}", "pip": f"{{{ph}/1/wall_s:.1f}}", "torch": f"{{{ph}/2/wall_s:.1f}}",
+            "setup": f"**{{{r}/setup/wall_s:.1f}}** (CPU {{{r}/setup/cpu_s:.1f}})",
+            "extras": f"{{{ph}/4/wall_s:.1f}} + {{{ph}/5/wall_s:.1f}}", "notebooks": nbs,
+            "demo": f"**{{{r}/demo/wall_s:.1f}}**", "total": _minutes(f"{r}/make_demo_total_s")}
+
+
+_COLD, _WARM = _setup_cells("cold"), _setup_cells("warm")
+_P3C, _P3W = "runs/[kind=cold]/setup/phases/3", "runs/[kind=warm]/setup/phases/3"
+TABLES += [
+    Table("setup-time", "docs/REPRODUCIBILITY.md", ("phase (seconds)", "cold", "warm"), [
+        Row("cold_setup.json", "venv", _COLD["venv"], _WARM["venv"]),
+        Row("cold_setup.json", "`pip install --upgrade pip`", _COLD["pip"], _WARM["pip"]),
+        Row("cold_setup.json", "torch 2.13.0 (CPU)", _COLD["torch"], _WARM["torch"]),
+        Row("cold_setup.json", "`pip install -e .[extras]`",
+            f"{{{_P3C}/wall_s:.1f}}: resolve + download {{{_P3C}/resolve_download_s:.1f}}, build wheels "
+            f"{{{_P3C}/build_wheels_s:.1f}} (llama-cpp-python {{{_P3C}/wheel_build_s/llama-cpp-python:.1f}}), "
+            f"install {{{_P3C}/install_s:.1f}}",
+            f"{{{_P3W}/wall_s:.1f}}: {{{_P3W}/resolve_download_s:.1f}}, {{{_P3W}/build_wheels_s:.1f}}, "
+            f"{{{_P3W}/install_s:.1f}}"),
+        Row("cold_setup.json", "packaged SmolLM2, Jupyter kernel", _COLD["extras"], _WARM["extras"]),
+        Row("cold_setup.json", "**`make setup`**", _COLD["setup"], _WARM["setup"]),
+        Row("cold_setup.json", "notebooks: quickstart, SimGRAG, compact, vector rerank, KGP, report",
+            _COLD["notebooks"], _WARM["notebooks"]),
+        Row("cold_setup.json", "**`make demo` after setup** ({runs/[kind=cold]/demo/ok} notebooks, "
+            "{runs/[kind=cold]/demo/failed} failed)", _COLD["demo"], _WARM["demo"]),
+        Row("cold_setup.json", "**fresh clone to finished demo**", _COLD["total"], _WARM["total"]),
+    ]),
+]
+
+
+def scaled(path: str, factor: float, spec: str) -> Callable[[Any], str]:
+    """A cell: the value at `path` times `factor` (units: MB -> GB, s -> ms), under `spec`."""
+    return lambda data: fmt(lookup(data, path, path) * factor, spec)
+
+
+def _join(*parts: str | Callable[[Any], str]) -> Callable[[Any], str]:
+    """A cell made of templates and callables, in order."""
+    return lambda data: "".join(p(data) if callable(p) else fill(p, data, "performance") for p in parts)
+
+
+_LAT, _EMB, _IDX = "latency", "embedding", "index"
+_LLM = "results/[backend={b}]"
+TABLES += [
+    Table("performance", RES, ("what (script; JSON in benchmarks/results/)", "measured"), [
+        Row("kg_scale_10M.json", "KG build from ids: synthetic power-law KG, {build/num_edges:,} edges, "
+            "{build/num_relations} relations (`kg_scale.py`; `kg_scale_10M.json`)",
+            _join("{build/from_ids_s:.1f} s, peak RSS ", scaled("build/peak_rss_mb_after_build", 1 / 1024, ".1f"),
+                  " GB (", scaled("bytes/arrays_total", 1e-6, ".0f"), " MB of id arrays and indexes)")),
+        Row("kg_scale_10M.json", "KG queries on that KG (random starts; chains from random walks)",
+            _join("neighbour lookup median ", "{latency/neighbors_out_all_relations/median_us:.0f} µs; 3-step chain "
+                  "median {latency/follow_chain_3_steps/median_us:.0f} µs (p95 ",
+                  scaled("latency/follow_chain_3_steps/p95_us", 1e-3, ".1f"), " ms); .npz reload "
+                  "{text_load/npz_load_s:.2f} s")),
+        Row("kg_scale_10M.json", "MetaQA KB load ({metaqa/num_edges:,} facts)", "{metaqa/load_s:.2f} s"),
+        Row("embed_index_before_milvus_flush.json",
+            "Embeddings + index: {n_names:,} MetaQA entity names, MiniLM (`embed_index.py`; "
+            "`embed_index_before_milvus_flush.json`, started {started_at})",
+            "cold encoding {embedding/cold_texts_per_s:.0f} names/s; a full cache hit "
+            "{embedding/cache_hit_fresh_process/encode_s:.1f} s in a fresh process without loading the model; FAISS "
+            "flat single query {index/faiss_flat/single_query/median_ms:.1f} ms median, HNSW "
+            "{index/faiss_hnsw/single_query/median_ms:.2f} ms at recall@10 {index/faiss_hnsw/recall_at_10_vs_exact:.3f}"),
+        Row("embed_index.json", "the same, rerun under other jobs' load (`embed_index.json`, started {started_at})",
+            "cold encoding {embedding/cold_texts_per_s:.0f} names/s; cache hit in a fresh process "
+            "{embedding/cache_hit_fresh_process/encode_s:.1f} s; FAISS flat "
+            "{index/faiss_flat/single_query/median_ms:.1f} ms, HNSW {index/faiss_hnsw/single_query/median_ms:.2f} ms "
+            "at recall@10 {index/faiss_hnsw/recall_at_10_vs_exact:.3f}"),
+        Row("llm_qwen2.5-coder-0.5b.json", "LLM load and decode, Qwen2.5-Coder-0.5B (`llm_throughput.py`; "
+            "`llm_qwen2.5-coder-0.5b.json`, load average {" + _LLM.format(b="hf") + "/loadavg_1min_start_end/0:.0f}"
+            "-{" + _LLM.format(b="llamacpp") + "/loadavg_1min_start_end/1:.0f} on 2 cores: compare, do not quote)",
+            "llama.cpp loads in {" + _LLM.format(b="llamacpp") + "/load_s:.1f} s with {" + _LLM.format(b="llamacpp")
+            + "/peak_rss_mb:.0f} MB peak RSS, transformers fp32 in {" + _LLM.format(b="hf") + "/load_s:.0f} s with "
+            "{" + _LLM.format(b="hf") + "/peak_rss_mb:,.0f} MB; decode {" + _LLM.format(b="llamacpp")
+            + "/decode_tokens_per_s:.2f} vs {" + _LLM.format(b="hf") + "/decode_tokens_per_s:.2f} tokens/s under "
+            "the same load"),
+    ]),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(name: str) -> tuple[str, str]:
     return f"<!-- table:{name} -->", f"<!-- /table:{name} -->"
