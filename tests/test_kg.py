@@ -571,3 +571,26 @@ def test_metaqa_kb_loads(real_data, tmp_path):
     assert kg.entity_id("The Killing Room") in set(films.reached.tolist())
     back = KG.load_npz(kg.save(tmp_path / "metaqa.npz"))
     assert back.num_edges == kg.num_edges and np.array_equal(back.tails, kg.tails)
+
+
+def test_memory_mapped_id_arrays_build_the_same_kg(tmp_path):
+    """The KG takes plain numpy arrays, memory-mapped ones included (an out-of-core build hands it memmaps)."""
+    from kgrag_utils.kg.arrays import csr_index
+
+    kg = synthetic_kg(2_000, num_relations=7, seed=5)
+    arrays = {}
+    for name in ("heads", "rels", "tails"):
+        src = getattr(kg, name)
+        mm = np.memmap(tmp_path / f"{name}.bin", dtype=src.dtype, mode="w+", shape=src.shape)
+        mm[:] = src
+        mm.flush()
+        arrays[name] = np.memmap(tmp_path / f"{name}.bin", dtype=src.dtype, mode="r", shape=src.shape)
+    again = KG.from_ids(arrays["heads"], arrays["rels"], arrays["tails"], kg.entity_names, kg.relation_names)
+    direct = KG(name="mm", entity_names=kg.entity_names, relation_names=kg.relation_names, **arrays,
+                index=csr_index(arrays["heads"], arrays["rels"], arrays["tails"], kg.num_entities, kg.num_relations))
+    start = int(np.flatnonzero(kg.out_degree > 0)[0])
+    chain = [(int(kg.rels[kg.neighbors(start)[2][0]]), True)]
+    for other in (again, direct):
+        assert other.num_edges == kg.num_edges
+        assert np.array_equal(other.follow_chain([start], chain).edge_ids, kg.follow_chain([start], chain).edge_ids)
+        assert np.array_equal(other.khop_edges([start], 2), kg.khop_edges([start], 2))
