@@ -72,7 +72,7 @@ def lookup(data: Any, path: str, where: str) -> Any:
                 raise TableError(f"{where}: {len(hits)} items with {key} = {want!r} in {path!r} (need exactly one)")
             value = hits[0]
             continue
-        if isinstance(value, list) and part.lstrip("-").isdigit():
+        if isinstance(value, (list, tuple)) and part.lstrip("-").isdigit():
             try:
                 value = value[int(part)]
                 continue
@@ -654,6 +654,33 @@ TABLES += [
             "{" + _LLM.format(b="hf") + "/peak_rss_mb:,.0f} MB; decode {" + _LLM.format(b="llamacpp")
             + "/decode_tokens_per_s:.2f} vs {" + _LLM.format(b="hf") + "/decode_tokens_per_s:.2f} tokens/s under "
             "the same load"),
+    ]),
+]
+
+
+TABLES += [
+    Table("kgp-iirc-published", "docs/REPRODUCIBILITY.md", ("*published* system (Table 1)", "IIRC F1"), [
+        Row(None, system, f"*{{@kgp.TABLE1_F1/{system}/iirc:.2f}}*") for system in ("KGP-T5", "TF-IDF", "MDR")]),
+]
+
+
+_CP = "@compact.PAPER"
+TABLES += [
+    Table("compact-webqsp-published", "docs/REPRODUCIBILITY.md", ("figure", "*published* WebQSP", "*published* CWQ"), [
+        Row(None, "facts per compact context", f"*{{{_CP}/facts_per_context/WebQSP:.1f}}*",
+            f"*{{{_CP}/facts_per_context/CWQ:.1f}}*"),
+        Row(None, "EM gain of the compact context over the top-100 facts",
+            f"*+{{{_CP}/em_gain_over_100_facts/WebQSP:.1f}}* (*{{{_CP}/em_gain_over_100_facts/per_llm_range/0:.1f}}* "
+            f"to *{{{_CP}/em_gain_over_100_facts/per_llm_range/1:.1f}}* per LLM)", "–"),
+        Row(None, "derived answer's precision when the derivability check passes",
+            f"*{{{_CP}/derived_precision_when_derivable/WebQSP:.1f}}%*",
+            f"*{{{_CP}/derived_precision_when_derivable/CWQ:.1f}}%*"),
+        Row(None, "... with exactly one derived answer (share of questions)",
+            f"*{{{_CP}/derived_precision_one_answer/WebQSP:.1f}}%* (*{{{_CP}/coverage_one_answer/WebQSP:.1f}}%*)",
+            f"*{{{_CP}/derived_precision_one_answer/CWQ:.1f}}%* (*{{{_CP}/coverage_one_answer/CWQ:.1f}}%*)"),
+        Row(None, "test questions whose gold chain was seen in training",
+            f"*{{{_CP}/gold_chain_seen_in_training/WebQSP:.1f}}%*", "–"),
+        Row(None, "derivability check passes", "–", f"*{{{_CP}/derivability_passes/CWQ:.1f}}%*"),
     ]),
 ]
 
