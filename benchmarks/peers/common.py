@@ -217,14 +217,25 @@ def _row_key(row: Mapping) -> tuple:
 
 def merge_rows(rows: Iterable[dict], path: str | Path = RESULTS_FILE, note: Mapping | None = None) -> Path:
     """Replace this harness's rows (same peer, dataset, metric, variants) in peers.json; keep every other row."""
+    import fcntl
+    import hashlib
+    import tempfile
+
+    target = (Path(path) if Path(path).is_absolute() else REPO / path).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = Path(tempfile.gettempdir()) / f"peers-{hashlib.sha1(str(target).encode()).hexdigest()[:12]}.lock"
+    with open(lock_path, "w") as lock:  # harnesses of several peers may merge into one file at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _merge_locked(target, list(rows), note)
+
+
+def _merge_locked(target: Path, new: list[dict], note: Mapping | None) -> Path:
     from kgrag_utils.records import write_result
 
-    target = Path(path) if Path(path).is_absolute() else REPO / path
     try:
         current = json.loads(target.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         current = {}
-    new = list(rows)
     keys = {_row_key(r) for r in new}
     kept = [r for r in current.get("rows", []) if _row_key(r) not in keys]
     runs = dict(current.get("runs", {}))
