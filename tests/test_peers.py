@@ -299,3 +299,53 @@ def test_vgr_harness_with_the_real_package_on_sample_passages(peer_sandbox, monk
     # the same MiniLM over the same passage texts: naive retrieval agrees on both sides
     assert rows[("recall@5", "naive")]["ours"] == pytest.approx(rows[("recall@5", "naive")]["peer_score"])
     assert any("Relationship descriptions" in r["body"]["messages"][-1]["content"] for r in srv.requests)
+
+
+# ----------------------------------------------------------------------------- the KGP-reference harness
+STAND_IN_KGP = {
+    # the interfaces of KG-LLM-MDQA's Pipeline/retriever.py that the harness calls, implemented minimally
+    "Pipeline/retriever.py": """
+        import langchain.prompts  # imported at module level by the reference too: must resolve to a stand-in
+        from utils import tf_idf
+        class TF_IDF_retriever:
+            def __init__(self, k): self.k = k
+            def retrieve(self, data): return [c for _, c in data["title_chunks"]][: self.k]
+        class BM25_retriever(TF_IDF_retriever):
+            def retrieve(self, data): return [c for _, c in data["title_chunks"]][::-1][: self.k]
+        class KG_retriever:
+            def __init__(self, k): self.k = k
+            def retrieve(self, data, G):
+                corpus = [c for _, c in data["title_chunks"]]
+                order = sorted(G.nodes, key=lambda n: -G.degree(n))[: self.k]
+                return [corpus[i] for i in order], None, None, None
+        """,
+    "Pipeline/utils.py": """
+        import spacy
+        nlp = spacy.load("en_core_web_lg")  # as in the reference: must not fail at import
+        def tf_idf(*a, **k): return []
+        """,
+}
+
+
+def test_kgp_ref_harness_scores_the_reference_retrievers_on_our_sets(peer_sandbox):
+    import kgp_ref
+
+    ref = _write_tree(peer_sandbox / "KG-LLM-MDQA", STAND_IN_KGP)
+    out = peer_sandbox / "peers.json"
+    argv = ["--reference-dir", str(ref), "--dataset", "sample-passages", "--limit", "3", "--graphs", "tfidf",
+            "--peer-python", sys.executable, "--out", str(out)]
+    assert kgp_ref.main(argv) == 0
+    data = json.loads(out.read_text())
+    rows = {(r["metric"], r["peer_variant"].split()[0].rstrip(",")): r for r in data["rows"]}
+    assert len(rows) == 8 and all(r["n"] == 3 and r["peer"] == "kgp-ref" for r in rows.values())
+    run_dir = next((peer_sandbox / "results" / "peers").iterdir())
+    sets = [json.loads(x) for x in (run_dir / "sets.jsonl").read_text().splitlines()]
+    peer = [json.loads(x) for x in (run_dir / "peer.jsonl").read_text().splitlines()]
+    # the stand-in's TF-IDF returns the set's first 30 passages: recall@30 is the share of gold units covered there
+    expected = sum(sum(any(i < 30 for i in cover) for cover in s["gold_cover"]) / len(s["gold_cover"])
+                   for s in sets) / len(sets)
+    assert rows[("recall@30", "TF_IDF_retriever")]["peer_score"] == pytest.approx(expected, abs=1e-4)
+    assert peer[0]["tfidf"] == list(range(min(30, len(sets[0]["chunks"]))))
+    assert [s["id"] for s in sets] == [p["id"] for p in peer]
+    assert peer[0]["bm25"][0] == len(sets[0]["chunks"]) - 1  # texts mapped back to passage indices
+    assert "BM25_retriever" in data["runs"]["kgp-ref/sample-passages"]["peer_only"]

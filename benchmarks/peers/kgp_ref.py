@@ -72,7 +72,8 @@ def ours_and_sets(args, ds, sets_path: Path) -> dict:
                 if gold is None:
                     gold, dset = prep.gold, prep.dset
                     row.update({"id": q.qid, "question": q.question, "titles": list(dset.titles),
-                                "chunks": dset.retrieval_texts()})
+                                "chunks": dset.retrieval_texts(), "gold_units": list(gold.units),
+                                "gold_cover": [c.tolist() for c in gold.cover]})  # for reading, not for the peer
             f.write(json.dumps(row) + "\n")
             ours[q.qid] = {"scores": scores, "gold": gold, "n_passages": len(row["chunks"])}
     return ours
