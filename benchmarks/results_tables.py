@@ -35,6 +35,9 @@ a list inside the JSON (optionally `where=` a predicate). A template is text wit
   no format: the value as JSON writes it;
 * `{path|default}` gives `default` when the path is absent (for files that lack a field).
 
+A number inside prose is a `Value(name, doc, file, template)` between `<!-- value:NAME -->` and
+`<!-- /value:NAME -->` on one line (the comments do not show when rendered).
+
 Cells may also be plain text, or a function of the row's JSON (for a ratio or a sum: `per_question(...)`).
 A missing file or path is an error naming both (never a silent blank).
 """
@@ -163,6 +166,8 @@ class Rows:
 class Table:
     """One generated table: its marker name, the markdown file that holds it, the header and the rows."""
 
+    inline = False
+
     def __init__(self, name: str, doc: str, header: Sequence[str], rows: Sequence[Row | Rows]):
         self.name, self.doc, self.header, self.rows = name, doc, tuple(header), list(rows)
 
@@ -174,6 +179,19 @@ class Table:
                     raise TableError(f"table {self.name}: a row has {len(cells)} cells for {len(self.header)} columns")
                 lines.append(("| " + " | ".join(cells) + " |").replace("|  |", "| |").replace("|  |", "| |"))
         return "\n".join(lines)
+
+
+class Value:
+    """One number inside prose: `<!-- value:NAME -->97.7<!-- /value:NAME -->` on one line, from one template."""
+
+    inline = True
+
+    def __init__(self, name: str, doc: str, file: str | None, template: str | Callable[[Any], str]):
+        self.name, self.doc, self.file, self.template = name, doc, file, template
+
+    def render(self, results: Path = RESULTS) -> str:
+        data = _load(results, self.file)
+        return self.template(data) if callable(self.template) else fill(self.template, data, str(self.file), results)
 
 
 def _load(results: Path, file: str | None) -> Any:
@@ -189,7 +207,7 @@ def _load(results: Path, file: str | None) -> Any:
 
 
 # ----------------------------------------------------------------------------- the tables
-TABLES: list[Table] = []
+TABLES: list[Table | Value] = []
 RES = "docs/RESULTS.md"
 HOPS = (("1", "1-hop"), ("2", "2-hop"), ("3", "3-hop"))
 _H = "hits@1_top1_subgraph"
@@ -685,18 +703,32 @@ TABLES += [
 ]
 
 
+# numbers inside the prose of docs/RESULTS.md
+_MISS = "answerable_misses_by_class"
+TABLES += [
+    Value("simgrag-1hop-tie-misses", RES, "simgrag_metaqa-1hop.json", f"{{{_MISS}/top1_is_kb_answer_not_in_gold_list}}"),
+    *(Value(f"simgrag-injective-misses-{key}", RES, f"simgrag_{stem}_injective.json", f"{{{_MISS}/needs_non_simple_path}}")
+      for key, stem in (("1hop", "metaqa-1hop"), ("2hop", "metaqa-2hop"), ("3hop", "metaqa-3hop"), ("pq2", "pq-2hop"),
+                        ("pq3", "pq-3hop"))),
+    Value("kgp-musique-flat-sfem30", RES, None, "{" + _kgp_base("musique", "none-tfidf") + "/summary/sf_em@30:.2f}"),
+    Value("kgp-musique-entity-sfem30", RES, None, "{" + _kgp_base("musique", "entity-nollm") + "/summary/sf_em@30:.2f}"),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
-def _markers(name: str) -> tuple[str, str]:
-    return f"<!-- table:{name} -->", f"<!-- /table:{name} -->"
+def _markers(t: Table | Value) -> tuple[str, str]:
+    kind = "value" if t.inline else "table"
+    return f"<!-- {kind}:{t.name} -->", f"<!-- /{kind}:{t.name} -->"
 
 
-def splice(text: str, name: str, table: str, doc: str) -> str:
-    """`text` with the block between the markers of `name` replaced by `table`."""
-    start, end = _markers(name)
+def splice(text: str, t: Table | Value, body: str) -> str:
+    """`text` with what stands between the markers of `t` replaced by `body`."""
+    start, end = _markers(t)
     i, j = text.find(start), text.find(end)
     if i < 0 or j < i:
-        raise TableError(f"{doc}: markers {start} ... {end} not found")
-    return text[: i + len(start)] + "\n" + table + "\n" + text[j:]
+        raise TableError(f"{t.doc}: markers {start} ... {end} not found")
+    pad = "" if t.inline else "\n"
+    return text[: i + len(start)] + pad + body + pad + text[j:]
 
 
 def rendered(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | None = None) -> dict[str, str]:
@@ -707,7 +739,7 @@ def rendered(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table]
         text = out.get(t.doc)
         if text is None:
             text = (root / t.doc).read_text(encoding="utf-8")
-        out[t.doc] = splice(text, t.name, t.render(results), t.doc)
+        out[t.doc] = splice(text, t, t.render(results))
     return out
 
 
@@ -716,7 +748,7 @@ def stale(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | 
     _CACHE.clear()
     bad = []
     for t in TABLES if tables is None else tables:
-        start, end = _markers(t.name)
+        start, end = _markers(t)
         text = (root / t.doc).read_text(encoding="utf-8")
         i, j = text.find(start), text.find(end)
         if i < 0 or j < i:

@@ -26,7 +26,8 @@ def test_every_table_has_one_pair_of_markers():
     assert len(names) == len(set(names))
     for t in rt.TABLES:
         text = (ROOT / t.doc).read_text(encoding="utf-8")
-        assert text.count(f"<!-- table:{t.name} -->") == 1 and text.count(f"<!-- /table:{t.name} -->") == 1, t.name
+        start, end = rt._markers(t)
+        assert text.count(start) == 1 and text.count(end) == 1, t.name
 
 
 def test_a_changed_json_makes_its_table_stale(tmp_path):
@@ -40,6 +41,18 @@ def test_a_changed_json_makes_its_table_stale(tmp_path):
     stale = rt.stale(results=results)
     assert any(s.startswith("simgrag-oracle ") for s in stale), stale
     assert "12.3" in rt.rendered(results=results)["docs/RESULTS.md"]
+
+
+def test_a_number_in_prose_follows_its_json(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(rt.RESULTS, results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
+    path = results / "simgrag_metaqa-1hop.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["answerable_misses_by_class"]["top1_is_kb_answer_not_in_gold_list"] = 77
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert [s for s in rt.stale(results=results) if s.startswith("simgrag-1hop-tie-misses ")]
+    text = rt.rendered(results=results)["docs/RESULTS.md"]
+    assert "MetaQA 1-hop, <!-- value:simgrag-1hop-tie-misses -->77<!-- /value:simgrag-1hop-tie-misses --> misses" in text
 
 
 def test_a_changed_published_number_makes_its_table_stale(monkeypatch):
