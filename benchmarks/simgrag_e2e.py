@@ -27,6 +27,7 @@ from kgrag_utils import settings
 from kgrag_utils.metrics import wilson_interval
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize_records
+from kgrag_utils.methods.simgrag.demos import requested_demos
 
 #: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)
 PREFILL_TOK_S = 100.0
@@ -83,9 +84,9 @@ def first_computation_seconds(records: list[dict], earlier_run: Path) -> dict:
             "n_questions_timed": len(per_question), "timed_from": sources, "earlier_run": str(earlier_run)}
 
 
-def setting_label(config: SimGRAGConfig, structured: str) -> str:
+def setting_label(config: SimGRAGConfig, structured: str, nearest: bool) -> str:
     """The row label of a run: demonstrations, samples, decoding and the schema options."""
-    if config.demos == "nearest":
+    if nearest:
         label = f"nearest {config.shots} (after {config.fixed_shots} fixed)"
     else:
         label = f"fixed {config.shots} (the paper's shots)"
@@ -164,8 +165,9 @@ def main(argv=None) -> int:
                          "prompt lists (SimGRAGConfig.relation_vocabulary); default: SimGRAGConfig's")
     ap.add_argument("--shots", type=int, default=SimGRAGConfig().shots,
                     help="pattern shots: the fixed ones, or with --demos nearest the chosen demonstrations")
-    ap.add_argument("--demos", default=SimGRAGConfig().demos, choices=("fixed", "nearest"),
-                    help="fixed: the prompt file's shots; nearest: the training questions nearest to each question")
+    ap.add_argument("--demos", default=SimGRAGConfig().demos, choices=("", "fixed", "nearest"),
+                    help="fixed: the prompt file's shots; nearest: the training questions nearest to each question; "
+                         "default: the preset's (where the dataset has training questions)")
     ap.add_argument("--fixed-shots", type=int, default=SimGRAGConfig().fixed_shots,
                     help="--demos nearest: the fixed shots kept first (shared by every question)")
     ap.add_argument("--samples", type=int, default=SimGRAGConfig().samples,
@@ -207,11 +209,21 @@ def main(argv=None) -> int:
         if not settings_params.get(opt):
             settings_params.pop(opt, None)
     default = SimGRAGConfig()
-    if args.demos == "fixed":
+    from kgrag_utils.embeddings import load_embedder
+    from kgrag_utils.methods.simgrag.demos import default_pool
+    from kgrag_utils.methods.simgrag.pattern import pattern_family
+
+    pool, demos_note = default_pool(method_settings, data, load_embedder(args.embedder),
+                                    pattern_family(data.name, data.kg.relation_names.tolist()))
+    if pool is None or requested_demos(method_settings) == "fixed":
+        settings_params.pop("demos", None)  # fixed shots (the historical behaviour): earlier run keys hold
         settings_params.pop("fixed_shots", None)  # unused with fixed demos
+    else:
+        settings_params["demos"] = "nearest"
+        print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split ({demos_note})", flush=True)
     if args.samples == 1:
         settings_params.pop("sample_temperature", None)  # unused with one (greedy) sample
-    for opt in ("demos", "fixed_shots", "samples", "sample_temperature", "answer_demos"):  # absent at defaults: keys hold
+    for opt in ("fixed_shots", "samples", "sample_temperature", "answer_demos"):  # absent at defaults: keys hold
         if settings_params.get(opt) == getattr(default, opt):
             settings_params.pop(opt, None)
     evaluation = evaluation_params(args.dataset, args.split, options)  # a file option by its content
@@ -229,13 +241,6 @@ def main(argv=None) -> int:
         llm = replay_gold_llm(data.items) if fake else load_llm(
             args.preset, backend=args.backend, structured=structured, **({"n_threads": args.threads} if args.threads else {}))
         backend = getattr(llm, "backend_name", backend)
-        pool = None
-        if args.demos == "nearest" or args.answer_demos == "nearest":
-            from kgrag_utils.embeddings import load_embedder
-            from kgrag_utils.methods.simgrag.demos import pattern_demo_pool
-
-            pool = pattern_demo_pool(data, load_embedder(args.embedder))
-            print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split", flush=True)
         method = SimGRAG(method_settings, data.kg, retriever, llm, dataset=data.name, demo_pool=pool)
         try:
             todo = [q.qid for q in data.items if q.qid not in recorder.done_ids]
@@ -266,7 +271,9 @@ def main(argv=None) -> int:
         "metric_note": "hits@1: strict (the first parsed answer, normalised, equals a gold answer); containment: "
                        "lenient (a gold answer is a substring of the raw answer, the paper's 'Hits@1'); failed "
                        "examples count as wrong (n_failed); failed_stage: the stage blamed for each wrong answer",
-        "setting": setting_label(method_settings, structured),
+        "setting": setting_label(method_settings, structured, nearest=pool is not None and
+                                 requested_demos(method_settings) == "nearest"),
+        "demos_note": demos_note,
         "summary": summary, "seconds": timing, "report": run_report(records),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},

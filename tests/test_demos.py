@@ -336,3 +336,24 @@ def test_misses_reach_a_prefix_reusing_backend_in_text_order():
     results = llm.generate(prompts)
     assert llm.prompts_seen == ["shared demos A q22", "shared demos B q1", "shared demos B q3", "x"]
     assert [r.text for r in results] == ["ok"] * 4  # answers come back in the prompts' order either way
+
+
+def test_the_preset_default_uses_nearest_demos_only_where_the_dataset_has_them(movies2, monkeypatch):
+    from kgrag_utils.llm import presets
+
+    monkeypatch.setitem(presets.PRESETS, "qwen2.5-coder-0.5b",
+                        presets.PRESETS["qwen2.5-coder-0.5b"].replace(demos="nearest"))
+    config = SimGRAGConfig(dataset=movies2.name, llm_preset="qwen2.5-coder-0.5b")  # demos="" : the preset's
+    method = SimGRAG.prepare(config, movies2, embedder=WordsEmbedder())
+    assert method.demos_mode == "nearest" and method.demos_note == "nearest" and method.demo_pool is not None
+    assert SimGRAG.prepare(config.replace(demos="fixed"), movies2, embedder=WordsEmbedder()).demos_mode == "fixed"
+    # a family without demonstration wording (PathQuestion's people): the fixed shots, and the record says why
+    other = SimGRAG.prepare(config.replace(family="people"), movies2, embedder=WordsEmbedder())
+    assert other.demos_mode == "fixed" and "no wording" in other.demos_note
+    dev = load_dataset("sample-movies-2hop", split="dev")  # evaluated on the training split: no pool
+    fallback = SimGRAG.prepare(config.replace(split="dev"), dev, embedder=WordsEmbedder())
+    assert fallback.demos_mode == "fixed" and "not available" in fallback.demos_note
+    with pytest.raises(ConfigError, match="training split"):  # asked for explicitly: refused
+        SimGRAG.prepare(config.replace(split="dev", demos="nearest"), dev, embedder=WordsEmbedder())
+    # a preset without the field's override (the fake test double) keeps the fixed shots
+    assert SimGRAG.prepare(config.replace(llm_preset="fake"), movies2, embedder=WordsEmbedder()).demos_mode == "fixed"

@@ -44,6 +44,9 @@ class Preset:
     quantization). gpu: the preset is meant for a CUDA GPU (4-bit there needs bitsandbytes + CUDA).
     structured: the default decoding mode, "off" (free text) or "schema" (each stage's answer
     constrained to its JSON schema); `load_llm(..., structured=...)` overrides it for one run.
+    demos: the default of SimGRAG's pattern demonstrations ("fixed": the prompt file's shots, the paper's;
+    "nearest": the training questions nearest to each question, where the dataset has them: see
+    docs/DEMONSTRATIONS.md); a method config's `demos` overrides it.
     """
 
     name: str
@@ -59,8 +62,11 @@ class Preset:
     family: str = ""
     params_b: float | None = None
     structured: str = "off"
+    demos: str = "fixed"
 
     def __post_init__(self):
+        if self.demos not in ("fixed", "nearest"):
+            raise ConfigError(f"preset {self.name!r}: demos must be 'fixed' or 'nearest', got {self.demos!r}.")
         if self.quantization not in QUANTIZATIONS:
             raise ConfigError(f"preset {self.name!r}: quantization must be one of {list(QUANTIZATIONS)}, got {self.quantization!r}.")
         if self.structured not in STRUCTURED_MODES:
@@ -109,11 +115,11 @@ _QWEN_15B = PackagedGGUF(
 )
 
 
-def _cpu(name, hub_id, gguf, ctx, params_b, notes, structured="off") -> Preset:
+def _cpu(name, hub_id, gguf, ctx, params_b, notes, structured="off", demos="fixed") -> Preset:
     return Preset(
         name=name, backend="auto", hub_id=hub_id, quantization="gguf", context_length=ctx,
         dtype="float32", notes=notes, gguf=gguf, gpu=False, family=hub_id.split("/")[0], params_b=params_b,
-        structured=structured,
+        structured=structured, demos=demos,
     )
 
 

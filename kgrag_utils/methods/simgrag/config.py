@@ -36,7 +36,7 @@ class SimGRAGConfig(MethodConfig):
     dataset: str = "sample-movies-2hop"
     limit: int = 20
     shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation); nearest: demonstrations
-    demos: Literal["fixed", "nearest"] = "fixed"  # fixed: the prompt file's shots; nearest: the training questions nearest to each
+    demos: Literal["", "fixed", "nearest"] = ""  # "": the preset's; fixed: the prompt file's shots (the paper's); nearest: the training questions nearest to each
     fixed_shots: int = 4                # nearest demos: the fixed shots kept first (shared by all questions: prefix-cached)
     samples: int = 1                    # patterns per question: n > 1 adds n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
     sample_temperature: float = 0.7     # samples > 1: the temperature of the sampled patterns (seeds 1..n-1; the first is greedy)

@@ -17,7 +17,8 @@ from ...demos import DemoPool
 from .oracle import oracle_pattern, qtype_node_types
 from .pattern import load_prompt_file
 
-__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "DEMO_NEED"]
+__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "default_pool",
+           "DEMO_NEED"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
 DEMO_NEED = "a gold relation chain and a topic entity"
@@ -62,6 +63,40 @@ def pattern_demo(item: Any, family: str = "movies") -> dict:
         triples.append([tail, words["words"], head] if words["subject"] == "tail" else [head, words["words"], tail])
         phrases.append(words["forward" if forward else "backward"].format(x=subjects[i - 1]))
     return {"id": str(item.qid), "question": item.question, "phrases": phrases, "triples": triples}
+
+
+def requested_demos(config) -> str:
+    """The pattern demonstrations a config asks for: its `demos`, or "" -> its LLM preset's (`Preset.demos`;
+    "fixed" for presets that name none, such as the fake test double)."""
+    if config.demos:
+        return config.demos
+    from ...llm.presets import PRESETS
+
+    preset = PRESETS.get(config.llm_preset)
+    return preset.demos if preset is not None else "fixed"
+
+
+def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | None, str]:
+    """(the demonstration pool or None, why): a pool when the config asks for nearest demonstrations.
+
+    Asked explicitly (`demos="nearest"`), a dataset that cannot give them is refused (ConfigError). Asked by the
+    preset's default (`demos=""`), the run uses the fixed shots where the dataset cannot give them (no training
+    split, no gold chains, or a few-shot family whose relations have no wording in the prompt file), and says so."""
+    from ...errors import ConfigError
+
+    mode = requested_demos(config)
+    wants = (mode == "nearest" and config.pattern_source == "llm") or (config.answer_demos == "nearest" and config.reader)
+    if not wants:
+        return None, f"{mode} ({'set' if config.demos else 'the preset default'})"
+    explicit = bool(config.demos) or config.answer_demos == "nearest"
+    if not explicit and family not in (load_prompt_file("simgrag_pattern.yaml").get("demonstrations") or {}):
+        return None, f"fixed: the preset's nearest demonstrations have no wording for the {family!r} family"
+    try:
+        return pattern_demo_pool(dataset, embedder), "nearest"
+    except ConfigError as exc:
+        if explicit:
+            raise
+        return None, f"fixed: the preset's nearest demonstrations are not available here ({exc})"
 
 
 def pattern_demo_pool(dataset, embedder, limit: int | None = None) -> DemoPool:

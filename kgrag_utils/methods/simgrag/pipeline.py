@@ -39,7 +39,7 @@ from ..base import Method, is_error_record
 from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
-from .demos import demo_shots, pattern_demo_pool, shots_of
+from .demos import default_pool, demo_shots, requested_demos, shots_of
 from .protocol import cost_of
 from .samples import merge_samples
 from .pattern import (PATTERN_SCHEMA, RELATION_VOCABULARY_MAX, Pattern, anchored_pattern_schema, marked_entities,
@@ -92,6 +92,10 @@ class SimGRAG(Method):
         self._llm = llm
         self._fake_items: Sequence = ()
         self.demo_pool = demo_pool  # demos="nearest": the training questions (kgrag_utils.demos.DemoPool)
+        # the pattern demonstrations used: the config's, or its preset's default where a pool could be built
+        requested = requested_demos(self.config)
+        self.demos_mode = requested if (self.config.demos or demo_pool is not None) else "fixed"
+        self.demos_note = requested if self.config.demos else f"{self.demos_mode} (the preset default)"
         self.dataset = dataset or self.config.dataset
         self.task = resolve_task(self.config.task, self.dataset)
         self.family = self.config.family or ("claims" if self.task == "verify" else
@@ -103,14 +107,14 @@ class SimGRAG(Method):
         """Embed and index the dataset's KG (the FactKG types too, for the type-candidate rule)."""
         retriever = GSDRetriever.from_embedder(dataset.kg, embedder or config.embedder, progress=progress,
                                                entity_types=dataset.info.get("entity_types"))
-        pool = None
-        if (config.demos == "nearest" and config.pattern_source == "llm") or (config.answer_demos == "nearest"
-                                                                               and config.reader):
-            from ...embeddings import load_embedder
+        from ...embeddings import load_embedder
 
-            emb = embedder or config.embedder
-            pool = pattern_demo_pool(dataset, load_embedder(emb) if isinstance(emb, str) else emb)
+        emb = embedder or config.embedder
+        verify = resolve_task(config.task, dataset.name) == "verify"
+        family = config.family or ("claims" if verify else pattern_family(dataset.name, dataset.kg.relation_names.tolist()))
+        pool, note = default_pool(config, dataset, load_embedder(emb) if isinstance(emb, str) else emb, family)
         method = cls(config, dataset.kg, retriever, llm, dataset=dataset.name, demo_pool=pool)
+        method.demos_note = note
         method._fake_items = list(dataset.items)
         return method
 
@@ -157,7 +161,7 @@ class SimGRAG(Method):
     def pattern_demos(self, item) -> tuple[list[dict], list[float]]:
         """demos="nearest": the `shots` training questions nearest to `item` as pattern shots (nearest last) and
         their similarities; demos="fixed": none."""
-        if self.config.demos != "nearest":
+        if self.demos_mode != "nearest":
             return [], []
         if self.demo_pool is None:
             raise ConfigError("demos='nearest' needs the training questions: build the method with "
@@ -194,7 +198,7 @@ class SimGRAG(Method):
 
     def pattern_prompt(self, question: str, demos: Sequence[dict] = ()) -> list[dict]:
         """The pattern chat: the fixed shots (`shots` of them, or `fixed_shots` with nearest demos), then `demos`."""
-        nearest = self.config.demos == "nearest"
+        nearest = self.demos_mode == "nearest"
         return build_pattern_prompt(question, self.config.fixed_shots if nearest else self.config.shots, self.family,
                                     form=self.prompt_form, relations=self.relation_vocabulary, demos=shots_of(demos))
 
@@ -301,7 +305,7 @@ class SimGRAG(Method):
                 "pattern_anchored": bool(wants_schema(self.llm) and self.config.anchor_entity
                                          and marked_entities(w.q.question)),
                 "pattern_relation_enum": bool(self.relation_vocabulary),
-                "pattern_demos": [d["id"] for d in demos], "pattern_demo_scores": scores,
+                "demos": self.demos_mode, "pattern_demos": [d["id"] for d in demos], "pattern_demo_scores": scores,
                 "pattern_demo_tokens": self._demo_tokens(prompt, len(demos)),
                 "timings": {"pattern_s": res.seconds},
                 "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
