@@ -14,6 +14,10 @@ papermill in `notebooks/`, a test in a temporary folder and a user's shell all a
 | executed nb | KGRAG_RUNS_DIR       | <root>/runs                 |
 
 Relative values of the variables are taken relative to the repository root.
+
+`KGRAG_LLM_THREADS` sets llama.cpp's CPU threads (default: all cores). On a machine shared with other
+busy processes, 1 is several times faster than all cores: llama.cpp's threads wait for each other
+at every step, so one descheduled thread stalls the rest.
 """
 
 from __future__ import annotations
@@ -99,6 +103,17 @@ def notebooks_dir() -> Path:
 
 def configs_dir() -> Path:
     return repo_root() / "configs"
+
+
+def llm_threads() -> int:
+    """llama.cpp CPU threads: `KGRAG_LLM_THREADS` if set, else every core."""
+    value = os.environ.get("KGRAG_LLM_THREADS", "").strip()
+    if not value:
+        return max(1, os.cpu_count() or 1)
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"KGRAG_LLM_THREADS={value!r} is not a positive whole number: set it to e.g. 1, or unset it "
+                          f"for every core.")
+    return int(value)
 
 
 def describe() -> dict[str, str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgrag_utils import cli, plotting, settings
+from kgrag_utils.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,3 +89,15 @@ def test_cli_data_list_names_every_dataset_with_its_source(capsys):
         assert name in out
     factkg_line = out[out.index("factkg"):].splitlines()
     assert "kgrag data fetch factkg" in factkg_line[0] and "source: http" in factkg_line[1]
+
+
+def test_llm_threads_from_the_environment(monkeypatch):
+    """KGRAG_LLM_THREADS sets llama.cpp's threads; unset means every core; a bad value is refused naming the fix."""
+    monkeypatch.delenv("KGRAG_LLM_THREADS", raising=False)
+    assert settings.llm_threads() == max(1, os.cpu_count() or 1)
+    monkeypatch.setenv("KGRAG_LLM_THREADS", "1")
+    assert settings.llm_threads() == 1
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("KGRAG_LLM_THREADS", bad)
+        with pytest.raises(ConfigError, match="KGRAG_LLM_THREADS"):
+            settings.llm_threads()

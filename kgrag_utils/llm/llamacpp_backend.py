@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import settings
 from ..errors import ConfigError, MissingDependencyError
 from .base import LLM, Chat, GenerationConfig, RawGeneration, prompt_too_long
 from .cache import ResponseCache
@@ -60,12 +61,13 @@ class LlamaCppLLM(LLM):
             model_path = assemble(preset.gguf)
         self.model_path = Path(model_path)
         self.n_ctx = int(n_ctx or min(preset.context_length, 8192))
-        self.n_threads = int(n_threads or max(1, os.cpu_count() or 1))
+        self.n_threads = int(n_threads or settings.llm_threads())
         self.batch_size = int(batch_size or 8)  # prompts per cache write; generation itself is sequential
         self.llama = Llama(
             model_path=str(self.model_path),
             n_ctx=self.n_ctx,
             n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,  # prompt prefill too (llama-cpp-python's default is every core)
             n_batch=int(n_batch),
             n_gpu_layers=int(n_gpu_layers),
             seed=0,
