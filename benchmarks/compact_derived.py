@@ -54,7 +54,8 @@ def main(argv=None) -> dict:
                                                 dataset_from_args, training_from_args, training_record)
     from kgrag_utils.methods.compact import CompactConfig, Compact, gate_table, load_token_counter, summarize_records
     from kgrag_utils.methods.compact.config import KNOWLEDGE_SOURCES
-    from kgrag_utils.records import atomic_write_json, environment_info
+    from kgrag_utils.provenance import per_question
+    from kgrag_utils.records import environment_info, write_result
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_dataset_arguments(parser, kinds=("kgqa", "kinship"))  # any registered dataset; --option key=value
@@ -133,10 +134,12 @@ def main(argv=None) -> dict:
         "token_comparison": token_comparison,
         "goals": _goals(args.dataset, summary, token_comparison),
         "error_patterns": _error_patterns(records, method.kind),
+        "outcomes": {"derived": per_question(records, ["derived_hits@1", "chain" if method.kind == "kgqa"
+                                                        else "derived_relation"])},
         "timings_s": timings,
         "environment": environment_info(),
     }
-    atomic_write_json(out, result)
+    write_result(out, result, args)  # + provenance: command, arguments, commit, environment
     print(json.dumps({"dataset": args.dataset, "n": len(items), "goals": result["goals"],
                       "token_comparison": token_comparison}, indent=1, default=str))
     print(f"wrote {out}")

@@ -81,10 +81,19 @@ def atomic_write_json(path: Path | str, obj: Any) -> None:
     atomic_write_text(path, json.dumps(to_jsonable(obj), ensure_ascii=False, indent=2) + "\n")
 
 
-def write_result(path: Path | str, obj: Any) -> Path:
-    """Write a benchmark's JSON result atomically; a relative path resolves from the repository root."""
+def write_result(path: Path | str, obj: Any, arguments: Any = None) -> Path:
+    """Write a benchmark's JSON result atomically; a relative path resolves from the repository root.
+
+    The file gets a `provenance` block (`provenance.result_provenance`: command, parsed `arguments` (an
+    argparse Namespace or a mapping), commit, environment) unless `obj` brings its own.
+    """
+    from .provenance import result_provenance
+
     out = Path(path)
     out = out if out.is_absolute() else settings.repo_root() / out
+    if isinstance(obj, dict) and "provenance" not in obj:
+        given = vars(arguments) if hasattr(arguments, "__dict__") and not isinstance(arguments, Mapping) else arguments
+        obj = {**obj, "provenance": result_provenance(given)}
     atomic_write_json(out, obj)
     return out
 

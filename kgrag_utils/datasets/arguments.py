@@ -60,6 +60,9 @@ def add_dataset_arguments(parser: argparse.ArgumentParser, kinds: Sequence[str] 
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a dataset option, repeatable (e.g. path=... kb=... for pq-file, variant=ntm for "
                              "MetaQA, chain_lengths=[4,5] for CLUTRR, questions=FILE for passage datasets)")
+    parser.add_argument("--only-ids", default=None, metavar="FILE",
+                        help="evaluate only the question ids in FILE (one a line) of the loaded sample, in its order "
+                             "(`kgrag reproduce` re-runs a result's first questions this way)")
     parser.set_defaults(_dataset_kinds=tuple(kinds) if kinds else None)
 
 
@@ -83,7 +86,27 @@ def check_dataset_arguments(args: argparse.Namespace) -> dict:
 def dataset_from_args(args: argparse.Namespace, limit: int | None = None, seed: int = 0, **extra):
     """`load_dataset(args.dataset, args.split, limit, seed, **options, **extra)` after the checks."""
     options = {**check_dataset_arguments(args), **extra}
-    return load_dataset(args.dataset, split=args.split, limit=limit, seed=seed, **options)
+    ds = load_dataset(args.dataset, split=args.split, limit=limit, seed=seed, **options)
+    if getattr(args, "only_ids", None):
+        ds.items = only_ids(ds.items, args.only_ids)
+    return ds
+
+
+def only_ids(items: list, path: str | Path) -> list:
+    """The items whose ids `path` lists (one a line), in the items' order; an id not among them is refused."""
+    from .textfiles import read_lines
+
+    wanted = [ln.strip() for ln in read_lines(path) if ln.strip()]
+    def ident(q):
+        return getattr(q, "qid", None) or getattr(q, "sid", None)
+
+    have = {ident(q) for q in items}
+    missing = [i for i in wanted if i not in have]
+    if missing:
+        raise ConfigError(f"--only-ids {path}: {len(missing)} id(s) are not in the loaded sample (e.g. {missing[0]!r}): "
+                          "load it with the same --dataset/--split/--option/--limit/--seed as the run they come from.")
+    keep = set(wanted)
+    return [q for q in items if ident(q) in keep]
 
 
 def _identify(value: Any, root: Path | None) -> Any:
