@@ -104,3 +104,36 @@ def shown(value, limit: int = 80) -> str:
     if isinstance(value, str) and len(value) > limit:
         text = f"{text} ({len(value):,} characters)"
     return text if len(text) <= limit + 24 else f"{text[:limit]}..."
+
+
+class StorageError(KgragError):
+    """A folder kgrag must write is full, read-only or not ours: one line naming it, the cause and the fix."""
+
+
+#: errno -> (what happened, what to do about it) for the failures of writing a folder
+_STORAGE = {
+    "ENOSPC": ("no space left on the device", "free space there, or set {var} to a folder with room"),
+    "EDQUOT": ("the disk quota is used up", "free space there, or set {var} to a folder with room"),
+    "EROFS": ("the file system is read-only", "mount it writable, or set {var} to a writable folder"),
+    "EACCES": ("permission denied", "make it writable for you (`chmod u+w`, or ask its owner), or set {var} to "
+                                    "a folder of your own"),
+    "EPERM": ("the operation is not permitted", "make it writable for you, or set {var} to a folder of your own"),
+}
+
+
+def storage_errno(exc: BaseException) -> bool:
+    """Whether `exc` is an OSError of a full, read-only or forbidden folder (see `storage_message`)."""
+    import errno
+
+    return isinstance(exc, OSError) and errno.errorcode.get(exc.errno or -1) in _STORAGE
+
+
+def storage_message(exc: OSError, folder, var: str = "KGRAG_RESULTS_DIR") -> str:
+    """One line for a failed write: the file or folder, the cause (with its errno name) and the fix."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or -1, "")
+    cause, fix = _STORAGE.get(name, (exc.strerror or str(exc), "check the folder, or set {var} to another one"))
+    where = exc.filename or folder
+    kept = " (what was written before is kept; a rerun resumes)" if name in ("ENOSPC", "EDQUOT") else ""
+    return f"cannot write {where}: {cause} ({name or exc.errno}): {fix.format(var=var)}{kept}."

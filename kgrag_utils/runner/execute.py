@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import schema, settings
-from ..errors import ConfigError
+from ..errors import ConfigError, StorageError, shown, storage_errno, storage_message
 from ..notebook_params import resolve_notebook
 from ..records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RUN_FILE, RunLock, RunRecordError,
                        atomic_write_json, check_run_name, read_examples, read_run, run_key, to_jsonable)
@@ -65,12 +65,40 @@ def _stamp_runner(run_dir: Path, notebook: str, key: str, seconds: float) -> Non
     atomic_write_json(run_dir / RUN_FILE, rec)
 
 
-def _set_aside(run_dir: Path) -> None:
-    """Move a damaged record out of the way (kept beside it, never deleted) so the run starts over."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+def _set_aside(run_dir: Path, why: str = "damaged") -> str:
+    """Move a record out of the way (kept beside it as `<file>.<why>-<time>`, never deleted) so the run starts
+    over; the suffix it got."""
+    stamp = f"{why}-{time.strftime('%Y%m%d-%H%M%S')}"
     for name in (RUN_FILE, EXAMPLES_FILE):
         if (run_dir / name).exists():
-            os.replace(run_dir / name, run_dir / f"{name}.damaged-{stamp}")
+            os.replace(run_dir / name, run_dir / f"{name}.{stamp}")
+    return stamp
+
+
+class RunReuseError(ConfigError):
+    """A run name that holds a finished run of other parameters (refused unless --force)."""
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    keys = sorted(k for k in set(old) & set(new) if k != "run_name" and to_jsonable(old[k]) != to_jsonable(new[k]))
+    return [f"{k}: {shown(old[k], 30)} -> {shown(new[k], 30)}" for k in keys]
+
+
+def _guard_other_run(run_dir: Path, name: str, params: Mapping[str, Any], key: str, force: bool) -> None:
+    """A record in the folder from other parameters: a finished one is refused (`--force` keeps it aside and
+    starts over); an unfinished one, or one of the same parameters recorded outside the runner, is kept aside."""
+    if not (run_dir / RUN_FILE).exists():
+        return
+    old = read_run(run_dir)
+    if key in (old.get("params_hash"), (old.get("runner") or {}).get("params_hash")):
+        return  # this run itself: it resumes
+    diff = _differences(old.get("params") or {}, params)
+    if old.get("status") == "ok" and diff and not force:
+        raise RunReuseError(
+            f"run {name!r} ({run_dir}) already holds a finished run with other parameters ({'; '.join(diff[:3])}"
+            f"{'; ...' if len(diff) > 3 else ''}): give this run another --run-name, or rerun with --force, which "
+            f"keeps the old record beside it as run.json.replaced-<time>.")
+    _set_aside(run_dir, "replaced")
 
 
 def run_notebook(
@@ -101,9 +129,38 @@ def run_notebook(
     params["run_name"] = name
     key = run_key(params)
     run_dir = settings.results_dir() / name
+    try:
+        return _run_in_folder(path, name, params, key, run_dir, grid, timeout, force, always, env)
+    except OSError as exc:  # a full, read-only or forbidden folder: one line naming it, not a traceback
+        if not storage_errno(exc):
+            raise
+        runs = str(exc.filename or "").startswith(str(settings.runs_dir()))
+        raise StorageError(storage_message(exc, run_dir, "KGRAG_RUNS_DIR" if runs else "KGRAG_RESULTS_DIR")) from None
+
+
+def _skip_outcome(path: Path, name: str, params: dict, rec: dict | None, force: bool, always: bool,
+                  out_nb: Path, log_path: Path) -> RunOutcome | None:
+    """The outcome of a run that finished with these parameters (nothing to do), else None."""
+    # a report reads other runs' records, so its own finished record never makes it current
+    if not force and not always and rec is not None and rec.get("method") != REPORT_METHOD:
+        return RunOutcome(path.name, name, "skipped", 0.0, params, str(out_nb), str(log_path), summary=rec.get("summary") or {})
+    return None
+
+
+def _run_in_folder(path: Path, name: str, params: dict, key: str, run_dir: Path, grid: str, timeout: int,
+                   force: bool, always: bool, env: Mapping[str, str] | None) -> RunOutcome:
+    """The run under its folder's lock: skipped when finished, else executed and its record completed."""
     out_dir = settings.runs_dir() / grid
     out_nb, log_path = out_dir / f"{name}.ipynb", out_dir / f"{name}.log"
-    with RunLock(run_dir) as lock:
+    try:
+        lock = RunLock(run_dir).acquire()
+    except OSError as exc:  # a folder we cannot write may still say that the run is done
+        skipped = _skip_outcome(path, name, params, _finished_ok(run_dir, key), force, always, out_nb, log_path) \
+            if storage_errno(exc) else None
+        if skipped is None:
+            raise
+        return skipped
+    try:
         try:
             rec = _finished_ok(run_dir, key)
         except RunRecordError:
@@ -111,9 +168,10 @@ def run_notebook(
                 raise
             _set_aside(run_dir)
             rec = None
-        # a report reads other runs' records, so its own finished record never makes it current
-        if not force and not always and rec is not None and rec.get("method") != REPORT_METHOD:
-            return RunOutcome(path.name, name, "skipped", 0.0, params, str(out_nb), str(log_path), summary=rec.get("summary") or {})
+        skipped = _skip_outcome(path, name, params, rec, force, always, out_nb, log_path)
+        if skipped is not None:
+            return skipped
+        _guard_other_run(run_dir, name, params, key, force)
         out_dir.mkdir(parents=True, exist_ok=True)
         kernel_env = {**(env or {}), ENV_RUN_DIR: str(run_dir.resolve()), ENV_RUN_KEY: key, ENV_RUN_TOKEN: lock.token}
         t0 = time.perf_counter()
@@ -127,6 +185,8 @@ def run_notebook(
             summary, error = _finished_record(run_dir, path.name, key, seconds)
         if error is not None:
             _record_failure(run_dir, path.name, name, params, key, error, str(log_path))
+    finally:
+        lock.release()
     return RunOutcome(path.name, name, "failed" if error else "ok", seconds, params, str(out_nb), str(log_path), error, summary)
 
 
@@ -141,7 +201,7 @@ def _execute_logged(path: Path, out_nb: Path, log_path: Path, params: Mapping[st
             execute(path, out_nb, params, timeout, kernel_env, log)
         except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
             log.write("\n" + "".join(traceback.format_exception(exc)))
-            return _short_error(exc)
+            return _short_error(exc, path, timeout)
         except KeyboardInterrupt:
             on_interrupt()
             raise
@@ -163,7 +223,26 @@ def _finished_record(run_dir: Path, notebook: str, key: str, seconds: float) -> 
     return summary, None
 
 
-def _short_error(exc: BaseException) -> str:
+def _timeout_message(exc: BaseException, path: Path, timeout: int) -> str:
+    """A cell timeout as one line: which cell (its number and first line), the limit and how to raise it."""
+    text = str(exc)
+    preview = text.split("-------------------\n", 1)[1].split("\n-------------------")[0] if "----\n" in text else ""
+    first = next((ln.strip() for ln in preview.splitlines() if ln.strip()), "")
+    number = ""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        hits = [i for i, c in enumerate(cells) if preview and "".join(c.get("source", [])).startswith(preview.strip())]
+        number = f"cell {hits[0] + 1} " if hits else ""
+    except (OSError, ValueError):
+        pass
+    return (f"{number or 'a cell '}of {path.name} ({shown(first, 60)}) ran past the limit of {timeout} s per cell "
+            f"(CellTimeoutError): raise it with `kgrag run ... --timeout SECONDS` or `timeout:` in the grid YAML, or "
+            f"give the run fewer items (-p limit=N).")
+
+
+def _short_error(exc: BaseException, path: Path | None = None, timeout: int | None = None) -> str:
+    if type(exc).__name__ == "CellTimeoutError" or getattr(exc, "ename", None) == "CellTimeoutError":
+        return _timeout_message(exc, path, timeout) if path is not None else "CellTimeoutError: a cell ran too long"
     ename = getattr(exc, "ename", None)
     evalue = getattr(exc, "evalue", None)
     if ename:

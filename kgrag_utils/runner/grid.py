@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import schema, settings
-from ..errors import ConfigError
+from ..errors import ConfigError, KgragError, StorageError, storage_errno, storage_message
 from ..notebook_params import notebook_parameters, resolve_notebook
 from ..progress import progress_bar
 from ..records import RUN_FILE, RunLockedError, RunRecordError, check_run_name, read_run, run_key
@@ -59,6 +59,23 @@ def load_grid(config: Path | str) -> dict:
     cfg["source"] = p.name
     check_run_name(cfg["name"], "grid name")
     return cfg
+
+
+def grid_notebook_parameters(config: Path | str) -> list[tuple[str, dict]]:
+    """(notebook name, its parameters cell) of every run notebook of a grid, in the grid's order."""
+    cfg = load_grid(config)
+    source = str(cfg.get("source") or config)
+    spec = schema.validate_grid({k: v for k, v in cfg.items() if k != "source"}, source)
+    out, seen = [], set()
+    for i, run in enumerate(spec.runs):
+        try:
+            path = resolve_notebook(run.notebook)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}, run #{i + 1}: {exc}") from None
+        if path not in seen:
+            seen.add(path)
+            out.append((path.name, notebook_parameters(path)))
+    return out
 
 
 def expand_grid(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> list[tuple[Path, dict]]:
@@ -203,9 +220,12 @@ def run_grid(
         except RunLockedError as exc:  # another process is writing this run: leave its record alone
             return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "locked", 0.0, prm,
                               error=str(exc))
-        except RunRecordError as exc:
+        except KgragError as exc:  # one line naming the problem (a damaged record, a full or read-only folder, ...)
             return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "failed", 0.0, prm,
                               error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - one bad run never ends a grid: it is the summary's failed row
+            return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "failed", 0.0, prm,
+                              error=f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}")
         finally:
             if gpu is not None:
                 free.put(gpu)
@@ -225,14 +245,28 @@ def run_grid(
         order = {run_name_for(p, check_run_parameters(p, prm)): i for i, (p, prm) in enumerate(runs)}
         outcomes.sort(key=lambda o: order.get(o.run_name, 0))
     if final:
-        outcome = run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout, always=True)
+        try:
+            outcome = run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout,
+                                   always=True)
+        except KgragError as exc:
+            outcome = RunOutcome(Path(final).name, Path(final).stem, "failed", 0.0, {}, error=str(exc))
         outcomes.append(outcome)
         _tick(bar, outcome)
     if bar is not None:
         bar.close()
     stem = f"summary-shard-{shard[0]}-of-{shard[1]}" if sharded else "summary"
-    write_summary(outcomes, settings.runs_dir() / grid, stem=stem)
+    _write_summary_or_say(outcomes, settings.runs_dir() / grid, stem)
     return outcomes
+
+
+def _write_summary_or_say(outcomes: Sequence[RunOutcome], folder: Path, stem: str = "summary") -> None:
+    """The grid summary, or one line naming the folder that cannot take it (after every run has run)."""
+    try:
+        write_summary(outcomes, folder, stem=stem)
+    except OSError as exc:
+        if not storage_errno(exc):
+            raise
+        raise StorageError(storage_message(exc, folder, "KGRAG_RUNS_DIR")) from None
 
 
 def outcomes_from_records(cfg: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> list[RunOutcome]:
@@ -269,7 +303,7 @@ def report_grid(config: Path | str, overrides: Mapping[str, Any] | None = None, 
     if cfg.get("final"):
         outcomes.append(run_notebook(cfg["final"], dict(cfg.get("final_parameters") or {}), grid=grid,
                                      timeout=int(timeout or cfg.get("timeout") or DEFAULT_TIMEOUT), always=True))
-    write_summary(outcomes, settings.runs_dir() / grid)
+    _write_summary_or_say(outcomes, settings.runs_dir() / grid)
     return outcomes
 
 
