@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -55,16 +56,54 @@ def _load(store: Path) -> dict:
     return _memo[key]
 
 
-def _save(store: Path, data: dict) -> None:
-    # merge with what other processes wrote meanwhile (entries are facts about files; the latest wins)
+def _read_store(store: Path) -> dict:
     try:
-        disk = json.loads(store.read_text(encoding="utf-8"))
-        if isinstance(disk, dict):
-            disk.update(data)
-            data.update(disk)
+        data = json.loads(store.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
-        pass
-    atomic_write_text(store, json.dumps(data, indent=0, sort_keys=True))
+        return {}
+
+
+def _save(store: Path, updates: dict[str, dict], reference_from_disk: bool = True) -> None:
+    """Merge this process's new entries into the store on disk, entry by entry, under an OS file lock.
+
+    Only the entries this process computed are written; every other entry stays as the other processes
+    left it. `reference_from_disk`: an entry's reference ("first", and an acceptance) is the one on disk
+    when there is one, so a process that hashed a file before `kgrag data verify --accept` ran elsewhere
+    never writes its stale reference back over the acceptance; `accept` passes False (its own is new).
+    """
+    store.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(store.with_name(store.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        _flock(fd)
+        disk = _read_store(store)
+        for key, entry in updates.items():
+            old = disk.get(key) if isinstance(disk.get(key), dict) else {}
+            if reference_from_disk and old.get("first"):
+                entry = {**entry, "first": old["first"], **({"accepted": old["accepted"]} if "accepted" in old else {})}
+            disk[key] = entry
+        atomic_write_text(store, json.dumps(disk, indent=0, sort_keys=True))
+        _memo[str(store)] = disk  # this process now sees what the others wrote too
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _flock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no cross-process lock, merges are still per entry
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _refresh(path: Path) -> None:
+    """Forget this process's view of one file's entry (re-read from the store on the next look)."""
+    store = _store_path()
+    with _lock:
+        disk = _read_store(store)
+        data = _load(store)
+        if isinstance(disk.get(str(path)), dict):
+            data[str(path)] = disk[str(path)]
 
 
 def _hash(path: Path) -> tuple[str, int]:
@@ -96,8 +135,8 @@ def file_digest(path: Path | str) -> dict[str, Any]:
         old = data.get(str(path)) if isinstance(data.get(str(path)), dict) else {}
         first = old.get("first") or {"size": st.st_size, "sha256": digest, "when": time.strftime("%Y-%m-%d %H:%M")}
         entry = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest, "lines": lines, "first": first}
-        data[str(path)] = entry
-        _save(store, data)
+        _save(store, {str(path): entry})
+        entry = _load(store)[str(path)]
     return dict(entry)
 
 
@@ -106,36 +145,49 @@ def accept(path: Path | str) -> dict[str, Any]:
     path = Path(path).resolve()
     entry = file_digest(path)
     entry["first"] = {"size": entry["size"], "sha256": entry["sha256"], "when": time.strftime("%Y-%m-%d %H:%M")}
+    entry["accepted"] = entry["sha256"]  # taken as it is on purpose: it passes even where a pin says otherwise
     with _lock:
-        data = _load(_store_path())
-        data[str(path)] = entry
-        _save(_store_path(), data)
+        _save(_store_path(), {str(path): entry}, reference_from_disk=False)
     return entry
 
 
 def verify_file(path: Path | str, pin: Pin | None = None, fix: str = "restore it",
                 accept_hint: str = "`kgrag data verify NAME --accept`") -> None:
-    """Raise a one-line IntegrityError when the file differs from its pin, or (no pin) from what it first was."""
+    """Raise a one-line IntegrityError when the file differs from its pin, or (no pin) from what it first was.
+
+    A file accepted as it is (`accept`, `kgrag data verify NAME --accept`) passes. Before refusing, the store
+    is read again: another process may have accepted the file since this one last looked.
+    """
     path = Path(path)
-    size = path.stat().st_size
-    if pin is not None and pin.size is not None and size != pin.size:
-        raise IntegrityError(f"{path} has {size:,} bytes, not the {pin.size:,} of the released file (cut or "
-                             f"replaced): {fix}.")
+    problem = _problem(path, pin, fix, accept_hint)
+    if problem:
+        _refresh(path.resolve())
+        problem = _problem(path, pin, fix, accept_hint)
+    if problem:
+        raise IntegrityError(problem)
+
+
+def _problem(path: Path, pin: Pin | None, fix: str, accept_hint: str) -> str | None:
     entry = file_digest(path)
+    if entry.get("accepted") == entry["sha256"]:
+        return None  # accepted as it is now, on purpose
+    size = entry["size"]
+    if pin is not None and pin.size is not None and size != pin.size:
+        return (f"{path} has {size:,} bytes, not the {pin.size:,} of the released file (cut or replaced): {fix}; "
+                f"if this copy is the one you mean to use, {accept_hint}.")
     if pin is not None and pin.sha256 is not None:
         if entry["sha256"] != pin.sha256:
-            raise IntegrityError(f"{path} does not match the released file (sha256 {entry['sha256'][:12]}..., "
-                                 f"expected {pin.sha256[:12]}...): {fix}.")
-        return
+            return (f"{path} does not match the released file (sha256 {entry['sha256'][:12]}..., expected "
+                    f"{pin.sha256[:12]}...): {fix}; if this copy is the one you mean to use, {accept_hint}.")
+        return None
     if pin is not None and pin.lines is not None and entry["lines"] != pin.lines:
-        raise IntegrityError(f"{path} has {entry['lines']:,} lines, not the {pin.lines:,} of the released file "
-                             f"(cut or replaced): {fix}.")
+        return (f"{path} has {entry['lines']:,} lines, not the {pin.lines:,} of the released file (cut or "
+                f"replaced): {fix}; if this copy is the one you mean to use, {accept_hint}.")
     first = entry.get("first") or {}
     if first.get("sha256") and first["sha256"] != entry["sha256"]:
-        raise IntegrityError(
-            f"{path} changed since it was first verified here on {first.get('when')} ({first.get('size'):,} -> "
-            f"{entry['size']:,} bytes): {fix}; if you changed it on purpose, {accept_hint}."
-        )
+        return (f"{path} changed since it was first verified here on {first.get('when')} ({first.get('size'):,} -> "
+                f"{entry['size']:,} bytes): {fix}; if you changed it on purpose, {accept_hint}.")
+    return None
 
 
 def files_match(base: Path | str, files: dict) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..integrity import Pin
 
-__all__ = ["RemoteFile", "Group", "GROUPS", "CLUTRR_ROWS", "METAQA_LINES", "RELEASED_LINES", "HF_DATASETS",
+__all__ = ["RemoteFile", "Group", "GROUPS", "CLUTRR_ROWS", "METAQA_LINES", "RELEASED_LINES", "DOCUMENTED_COPIES", "HF_DATASETS",
            "group_for_folder", "folder_pins"]
 
 _IRN = "https://raw.githubusercontent.com/zmtkeke/IRN/master"
@@ -128,6 +128,32 @@ METAQA_LINES = {(1, "dev"): 9992, (1, "test"): 9947, (2, "dev"): 14872, (2, "tes
                 (3, "dev"): 14274, (3, "test"): 14274}
 #: Line counts of released files that the download step does not pin (MetaQA's Google Drive release).
 RELEASED_LINES = {("MetaQA", "kb.txt"): 134_741}
+#: The copies the data README documents (`../shared/data`, the development and CI copies; data/README.md): size,
+#: sha256 and lines of every file a loader reads that the download step does not pin. MetaQA's KB is this
+#: project's reconstruction (`kb_reconstructed.txt`, 128,185 facts); the question files are the release's.
+DOCUMENTED_COPIES: dict[tuple[str, str], Pin] = {
+    ("2WikiMultiHopQA", "2wiki_50q_supporting_titles.json"): Pin(9247, "dbe6fc6a2373ce3f0a6b7e63a8fb1e4c32ffbb48c53ac5d9cd49fa7c50fe2b3d", 373),
+    ("CLUTRR", "data_089907f8/1.2,1.3_train.csv"): Pin(8261265, "07246f613f87db1eb410fcb5fcb5264b0fefc9a98410283a73520b681a0dc416", 10095),
+    ("CLUTRR", "data_089907f8/1.2_test.csv"): Pin(25592, "9f4a950fc5122a64af75fb80e628feabfaa2ddb606019163f4f0a8ed739acadd", 39),
+    ("CLUTRR", "data_089907f8/1.3_test.csv"): Pin(98889, "9eef7ddbe865a83fcc9b53e2ec4248bed35bf43681007f9ade1072539d723918", 106),
+    ("CLUTRR", "data_089907f8/1.4_test.csv"): Pin(236929, "91b7162d45daa69efee31372280f86d2140863bbe464c39c85c1157e642ceca5", 191),
+    ("CLUTRR", "data_089907f8/1.5_test.csv"): Pin(263166, "54ce4fe99250bb26f2d2bc327f0e021d86fdb426a887374f0257a71541df9f93", 175),
+    ("CLUTRR", "data_089907f8/1.6_test.csv"): Pin(183301, "500100329e9c21b26865d558cb9481c4579f9f96a825f358e50e2ed1b4429393", 108),
+    ("CLUTRR", "data_089907f8/1.7_test.csv"): Pin(291316, "ddbe49064976fbca203f069b0faab519d5f290f57c8b39ebc4d81587ef02b2ca", 145),
+    ("MetaQA", "kb_reconstructed.txt"): Pin(4969552, "a28616c66d0e543ee062674673606bf4c1118a84ea2972286e075ffb2573bf16", 128185),
+    ("MetaQA", "qa/1-hop/qa_dev_qtype.txt"): Pin(155425, "43c660806c1ba17ead85a34a60b39c8cd965db943a801355963974f9e122d3b8", 9992),
+    ("MetaQA", "qa/1-hop/qa_test_qtype.txt"): Pin(154556, "6390ded9d7b7e56f95af96429b38e98ee14c5a617963dc69f396c8cc4f6ff64d", 9947),
+    ("MetaQA", "qa/1-hop/vanilla/qa_dev.txt"): Pin(673670, "3c68fa73a14d9b9616e49f08e2d8b65e024af417708306874fe4d398634620d3", 9992),
+    ("MetaQA", "qa/1-hop/vanilla/qa_test.txt"): Pin(675227, "c57e9c2c4c05e5eec4503460042c09bfa3e80ea1a5ecaf361c92dd81d6c7bece", 9947),
+    ("MetaQA", "qa/2-hop/qa_dev_qtype.txt"): Pin(379966, "e3936971b096954cfa965f5b8747fe4fa5b3b762f9fe63796d33df0f291ddfdd", 14872),
+    ("MetaQA", "qa/2-hop/qa_test_qtype.txt"): Pin(379927, "660b87183f3d21f3f64eaa5bcd12036124662e518a3958b5c47389a11e980210", 14872),
+    ("MetaQA", "qa/2-hop/vanilla/qa_dev.txt"): Pin(2183998, "a713ae6b4a7cdccfdda57ac99092f4114a1f8b0c4ba51b4466a15496a4ff6fbd", 14872),
+    ("MetaQA", "qa/2-hop/vanilla/qa_test.txt"): Pin(2150912, "b1c4f1ad77f34a27e0e5a13c08b436c6f4c9a49dccd8d43639a569ee5cd906a1", 14872),
+    ("MetaQA", "qa/3-hop/qa_dev_qtype.txt"): Pin(500330, "8734c5f528c81b39e459ded4ef4e99cf5e41e0d95c81ab90d3197ebcdd0bb687", 14274),
+    ("MetaQA", "qa/3-hop/qa_test_qtype.txt"): Pin(500798, "08dce72050b7d1e6271772b5d0066e2b14a00d6c64062a7d24d1f580e94f0e93", 14274),
+    ("MetaQA", "qa/3-hop/vanilla/qa_dev.txt"): Pin(3274801, "c638b99f97db93112f7a9ceec47675066cc9efc93b7ecd43e22c54ab531741d9", 14274),
+    ("MetaQA", "qa/3-hop/vanilla/qa_test.txt"): Pin(3328337, "f4c2a801f864e80e809655a20b4b8c9904f4a2885a7f23850b2fabd8d38a6540", 14274),
+}
 
 
 def group_for_folder(folder: str) -> str | None:
@@ -143,11 +169,21 @@ def folder_pins(folder: str) -> dict[str, Pin]:
             for f in group.files:
                 if f.sha256 or f.size or f.lines:
                     pins[f.dest] = Pin(size=f.size, sha256=f.sha256, lines=f.lines)
+    for (fold, rel), pin in DOCUMENTED_COPIES.items():
+        if fold == folder:
+            pins.setdefault(rel, pin)
     if folder == "MetaQA":
         for (k, split), lines in METAQA_LINES.items():
-            pins[f"qa/{k}-hop/vanilla/qa_{split}.txt"] = Pin(lines=lines)
-            pins[f"qa/{k}-hop/qa_{split}_qtype.txt"] = Pin(lines=lines)
+            pins.setdefault(f"qa/{k}-hop/vanilla/qa_{split}.txt", Pin(lines=lines))
+            pins.setdefault(f"qa/{k}-hop/qa_{split}_qtype.txt", Pin(lines=lines))
+            pins.setdefault(f"qa/{k}-hop/ntm/qa_{split}.txt", Pin(lines=lines))  # the paraphrases: same questions
     for (fold, rel), lines in RELEASED_LINES.items():
         if fold == folder:
             pins.setdefault(rel, Pin(lines=lines))
+    if folder == "MetaQA":  # the official archive's layout ({k}-hop/ at the top, kb/kb.txt) is read too
+        for rel, pin in list(pins.items()):
+            if rel.startswith("qa/"):
+                pins.setdefault(rel[len("qa/"):], pin)
+            if rel in ("kb.txt", "kb_reconstructed.txt"):
+                pins.setdefault(f"kb/{rel}", pin)
     return pins
