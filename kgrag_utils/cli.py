@@ -17,23 +17,22 @@ from typing import Any, Sequence
 from .errors import ConfigError, KgragError
 
 
-def _parse_value(text: str) -> Any:
-    import yaml
+def _notebook_params(notebook: str, items: Sequence[str]) -> dict[str, Any]:
+    """`-p` values of `kgrag run`, each read against the notebook's declared type for it."""
+    from .notebook_params import notebook_parameters, resolve_notebook
+    from .schema import cli_parameters
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
+    cli_parameters(items, [])  # name=value syntax first, before the notebook is looked up
+    path = resolve_notebook(notebook)
+    return cli_parameters(items, [(path.name, notebook_parameters(path))])
 
 
-def _parse_params(items: Sequence[str]) -> dict[str, Any]:
-    params = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ConfigError(f"parameter '{item}' must be written name=value, e.g. -p limit=20.")
-        k, v = item.split("=", 1)
-        params[k.strip()] = _parse_value(v)
-    return params
+def _grid_params(config: str, items: Sequence[str]) -> dict[str, Any]:
+    """`-p` values of `kgrag grid` / `kgrag report`, typed by the grid's notebooks' parameters."""
+    from .runner.grid import grid_notebook_parameters
+    from .schema import cli_parameters
+
+    return cli_parameters(items, grid_notebook_parameters(config)) if items else {}
 
 
 def _cmd_run(args) -> int:
@@ -42,7 +41,8 @@ def _cmd_run(args) -> int:
     if args.timeout < 1:
         raise ConfigError(f"--timeout is seconds per cell and must be at least 1 (got {args.timeout}).")
 
-    outcome = run_notebook(args.notebook, _parse_params(args.param), run_name=args.run_name, timeout=args.timeout, force=args.force)
+    outcome = run_notebook(args.notebook, _notebook_params(args.notebook, args.param), run_name=args.run_name,
+                           timeout=args.timeout, force=args.force)
     print(summary_table([outcome]).to_string(index=False))
     print(f"executed notebook: {outcome.output}\nlog: {outcome.log}")
     return 0 if outcome.status in ("ok", "skipped") else 1
@@ -56,7 +56,7 @@ def _cmd_grid(args) -> int:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers}).")
     shard = parse_shard(args.shard) if args.shard else None
     outcomes = run_grid(args.config, workers=args.workers, force=args.force, validate_only=args.validate_only,
-                        overrides=_parse_params(args.param), shard=shard)
+                        overrides=_grid_params(args.config, args.param), shard=shard)
     df = summary_table(outcomes)
     print(df.to_string(index=False))
     if args.validate_only:
@@ -73,12 +73,13 @@ def _cmd_grid(args) -> int:
 
 def _cmd_report(args) -> int:
     from . import settings
-    from .runner import report_grid, summary_table
+    from .runner import load_grid, report_grid, summary_table
 
-    outcomes = report_grid(args.config, overrides=_parse_params(args.param))
+    outcomes = report_grid(args.config, overrides=_grid_params(args.config, args.param))
     print(summary_table(outcomes).to_string(index=False))
     bad = [o for o in outcomes if o.status not in ("ok", "skipped")]
-    print(f"\n{len(outcomes) - len(bad)} ok, {len(bad)} not ok; summary in {settings.runs_dir()}")
+    grid_dir = settings.runs_dir() / str(load_grid(args.config)["name"])
+    print(f"\n{len(outcomes) - len(bad)} ok, {len(bad)} not ok; summary in {grid_dir / 'summary.md'} (and summary.csv)")
     return 1 if bad else 0
 
 

@@ -281,3 +281,66 @@ def check_known_names(title: str, params: Mapping[str, Any]) -> None:
     if isinstance(preset, str) and preset not in known and not Path(preset).is_dir():
         raise ConfigError(f"{title}: unknown llm_preset {shown(preset)};{closest(preset, known)} `kgrag presets` lists "
                           f"them.")
+
+
+# ----------------------------------------------------------------------------- -p NAME=VALUE on the command line
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+def cli_value(name: str, text: str, default: Any, title: str) -> Any:
+    """A `-p name=text` value read against its parameter's declared type (the notebook's default).
+
+    A string parameter takes the text as typed (`exp #3`, `off` and `2024-06-01` stay text); a bool takes
+    true/false (yes/no, on/off, 1/0), an int a whole number, a float a number, a list or dict JSON (or YAML
+    flow syntax). Anything else is refused in one line naming the parameter and how to write it.
+    """
+    def refuse(expects: str, example: str) -> ConfigError:
+        return ConfigError(f"-p {name}={shown(text, 60)}: parameter {name!r} of {title} is {expects} (default "
+                           f"{shown(default, 40)}): write e.g. -p {name}={example}.")
+
+    raw = text.strip()
+    if default is None or isinstance(default, str):
+        return text
+    if isinstance(default, bool):
+        if raw.lower() in _TRUE | _FALSE:
+            return raw.lower() in _TRUE
+        raise refuse("true or false", "true")
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise refuse("a whole number", default if default else 20) from None
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError:
+            raise refuse("a number", default) from None
+    if isinstance(default, (list, tuple, dict)):
+        import yaml
+
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = None
+        check_yaml_size(value, f"-p {name}")
+        wanted = dict if isinstance(default, dict) else (list, tuple)
+        if not isinstance(value, wanted):
+            example = "'{\"k\": 1}'" if isinstance(default, dict) else "'[1, 5, 10]'"
+            raise refuse("a dict" if isinstance(default, dict) else "a list", example)
+        return value
+    return text
+
+
+def cli_parameters(items: Iterable[str], defaults: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """`-p name=value` items typed by the first notebook (title, defaults) that has each name; a name none has
+    stays text (the checks that follow refuse it, naming the closest valid one)."""
+    defaults = list(defaults)
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"parameter {shown(item, 60)} must be written name=value, e.g. -p limit=20.")
+        name, text = item.split("=", 1)
+        name = name.strip()
+        owner = next(((title, d) for title, d in defaults if name in d), None)
+        out[name] = cli_value(name, text, owner[1][name], owner[0]) if owner else text
+    return out

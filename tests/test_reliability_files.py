@@ -182,3 +182,14 @@ def test_a_question_too_long_for_the_context_is_labelled_in_its_own_record():
     assert tour.summarize([rec])["n_errors"] == 1
     nb = json.loads((ROOT / "notebooks" / "00_quickstart.ipynb").read_text(encoding="utf-8"))
     assert any("tour.reader_record(" in "".join(c["source"]) for c in nb["cells"])  # the notebook records so
+
+
+def test_kgrag_report_names_the_grids_own_summary(tmp_path, capsys):
+    from kgrag_utils import cli, settings
+
+    grid = tmp_path / "named.yaml"
+    grid.write_text("name: named\nruns:\n  - notebook: 00_quickstart.ipynb\n", encoding="utf-8")
+    cli.main(["report", str(grid), "-p", "llm_preset=fake"])
+    out = capsys.readouterr().out
+    summary = settings.runs_dir() / "named" / "summary.md"
+    assert f"summary in {summary}" in out and summary.is_file()

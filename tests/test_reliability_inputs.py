@@ -144,3 +144,48 @@ def test_messages_cut_the_values_they_quote():
         schema.check_parameters("00_quickstart.ipynb", defaults, {"dataset": [["x" * 50] * 50] * 50})
     assert len(str(info.value)) < 300
     assert len(shown(list(range(10 ** 6)))) < 120
+
+
+# ----------------------------------------------------------------------------- case 7: -p values by declared type
+from kgrag_utils import cli  # noqa: E402
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "kgrag_utils.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_p_values_are_read_against_the_parameters_type():
+    got = cli._notebook_params("00_quickstart", ["run_name=exp #3", "llm_structured=off", "dataset=2024-06-01",
+                                                 "limit=7", "split=yes"])
+    assert got == {"run_name": "exp #3", "llm_structured": "off", "dataset": "2024-06-01", "limit": 7, "split": "yes"}
+    flags = cli._notebook_params("01_simgrag", ["injective=off", "reader=TRUE", "time_limit_s=3", "anchor_entity=1"])
+    assert flags == {"injective": False, "reader": True, "time_limit_s": 3.0, "anchor_entity": True}
+    assert cli._notebook_params("04_kgp", ["ks=[1, 5]"])["ks"] == [1, 5]
+
+
+@pytest.mark.parametrize("item, words", [
+    ("limit=many", ["'limit'", "whole number", "-p limit="]),
+    ("limit=3.5", ["'limit'", "whole number"]),
+    ("injective=maybe", ["'injective'", "true or false"]),
+    ("ks=5", ["'ks'", "a list"]),
+])
+def test_p_values_that_do_not_fit_are_refused_naming_the_parameter(item, words):
+    notebook = "04_kgp" if item.startswith("ks") else "01_simgrag"
+    with pytest.raises(ConfigError) as info:
+        cli._notebook_params(notebook, [item])
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_kgrag_run_keeps_a_run_name_as_typed_and_a_grid_takes_off(tmp_path):
+    done = _cli("run", "00_quickstart", "-p", "llm_preset=fake", "-p", "run_name=exp #3")
+    assert done.returncode == 2
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "'exp #3'" in lines[0], done.stderr  # refused as it was typed, not run as 'exp'
+    grid = tmp_path / "typed.yaml"
+    grid.write_text("name: typed\nruns:\n  - notebook: 00_quickstart.ipynb\n", encoding="utf-8")
+    ok = _cli("grid", str(grid), "--validate-only", "-p", "llm_structured=off", "-p", "llm_preset=fake",
+              "-p", "run_name=2024-06-01")
+    assert ok.returncode == 0, ok.stderr
+    assert "2024-06-01" in ok.stdout and "1 runs validated" in ok.stdout

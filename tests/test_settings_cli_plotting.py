@@ -43,7 +43,10 @@ def test_cli_paths_and_errors(capsys):
 
 
 def test_cli_value_parsing():
-    assert cli._parse_params(["a=3", "b=0.5", "c=true", "d=hello", "e=[1, 2]"]) == {
+    from kgrag_utils.schema import cli_parameters
+
+    defaults = {"a": 1, "b": 0.1, "c": False, "d": "x", "e": [0]}
+    assert cli_parameters(["a=3", "b=0.5", "c=true", "d=hello", "e=[1, 2]"], [("nb.ipynb", defaults)]) == {
         "a": 3, "b": 0.5, "c": True, "d": "hello", "e": [1, 2]}
 
 
