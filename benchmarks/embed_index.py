@@ -338,9 +338,9 @@ def main(argv=None) -> int:
             "index": index_result,
             "note": "shared CPU: compare load_average with cpu_count; latencies are noisy, read the medians.",
         }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    from kgrag_utils.records import write_result
+
+    out = write_result(args.out, record, args)  # atomic, + provenance (command, arguments, commit, environment)
     print(f"wrote {out}")
     return 0
 

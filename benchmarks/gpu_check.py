@@ -56,7 +56,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kgrag_utils.records import atomic_write_json  # noqa: E402
+from kgrag_utils.records import atomic_write_json, write_result  # noqa: E402
 
 PARTS = ("tests", "method", "throughput")
 REAL_OUT = "benchmarks/results/gpu_check.json"
@@ -729,8 +729,8 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGINT, _stop_children)
     machine = machine_info()
     if not args.dry_run and not machine.get("cuda_available"):
-        atomic_write_json(out, {"check": "gpu_check", "dry_run": False, "status": "no_cuda", "date": _now(),
-                                "machine": machine, "versions": versions()})
+        write_result(out, {"check": "gpu_check", "dry_run": False, "status": "no_cuda", "date": _now(),
+                           "machine": machine, "versions": versions()}, args)
         print("gpu_check: no CUDA device is visible to torch: run with --dry-run on a CPU machine.", file=sys.stderr)
         return 2
     work = _work_dir(args.dry_run)
@@ -756,7 +756,7 @@ def main(argv=None) -> int:
 
     def save():
         record["seconds"] = round(time.time() - start, 1)
-        atomic_write_json(out, record)
+        write_result(out, record, args)  # + provenance (command, arguments, commit, environment)
 
     save()
     print(f"[gpu_check] {'DRY RUN (CPU)' if args.dry_run else 'GPU'}: parts {parts}, budget {args.budget_s:.0f} s, "

@@ -257,11 +257,9 @@ def main(argv: list[str] | None = None) -> dict:
     report["peak_rss_mb_end"] = round(peak_rss_mb(), 1)
 
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp_out = args.out.with_suffix(args.out.suffix + ".tmp")
-        tmp_out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp_out, args.out)
-        print(f"wrote {args.out}")
+        from kgrag_utils.records import write_result
+
+        print(f"wrote {write_result(args.out, report, args)}")  # atomic, + provenance (command, arguments, commit)
     return report
 
 

@@ -60,6 +60,7 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
     stats, the KGP object so that the next variant reuses its loaded models)."""
     from kgrag_utils.progress import progress_bar
     from kgrag_utils.methods.kgp import KGP, summarize_run
+    from kgrag_utils.provenance import per_question
     from kgrag_utils.records import RunRecorder
 
     kgp = KGP(cfg, ds, llm=llm, embedder=embedder)
@@ -89,7 +90,9 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
              "similarity": cfg.similarity, "budget": cfg.budget, "branching": cfg.branching,
              "n_seeds": cfg.seeds_count, "structural": cfg.structural, "reader": cfg.reader,
              "choices": cfg.describe_choices(), "summary": summary, "wall_seconds_this_call": wall,
-             "n_resumed": len(done), "n_done": len(rows), "complete": len(rows) == len(ds.items)}
+             "n_resumed": len(done), "n_done": len(rows), "complete": len(rows) == len(ds.items),
+             "config": cfg.to_dict(),
+             "_outcomes": per_question(rows, [f"recall@{k}" for k in cfg.ks] + (["em", "f1"] if cfg.reader else []))}
     if cfg.uses_llm_traversal or cfg.reader:
         entry["llm"] = kgp.loaded_llm.describe() if kgp.loaded_llm is not None else {"preset": cfg.llm_preset}
         entry["llm_stats"] = kgp.loaded_llm.stats if kgp.loaded_llm is not None else None
@@ -217,7 +220,10 @@ def main(argv: list[str] | None = None) -> dict:
         shard = (i, n)
         if not args.only_done:
             ds.items = ds.items[i::n]
-    base = KGPConfig(budget=args.budget, branching=args.branching, seed=args.seed, reader=args.reader)
+    # what this run evaluates goes into its config, so that the record says it (not the config's defaults)
+    base = KGPConfig(dataset=args.dataset, split=args.split, limit=args.limit or 0, seed=args.seed,
+                     budget=args.budget, branching=args.branching, reader=args.reader, traversal=_csv(args.traversal)[0],
+                     graph=_csv(args.graph)[0])
     overrides = {}
     if args.llm:
         overrides["llm_preset"] = args.llm
@@ -241,12 +247,15 @@ def main(argv: list[str] | None = None) -> dict:
     out: dict = {"benchmark": "kgp_retrieval", "dataset": args.dataset, "split": args.split,
                  "dataset_options": check_dataset_arguments(args),
                  "n_questions": len(ds.items), "shard": args.shard, "limit": args.limit, "seed": args.seed,
-                 "config": base.to_dict(), "environment": _environment(), "command": " ".join(sys.argv)}
+                 "config": base.to_dict(), "config_note": "shared by every entry of results; each entry's own "
+                 "config (its graph and traversal) is under results[i].config", "environment": _environment(),
+                 "command": " ".join(sys.argv)}
     progress = not args.no_progress
     from kgrag_utils.methods.kgp import KGP
 
     if args.sweep:
         cfg = base.replace(traversal=args.sweep_traversal, reader=False, graph=_csv(args.graph)[0])
+        out["config"] = cfg.to_dict()  # what the sweep ran (each row adds its own constructor and knob)
         kgp = KGP(cfg, ds)
         t0 = time.perf_counter()
         if args.sweep == "density":
@@ -289,9 +298,10 @@ def main(argv: list[str] | None = None) -> dict:
                       {k: round(v, 3) for k, v in entry["summary"].items() if isinstance(v, float) and ("@5" in k or "@30" in k or k in ("em", "f1", "mean_graph_density"))},
                       flush=True)
         out["results"] = results
+        out["outcomes"] = {f"{e['graph'] or 'none'}/{e['traversal']}": e.pop("_outcomes") for e in results}
     from kgrag_utils.records import write_result
 
-    path = write_result(_path(args.out), out)
+    path = write_result(_path(args.out), out, args)
     print(f"wrote {path}")
     return out
 

@@ -260,11 +260,9 @@ def main(argv=None) -> int:
             f"triples {res['quality']['expected_pairs_found']}",
             flush=True,
         )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, out)
+    from kgrag_utils.records import write_result
+
+    out = write_result(args.out, record, args)  # atomic, + provenance (command, arguments, commit, environment)
     print(f"[bench] wrote {out}")
     return 0
 

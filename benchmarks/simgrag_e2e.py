@@ -25,6 +25,7 @@ import numpy as np
 
 from kgrag_utils import settings
 from kgrag_utils.metrics import wilson_interval
+from kgrag_utils.provenance import per_question
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize_records
 from kgrag_utils.methods.simgrag.demos import requested_demos
@@ -275,11 +276,12 @@ def main(argv=None) -> int:
                                  requested_demos(method_settings) == "nearest"),
         "demos_note": demos_note,
         "summary": summary, "seconds": timing, "report": run_report(records),
+        "outcomes": {"simgrag": per_question(records, ["hits@1", "containment", "failed_stage"])},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
     }
     if args.out is not None:
-        print(f"wrote {write_result(args.out, result)}")
+        print(f"wrote {write_result(args.out, result, args)}")
     keys = ("n", "pattern_parse_rate", "retrieval_hit_rate", "all", "answerable", "failed_stage", "failed_stage_lenient")
     print(json.dumps({k: summary[k] for k in keys}, indent=1), json.dumps(timing))
     return 0

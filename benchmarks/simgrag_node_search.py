@@ -277,9 +277,9 @@ def main(argv=None) -> int:
     out = run(args)
     text = json.dumps(out, indent=1)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
-        print("wrote", args.out)
+        from kgrag_utils.records import write_result
+
+        print("wrote", write_result(args.out, out, args))  # atomic, + provenance (command, arguments, commit)
     else:
         print(text)
     return 0

@@ -28,7 +28,7 @@ from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, FactRerank,  # noqa: E402
                                                VectorRerankConfig, build_index, kgqa_variants, summarize_kgqa)
-from kgrag_utils.records import RunRecorder, atomic_write_json, environment_info, params_hash, to_jsonable  # noqa: E402
+from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
           "entity_extraction", "rerank_max_new_tokens", "answer_max_new_tokens")
@@ -109,8 +109,11 @@ def main(argv=None) -> int:
                     "metrics": {"hits@1": "strict: the first parsed answer equals a gold answer (normalised)",
                                 "containment": "lenient: a gold answer is a substring of the raw answer",
                                 "fact_hit": "a returned fact has a gold answer as head or tail (no LLM answer)"}})
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(args.out, to_jsonable(out))
+        out["outcomes"] = {v: {str(r["id"]): {k: x for k, x in (r.get("variants") or {}).get(v, {}).items()
+                                              if k in ("hits@1", "containment", "fact_hit")}
+                               for r in records if "id" in r} for v in variants}  # this invocation's, for reproduce
+        out.pop("provenance", None)  # this write's own (command, arguments, commit, environment)
+        write_result(args.out, to_jsonable(out), args)
 
     questions = list(ds.items)
     records: list[dict] = []

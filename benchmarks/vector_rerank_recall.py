@@ -149,7 +149,12 @@ def main(argv=None) -> int:
         })
         out["runs"] = runs
         out["environment"] = environment_info()
-        write_result(out_path, to_jsonable(out))
+        # per question and variant, for `kgrag reproduce` (this invocation's run; the file may merge others)
+        out["outcomes"] = {v: {str(r["id"]): {k: x for k, x in (r.get("variants") or {}).get(v, {}).items()
+                                              if k.startswith("recall@")} for r in records if "id" in r}
+                           for v in cfg.variants_for("passages")}
+        out.pop("provenance", None)  # this write's own (command, arguments, commit, environment)
+        write_result(out_path, to_jsonable(out), args)
 
     questions = list(ds.items)
     records = []

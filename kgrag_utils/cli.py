@@ -4,6 +4,7 @@
     kgrag grid demo [--workers 2] [--force] [--validate-only] [-p limit=2] [--shard 0/4]
     kgrag report demo                      # after the shards: the final notebook once, the whole summary
     kgrag data list | kgrag data fetch metaqa [--force] | kgrag data verify [NAME] [--accept] | kgrag data samples
+    kgrag reproduce benchmarks/results/X.json [--limit 10]   # re-run its first questions, compare one by one
     kgrag presets | kgrag paths | kgrag cache stats
 """
 
@@ -122,6 +123,18 @@ def _cmd_data(args) -> int:
     raise ConfigError(f"unknown data action {args.action!r}")
 
 
+def _cmd_reproduce(args) -> int:
+    from .reproduce import reproduce
+
+    comparisons, log = reproduce(args.file, limit=args.limit)
+    for c in comparisons:
+        print(c.line())
+    same = all(c.same == c.n for c in comparisons)
+    print(f"{'reproduced' if same else 'NOT reproduced'}: the first {args.limit} question(s) of {args.file}; "
+          f"re-run log: {log}")
+    return 0 if same else 1
+
+
 def _cmd_presets(args) -> int:
     from .llm import list_presets
 
@@ -174,6 +187,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--accept", action="store_true",
                    help="verify: take the files as they are now as their reference (after a change made on purpose)")
     d.set_defaults(func=_cmd_data)
+
+    rr = sub.add_parser("reproduce", help="re-run a result file's first questions and compare them one by one")
+    rr.add_argument("file", help="a result JSON with provenance and outcomes (benchmarks/results/...)")
+    rr.add_argument("--limit", type=int, default=10, help="how many of its first questions to re-run")
+    rr.set_defaults(func=_cmd_reproduce)
 
     sub.add_parser("presets", help="list LLM presets").set_defaults(func=_cmd_presets)
     sub.add_parser("paths", help="show resolved folders").set_defaults(func=_cmd_paths)
