@@ -59,15 +59,17 @@ def environment_info() -> dict[str, Any]:
 
 
 def git_commit(root: Path | str | None = None) -> dict[str, Any]:
-    """{"commit": sha or None, "dirty": uncommitted changes to tracked files} of the repository at `root`."""
+    """{"commit": sha or None, "dirty": uncommitted changes to tracked files outside benchmarks/results}."""
     from . import settings
 
     root = Path(root) if root else settings.repo_root()
     try:
         sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=20, check=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=60, check=True).stdout
+        # the code's state: result files (being rewritten by this very run) do not make the tree dirty
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                 ":(exclude)benchmarks/results"], capture_output=True, text=True, timeout=60,
+                                check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": sha or None, "dirty": bool(status.strip())}
