@@ -119,7 +119,7 @@ def test_the_committed_grids_pass_the_schema():
     ("limit=-1", "parameter 'limit' of 00_quickstart.ipynb must be at least 0"),
     ("seed=-3", "parameter 'seed' of 00_quickstart.ipynb must be at least 0"),
     ("split=validation", "dataset 'sample-movies-2hop' has no split 'validation'"),
-    ("limit=many", "parameter 'limit' of 00_quickstart.ipynb expects int (default 8), got str 'many'."),
+    ("limit=many", "-p limit='many': parameter 'limit' of 00_quickstart.ipynb is a whole number (default 8)"),
     ("limti=3", "00_quickstart.ipynb has no parameter 'limti'; did you mean 'limit'?"),
 ])
 def test_kgrag_run_refuses_bad_parameters_before_a_kernel_starts(capsys, no_kernel, param, expected):
