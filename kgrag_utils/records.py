@@ -36,7 +36,7 @@ from typing import Any, Iterable, Mapping
 
 from . import settings
 from .fileio import UnsafeFileError, atomic_write_text, open_in_folder, refuse_link
-from .provenance import environment_info  # noqa: F401 - re-exported (benchmarks import it from here)
+from .provenance import environment_info, git_commit  # noqa: F401 - environment_info re-exported (benchmarks)
 from .errors import ConfigError, KgragError
 
 RUN_FILE = "run.json"
@@ -354,6 +354,7 @@ class RunRecorder:
         self._index: dict[Any, int] = {}
         self.torn_lines = 0
         self._environment = environment_info()
+        self._code = git_commit()  # the commit (and whether the code had uncommitted changes) that ran
         previous = read_run(self.run_dir) if self.run_path.exists() else None
         same = previous is not None and previous.get("params_hash") == self.params_hash
         if resume and same and self.examples_path.exists():
@@ -445,6 +446,7 @@ class RunRecorder:
             "tokens": tokens,
             "error": error,
             "environment": self._environment,
+            "code": self._code,
         }
         if extra:
             clash = sorted(set(extra) & set(record))

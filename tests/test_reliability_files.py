@@ -193,3 +193,22 @@ def test_kgrag_report_names_the_grids_own_summary(tmp_path, capsys):
     out = capsys.readouterr().out
     summary = settings.runs_dir() / "named" / "summary.md"
     assert f"summary in {summary}" in out and summary.is_file()
+
+
+def test_a_symlinked_run_log_is_refused_and_its_target_kept(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    logs = Path(os.environ["KGRAG_RUNS_DIR"]) / "adhoc"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "vic-log.log").symlink_to(victim)
+    done = _kgrag("run", "00_quickstart", "-p", "llm_preset=fake", "-p", "limit=1", "--run-name", "vic-log")
+    assert victim.read_text() == "precious\n"
+    assert done.returncode == 2 and "vic-log.log is a symbolic link" in _one_line(done.stderr)
+
+
+def test_a_run_record_names_the_commit_that_ran(tmp_path):
+    rec = records.RunRecorder("m", {"a": 1}, run_name="code", root=tmp_path)
+    rec.finish(summary={})
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    code = records.read_run(tmp_path / "code")["code"]
+    assert code["commit"] == head and isinstance(code["dirty"], bool)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from .. import schema, settings
 from ..errors import ConfigError, StorageError, shown, storage_errno, storage_message
+from ..fileio import open_in_folder, refuse_link
 from ..notebook_params import resolve_notebook
 from ..records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RUN_FILE, RunLock, RunRecordError,
                        atomic_write_json, check_run_name, read_examples, read_run, run_key, to_jsonable)
@@ -194,7 +195,9 @@ def _execute_logged(path: Path, out_nb: Path, log_path: Path, params: Mapping[st
                     kernel_env: Mapping[str, str], on_interrupt) -> str | None:
     """Run the notebook with its log at `log_path`: None when it finished, else its short error
     (`on_interrupt` records a Ctrl-C before it propagates)."""
-    with open(log_path, "w", encoding="utf-8") as log:
+    refuse_link(out_nb, "notebook")  # papermill writes it: a link there (a shared runs folder) is refused
+    log_fd = open_in_folder(log_path.parent, log_path.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(log_fd, "w", encoding="utf-8") as log:
         log.write(f"notebook: {path}\nparameters: {json.dumps(to_jsonable(params))}\n\n")
         log.flush()
         try:
