@@ -93,12 +93,10 @@ def result_provenance(arguments: Mapping[str, Any] | None = None, argv: Sequence
     """The provenance block of a result file: command, parsed arguments, commit, time and environment."""
     import shlex
 
-    from .records import to_jsonable
-
     line = command_argv(argv)
     return {
         "command": " ".join(shlex.quote(a) for a in line), "argv": line,
-        "arguments": to_jsonable(dict(arguments)) if arguments is not None else None,
+        "arguments": _plain(dict(arguments)) if arguments is not None else None,
         **git_commit(), "when": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "environment": environment_info(),
     }
@@ -110,13 +108,34 @@ def per_question(records: Sequence[Mapping[str, Any]], keys: Sequence[str], id_k
     A result file stores these beside its summary (`"outcomes": {label: per_question(...)}`), so that a re-run
     can be compared question by question (`kgrag reproduce`).
     """
-    from .records import to_jsonable
-
     out: dict[str, Any] = {}
     for r in records:
         qid = r.get(id_key)
         if qid is None:
             continue
         values = {k: r.get(k) for k in keys}
-        out[str(qid)] = to_jsonable(values[keys[0]] if len(keys) == 1 else values)
+        out[str(qid)] = _plain(values[keys[0]] if len(keys) == 1 else values)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-plain copy (paths, tuples, numpy scalars and other objects as JSON can hold them; NaN as null)."""
+    import json
+    import math
+
+    def default(obj):
+        for attr in ("tolist", "item"):
+            if callable(getattr(obj, attr, None)):
+                return getattr(obj, attr)()
+        return str(obj) if isinstance(obj, Path) else repr(obj)
+
+    def nan_free(v):
+        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+            return None
+        if isinstance(v, dict):
+            return {k: nan_free(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [nan_free(x) for x in v]
+        return v
+
+    return nan_free(json.loads(json.dumps(value, default=default)))
