@@ -153,6 +153,9 @@ def test_reusing_a_run_name_with_other_parameters_is_refused_and_force_keeps_the
     first = _kgrag("run", str(nb), "-p", "word=first", "--run-name", "reused")
     assert first.returncode == 0, first.stderr[-2000:]
     old = (results / "reused" / records.EXAMPLES_FILE).read_text()
+    ran = records.read_run(results / "reused")
+    assert "run" in ran["runner"]["command"] and "word=first" in ran["runner"]["command"]  # what ran: the command
+    assert ran["code"]["commit"] and ran["params"]["word"] == "first"
     second = _kgrag("run", str(nb), "-p", "word=second", "--run-name", "reused")
     assert second.returncode == 2, second.stderr[-2000:]
     [line] = _error_lines(second.stderr)

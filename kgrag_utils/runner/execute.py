@@ -15,6 +15,7 @@ from .. import schema, settings
 from ..errors import ConfigError, StorageError, shown, storage_errno, storage_message
 from ..fileio import open_in_folder, refuse_link
 from ..notebook_params import resolve_notebook
+from ..provenance import command_argv
 from ..records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RUN_FILE, RunLock, RunRecordError,
                        atomic_write_json, check_run_name, read_examples, read_run, run_key, to_jsonable)
 from .checks import check_data_present, check_run_parameters
@@ -62,7 +63,8 @@ def _finished_ok(run_dir: Path, key: str) -> dict | None:
 def _stamp_runner(run_dir: Path, notebook: str, key: str, seconds: float) -> None:
     """Mark a finished record as produced by this notebook with these exact parameters (for skip/resume)."""
     rec = read_run(run_dir)
-    rec["runner"] = {"notebook": notebook, "params_hash": key, "seconds": round(seconds, 2)}
+    rec["runner"] = {"notebook": notebook, "params_hash": key, "seconds": round(seconds, 2),
+                     "command": " ".join(command_argv())}  # with params, environment and code: what ran
     atomic_write_json(run_dir / RUN_FILE, rec)
 
 
