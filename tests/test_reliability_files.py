@@ -42,16 +42,21 @@ def _one_line(err: str) -> str:
 
 
 # ----------------------------------------------------------------------------- case 1: links
-def test_a_symlinked_lock_is_refused_and_its_target_kept(tmp_path):
+def _run_against_a_link(tmp_path, link: Path, run_name: str) -> str:
+    """`kgrag run` of the quickstart while `link` points at another user's file: the file is kept; the error."""
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    run_dir = Path(os.environ["KGRAG_RESULTS_DIR"]) / "vic"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / ".lock").symlink_to(victim)
-    done = _kgrag("run", "00_quickstart", "-p", "llm_preset=fake", "-p", "limit=1", "--run-name", "vic")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim)
+    done = _kgrag("run", "00_quickstart", "-p", "llm_preset=fake", "-p", "limit=1", "--run-name", run_name)
     assert victim.read_text() == "precious\n"
     assert done.returncode == 2, (done.stdout, done.stderr)
-    line = _one_line(done.stderr)
+    return _one_line(done.stderr)
+
+
+def test_a_symlinked_lock_is_refused_and_its_target_kept(tmp_path):
+    run_dir = Path(os.environ["KGRAG_RESULTS_DIR"]) / "vic"
+    line = _run_against_a_link(tmp_path, run_dir / ".lock", "vic")
     assert ".lock" in line and "symbolic link" in line and "rm " in line, line
     assert not (run_dir / records.RUN_FILE).exists()  # nothing ran
 
@@ -196,14 +201,8 @@ def test_kgrag_report_names_the_grids_own_summary(tmp_path, capsys):
 
 
 def test_a_symlinked_run_log_is_refused_and_its_target_kept(tmp_path):
-    victim = tmp_path / "victim.txt"
-    victim.write_text("precious\n")
-    logs = Path(os.environ["KGRAG_RUNS_DIR"]) / "adhoc"
-    logs.mkdir(parents=True, exist_ok=True)
-    (logs / "vic-log.log").symlink_to(victim)
-    done = _kgrag("run", "00_quickstart", "-p", "llm_preset=fake", "-p", "limit=1", "--run-name", "vic-log")
-    assert victim.read_text() == "precious\n"
-    assert done.returncode == 2 and "vic-log.log is a symbolic link" in _one_line(done.stderr)
+    log = Path(os.environ["KGRAG_RUNS_DIR"]) / "adhoc" / "vic-log.log"
+    assert "vic-log.log is a symbolic link" in _run_against_a_link(tmp_path, log, "vic-log")
 
 
 def test_a_run_record_names_the_commit_that_ran(tmp_path):
