@@ -715,6 +715,24 @@ TABLES += [
 ]
 
 
+def _saving(data: Any) -> str:
+    """A cell: how much less compile CPU the Makefile's options take than no options (percent)."""
+    cpu = {b["variant"]: b["cpu_s"] for b in data["builds"]}
+    return fmt(1 - cpu["makefile"] / cpu["default"], "%.0f")
+
+
+_B = "builds/[variant={v}]"
+TABLES += [
+    Table("llama-cpp-build", "docs/REPRODUCIBILITY.md",
+          ("llama-cpp-python build (`llama_cpp_build.json`)", "CPU s", "compile steps", "wheel MB"), [
+              Row("llama_cpp_build.json", label, f"{{{_B.format(v=v)}/cpu_s:.1f}}", f"{{{_B.format(v=v)}/steps}}",
+                  f"{{{_B.format(v=v)}/wheel_mb:.1f}}")
+              for v, label in (("default", "no options (plain `pip install llama-cpp-python`)"),
+                               ("no_mtmd", "without the multimodal library"), ("makefile", "the Makefile's options"))]),
+    Value("llama-cpp-build-saving", "docs/REPRODUCIBILITY.md", "llama_cpp_build.json", _saving),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
