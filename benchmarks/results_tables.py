@@ -733,6 +733,30 @@ TABLES += [
 ]
 
 
+_VRS = _KGQA + "/summary"
+_C05T = _C05 + "/topk"
+TABLES += [
+    Value("vr-kgqa-n-answerable", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/rerank/answerable/n}}"),
+    Value("vr-kgqa-answerable-hits1", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/rerank/answerable/hits@1:%.1f}}"),
+    Value("vr-kgqa-answerable-containment", RES, "vector_rerank_kgqa.json",
+          f"{{{_VRS}/variants/rerank/answerable/containment:%.1f}}"),
+    Value("vr-kgqa-rerank-failed", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/rerank_status/failed}}"),
+    Value("vr-kgqa-candidate-hits", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/rerank_graph/candidate_fact_hit:%.0f}}"),
+    Value("vr-kgqa-fact-hit", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/rerank/fact_hit:%.1f}}"),
+    Value("vr-kgqa-nollm-fact-hits", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/expand/fact_hit:%.0f}}"),
+    Value("vr-kgqa-seconds", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/latency_mean_s/total:.1f}}"),
+    Value("vr-kgqa-rerank-seconds", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/latency_mean_s/rerank_llm:.1f}}"),
+    Value("vr-kgqa-answer-seconds", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/latency_mean_s/rerank_answer_llm:.1f}}"),
+    Value("compact-05b-compact-hits1", RES, "structured_decoding_compact.json", scaled(f"{_C05}/compact/hits1_strict_all", 0.01, ".2f")),
+    Value("compact-05b-top100-hits1", RES, "structured_decoding_compact.json", scaled(f"{_C05T}/hits1_strict_all", 0.01, ".2f")),
+    Value("compact-05b-compact-lenient", RES, "structured_decoding_compact.json", scaled(f"{_C05}/compact/hits1_lenient_all", 0.01, ".2f")),
+    Value("compact-05b-top100-lenient", RES, "structured_decoding_compact.json", scaled(f"{_C05T}/hits1_lenient_all", 0.01, ".2f")),
+    Value("compact-05b-compact-tokens", RES, "structured_decoding_compact.json",
+          f"{{{_C05}/compact/prompt_tokens_per_question:.0f}}"),
+    Value("compact-05b-top100-tokens", RES, "structured_decoding_compact.json", f"{{{_C05T}/prompt_tokens_per_question:.0f}}"),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
