@@ -41,8 +41,10 @@ def _ipc_prefix() -> str | None:
     return prefix
 
 
-def _kernel_manager_class(extra_env: Mapping[str, str]):
-    """A kernel manager that starts its kernel with these environment variables added (per run, thread-safe)."""
+def _kernel_manager_class(extra_env: Mapping[str, str], log=None):
+    """A kernel manager that starts its kernel with these environment variables added (per run, thread-safe),
+    and the kernel process's own stdout and stderr in the run's log (not the user's terminal: a kernel stopped
+    at a cell timeout prints a traceback there)."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
@@ -63,6 +65,9 @@ def _kernel_manager_class(extra_env: Mapping[str, str]):
         async def start_kernel(self, **kw):
             env = dict(kw.pop("env", None) or os.environ)
             env.update(extra)
+            if log is not None:
+                kw.setdefault("stdout", log)
+                kw.setdefault("stderr", log)
             return await super().start_kernel(env=env, **kw)
 
     return RunKernelManager
@@ -87,5 +92,5 @@ def execute(path: Path, out_nb: Path, params: Mapping[str, Any], timeout: int, e
             str(path), str(out_nb), parameters=dict(params), kernel_name="python3", cwd=str(path.parent),
             execution_timeout=timeout, start_timeout=KERNEL_START_TIMEOUT, progress_bar=False,
             log_output=True, stdout_file=log,
-            stderr_file=log, kernel_manager_class=_kernel_manager_class(env),
+            stderr_file=log, kernel_manager_class=_kernel_manager_class(env, log),
         )
