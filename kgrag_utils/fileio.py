@@ -51,6 +51,7 @@ def open_in_folder(folder: Path | str, name: str, flags: int, mode: int = 0o666)
     another file too) and anything but a regular file (a FIFO, a device).
     """
     folder = Path(folder)
+    truncate, flags = bool(flags & os.O_TRUNC), flags & ~os.O_TRUNC  # truncated only once found safe
     if os.open in os.supports_dir_fd and _NOFOLLOW:
         try:
             dfd = os.open(folder, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
@@ -85,6 +86,8 @@ def open_in_folder(folder: Path | str, name: str, flags: int, mode: int = 0o666)
                               f"or move it away, and rerun.")
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
+    if truncate:
+        os.ftruncate(fd, 0)
     return fd
 
 

@@ -211,3 +211,15 @@ def test_a_run_record_names_the_commit_that_ran(tmp_path):
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     code = records.read_run(tmp_path / "code")["code"]
     assert code["commit"] == head and isinstance(code["dirty"], bool)
+
+
+def test_a_hard_linked_file_is_refused_before_it_is_truncated(tmp_path):
+    from kgrag_utils.fileio import open_in_folder
+
+    other = tmp_path / "other.log"
+    other.write_text("keep me\n")
+    (tmp_path / "runs").mkdir()
+    os.link(other, tmp_path / "runs" / "x.log")
+    with pytest.raises(UnsafeFileError, match="hard links"):
+        open_in_folder(tmp_path / "runs", "x.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    assert other.read_text() == "keep me\n"
