@@ -125,11 +125,15 @@ def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S) -> dic
     out["tokens_per_question"] = {k: round(v / n, 1) for k, v in sorted(tok.items())}
     demo_tok = [r.get("pattern_demo_tokens") or 0 for r in records]
     mean_demo = float(np.mean(demo_tok)) if demo_tok else 0.0
+    sets = {tuple(r.get("pattern_demos") or ()) for r in records if r.get("pattern_demos")}
     out["demonstrations"] = {
         "demo_tokens_per_question": round(mean_demo, 1),
         "prefill_s_per_question_at": {"tok_s": prefill_tok_s, "seconds": round(mean_demo / prefill_tok_s, 2)},
-        "note": "the chosen demonstrations' turns are the prompt's part that no other question shares, so llama.cpp's "
-                "prefix cache cannot cover them: each question prefills them once per pattern call (samples: per sample)",
+        "distinct_demo_sets": len(sets),
+        "note": "prefill_s: the chosen demonstrations' tokens at the given prefill speed, when nothing of them is "
+                "cached; questions of one template get the same demonstrations (their entity-blanked texts are equal) "
+                "and llama.cpp gets each call's prompts in text order, so within one generate call a set is prefilled "
+                "once per run of equal sets (distinct_demo_sets of them over all questions); samples: per sample",
     }
     return out
 
@@ -150,6 +154,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=0,
                     help="compute at most N questions not yet recorded, then write the report of all recorded so far "
                          "(a long run in locked pieces that resume from the records; 0: all)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="compute nothing: write the report of the questions recorded so far (no model is loaded)")
     ap.add_argument("--preset", default=DEFAULT_CPU_PRESET)
     ap.add_argument("--backend", default=None, help="the preset's default when omitted (llamacpp for GGUF presets)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads; 0 = the backend's default")
@@ -237,7 +243,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     done_before = len(recorder.done_ids)
     llm, backend = None, args.backend or ("fake" if fake else get_preset(args.preset).backend)
-    if any(q.qid not in recorder.done_ids for q in data.items):  # else only the report is rewritten: no model
+    if not args.report_only and any(q.qid not in recorder.done_ids for q in data.items):  # else: the report only
         retriever = GSDRetriever.from_embedder(data.kg, args.embedder, index_kind=args.index)
         llm = replay_gold_llm(data.items) if fake else load_llm(
             args.preset, backend=args.backend, structured=structured, **({"n_threads": args.threads} if args.threads else {}))

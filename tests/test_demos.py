@@ -220,6 +220,8 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     bench.main(args + ["--chunk", "3"])  # a first locked piece: 3 of the 4 questions
     part = json.loads(out.read_text())
     assert part["n_questions"] == 3 and part["n_planned"] == 4 and not part["complete"]
+    bench.main(args + ["--report-only"])  # rewrites the report of what is recorded, computes nothing
+    assert json.loads(out.read_text())["n_questions"] == 3
     bench.main(args)  # resumes from the records: the 4th question only
     result = json.loads(out.read_text())
     assert result["complete"] and result["seconds"]["questions_this_session"] == 1
