@@ -757,6 +757,29 @@ TABLES += [
 ]
 
 
+_SYN = "indexes/{i}/ms_per_query/{p}"
+TABLES += [
+    Value("sg-syn-ivf-median", RES, "simgrag_synthetic_10M.json", "{" + _SYN.format(i="ivf", p="retrieval_total/median") + ":.1f}"),
+    Value("sg-syn-ivf-p95", RES, "simgrag_synthetic_10M.json", "{" + _SYN.format(i="ivf", p="retrieval_total/p95") + ":.1f}"),
+    Value("sg-syn-nlist", RES, "simgrag_synthetic_10M.json", "{params/nlist}"),
+    Value("sg-syn-nprobe", RES, "simgrag_synthetic_10M.json", "{params/nprobe}"),
+    Value("sg-syn-start-found", RES, "simgrag_synthetic_10M.json", "{indexes/ivf/start_entity_in_candidates:%.1f}"),
+    Value("sg-syn-flat-median", RES, "simgrag_synthetic_10M.json", "{" + _SYN.format(i="flat", p="retrieval_total/median") + ":.1f}"),
+    Value("sg-syn-flat-p95", RES, "simgrag_synthetic_10M.json", "{" + _SYN.format(i="flat", p="retrieval_total/p95") + ":.1f}"),
+    Value("sg-syn-enum-ivf", RES, "simgrag_synthetic_10M.json", "{" + _SYN.format(i="ivf", p="enumeration/median") + ":.2f}"),
+    Value("sg-syn-enum-flat", RES, "simgrag_synthetic_10M.json", "{" + _SYN.format(i="flat", p="enumeration/median") + ":.2f}"),
+]
+
+
+TABLES += [
+    Value("sg-1hop-all", RES, "simgrag_metaqa-1hop.json", f"{{{_H}/all:%.1f}}"),
+    Value("sg-1hop-answerable", RES, "simgrag_metaqa-1hop.json", f"{{{_H}/answerable:%.1f}}"),
+    Value("sg-1hop-inj-all", RES, "simgrag_metaqa-1hop_injective.json", f"{{{_H}/all:%.1f}}"),
+    Value("sg-1hop-inj-answerable", RES, "simgrag_metaqa-1hop_injective.json", f"{{{_H}/answerable:%.1f}}"),
+    Value("sg-1hop-node-ms", RES, "simgrag_metaqa-1hop.json", "{batched_node_search_ms_per_node:.2f}"),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
