@@ -780,6 +780,23 @@ TABLES += [
 ]
 
 
+def mean_strict(size: str, decoding: str) -> Callable[[Any], str]:
+    """A cell: the mean strict Hits@1 over MetaQA 1/2/3-hop of one model and decoding (50 questions per hop)."""
+    def cell(data: Any) -> str:
+        rows = [r for r in data["rows"] if r["model"] == f"qwen2.5-coder-{size}" and r["decoding"] == decoding]
+        if len(rows) != 3:
+            raise TableError(f"structured_decoding_simgrag.json: {len(rows)} rows for {size} {decoding}, need 3 hops")
+        return fmt(round(sum(r["hits1_strict_all"] for r in rows) / 3, 10), ".1f")
+    return cell
+
+
+TABLES += [
+    Value(f"sg-mean-{size}-{mode}{suffix}", RES, "structured_decoding_simgrag.json", mean_strict(size, mode))
+    for size in ("0.5b", "1.5b") for mode, suffixes in (("off", ("",)), ("schema", ("", "-2")), ("schema+anchor", ("", "-2")))
+    for suffix in suffixes
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
