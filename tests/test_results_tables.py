@@ -84,3 +84,13 @@ def test_the_readme_is_a_front_page():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 400
     assert "make test" in "\n".join(lines) and "<!-- table:headline -->" in lines
+
+
+def test_every_table_in_the_results_doc_is_generated():
+    """docs/RESULTS.md holds no table typed by hand: declare it in benchmarks/results_tables.py instead."""
+    import re
+
+    text = (ROOT / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    outside = re.sub(r"<!-- table:([\w.+-]+) -->.*?<!-- /table:\1 -->", "", text, flags=re.S)
+    typed = [line[:80] for line in outside.splitlines() if line.startswith("|")]
+    assert typed == [], "tables typed by hand in docs/RESULTS.md (generate them): " + "; ".join(typed[:3])
