@@ -797,6 +797,17 @@ TABLES += [
 ]
 
 
+_MQ = "runs/[run_name=vector_rerank_bench-musique-0c342618fc]/summary"
+TABLES += [
+    *(Value(f"vr-mq-{k}", RES, "vector_rerank_musique.json", f"{{{_MQ}/rerank_status/{k}}}")
+      for k in ("json", "marks", "partial", "text")),
+    Value("vr-mq-prompt-tokens", RES, "vector_rerank_musique.json",  # "about": to the nearest hundred
+          lambda d: fmt(round(lookup(d, f"{_MQ}/tokens/prompt", "") / lookup(d, f"{_MQ}/n", ""), -2), ",.0f")),
+    Value("vr-mq-completion-tokens", RES, "vector_rerank_musique.json",
+          per_question(f"{_MQ}/tokens/completion", f"{_MQ}/n", ".0f")),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
