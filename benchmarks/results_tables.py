@@ -808,6 +808,24 @@ TABLES += [
 ]
 
 
+_CPF, _HOW = "compact_paraphrase_metaqa-1hop.json", "how_paraphrases_were_made/llm"
+_HYB = "by_knowledge/hybrid"
+TABLES += [
+    Value("cp-kept", RES, _CPF, f"{{{_HOW}/kept}}"), Value("cp-kept-2", RES, _CPF, f"{{{_HOW}/kept}}"),
+    Value("cp-rejected", RES, _CPF, f"{{{_HOW}/rejected}}"), Value("cp-reordered", RES, _CPF, f"{{{_HOW}/kept_reordered_only}}"),
+    Value("cp-llm-answerable", RES, _CPF, f"{{{_HYB}/LLM paraphrase/n_answerable}}"),
+    Value("cp-llm-answerable-2", RES, _CPF, f"{{{_HYB}/LLM paraphrase/n_answerable}}"),
+    Value("cp-h-templated", RES, _CPF, f"{{{_HYB}/templated/derived_hits@1_answerable:%.1f}}"),
+    Value("cp-h-synonym", RES, _CPF, f"{{{_HYB}/synonym/derived_hits@1_answerable:%.1f}}"),
+    Value("cp-h-all", RES, _CPF, f"{{{_HYB}/all rule noise/derived_hits@1_answerable:%.1f}}"),
+    Value("cp-h-llm", RES, _CPF, f"{{{_HYB}/LLM paraphrase/derived_hits@1_answerable:%.1f}}"),
+    Value("cp-h-written", RES, _CPF, f"{{{_HYB}/LLM subset as written/derived_hits@1_answerable:%.1f}}"),
+    Value("cp-l-llm", RES, _CPF, "{by_knowledge/lexicon/LLM paraphrase/derived_hits@1_answerable:%.1f}"),
+    Value("cp-conf-0", RES, _CPF, f"{{{_HYB}/synonym/confusions/0/count}}"),
+    Value("cp-conf-1", RES, _CPF, f"{{{_HYB}/synonym/confusions/1/count}}"),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
