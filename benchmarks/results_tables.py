@@ -826,6 +826,23 @@ TABLES += [
 ]
 
 
+def _agent_gain(_: Any) -> str:
+    """SF-EM@30 of the 0.5B agent's walk minus the same walk without the LLM; the prose says it is the same on both
+    datasets, so a difference between them is an error that asks for the sentence to be rewritten."""
+    gains = set()
+    for ds, _label in _KGP_DS:
+        llm = lookup(_load(RESULTS, f"kgp_{ds}_llm.json"), "results/0/summary/sf_em@30", ds)
+        base = lookup(_load(RESULTS, f"kgp_{ds}_baselines_n50.json"),
+                      f"results/[run_name=kgp-bench-{ds}-n50-entity-nollm]/summary/sf_em@30", ds)
+        gains.add(fmt(llm - base, "+.2f"))
+    if len(gains) != 1:
+        raise TableError(f"kgp-agent-gain: the agent's gain differs between datasets ({gains}); rewrite the sentence")
+    return gains.pop()
+
+
+TABLES += [Value("kgp-agent-gain", RES, None, _agent_gain)]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
