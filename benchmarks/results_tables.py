@@ -843,6 +843,38 @@ def _agent_gain(_: Any) -> str:
 TABLES += [Value("kgp-agent-gain", RES, None, _agent_gain)]
 
 
+def _sg_rows(data: Any, decoding: str, model: str | None = None) -> list[dict]:
+    return [r for r in data["rows"] if r["decoding"] == decoding and (model is None or r["model"] == model)]
+
+
+def _unusable(decoding: str) -> Callable[[Any], str]:
+    """A cell: SimGRAG patterns unusable under one decoding mode, summed over both models and three hops."""
+    return lambda data: str(sum(r["pattern_unusable"] for r in _sg_rows(data, decoding)))
+
+
+def _pattern_error_share(run: str) -> Callable[[Any], str]:
+    """A cell: the share (%) of one run's questions that were wrong at the pattern stage."""
+    def cell(data: Any) -> str:
+        row = lookup(data, f"rows/[run={run}]", run)
+        return fmt(row["wrong_by_stage_strict"]["pattern"] / row["n"], "%.0f")
+    return cell
+
+
+_SGD = "structured_decoding_simgrag.json"
+_VR50 = "vector_rerank_musique_n50_1.5b_{m}.json"
+TABLES += [
+    Value("tg-unusable-anchor", RES, _SGD, _unusable("schema+anchor")),
+    Value("tg-unusable-schema", RES, _SGD, _unusable("schema")),
+    Value("tg-1hop-15b", RES, _SGD, "{rows/[run=simgrag-e2e-metaqa-1hop-n50-1.5b-schema]/hits1_strict_answerable:.1f}"),
+    Value("tg-2hop-off", RES, _SGD, _pattern_error_share("simgrag-e2e-metaqa-2hop-n50-1.5b-off")),
+    Value("tg-2hop-schema", RES, _SGD, _pattern_error_share("simgrag-e2e-metaqa-2hop-n50-1.5b-schema")),
+    Value("tg-2hop-anchor", RES, _SGD, _pattern_error_share("simgrag-e2e-metaqa-2hop-n50-1.5b-schema-anchor")),
+    Value("tg-vr-schema", RES, _VR50.format(m="schema"), "{runs/0/summary/variants/rerank-filled/recall@5:%.1f}"),
+    Value("tg-vr-off", RES, _VR50.format(m="off"), "{runs/0/summary/variants/rerank-filled/recall@5:%.1f}"),
+    Value("tg-vr-naive", RES, _VR50.format(m="schema"), "{runs/0/summary/variants/naive/recall@5:%.1f}"),
+]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
