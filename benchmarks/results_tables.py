@@ -875,6 +875,20 @@ TABLES += [
 ]
 
 
+def _sg_value(run: str, field: str, spec: str = "") -> Value:
+    """A number of one SimGRAG decoding-mode row: `run` is the run name after 'simgrag-e2e-metaqa-'."""
+    path = f"rows/[run=simgrag-e2e-metaqa-{run}]/{field}"
+    return Value(f"sgr-{run}-{field}".replace("/", "-"), RES, _SGD, "{" + path + (f":{spec}" if spec else "") + "}")
+
+
+TABLES += [
+    _sg_value(f"{h}hop-n50-{size}-{mode}", "hits1_strict_all", ".0f")
+    for h, size in (("1", "0.5b"), ("1", "1.5b"), ("2", "0.5b"), ("2", "1.5b"), ("3", "0.5b"), ("3", "1.5b"))
+    for mode in ("schema", "schema-anchor")
+] + [_sg_value(f"3hop-n50-1.5b-{mode}", field) for mode in ("schema", "schema-anchor")
+     for field in ("pattern_unusable", "wrong_by_stage_strict/pattern")]
+
+
 # ----------------------------------------------------------------------------- writing and checking
 def _markers(t: Table | Value) -> tuple[str, str]:
     kind = "value" if t.inline else "table"
