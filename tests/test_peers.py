@@ -349,3 +349,87 @@ def test_kgp_ref_harness_scores_the_reference_retrievers_on_our_sets(peer_sandbo
     assert [s["id"] for s in sets] == [p["id"] for p in peer]
     assert peer[0]["bm25"][0] == len(sets[0]["chunks"]) - 1  # texts mapped back to passage indices
     assert "BM25_retriever" in data["runs"]["kgp-ref/sample-passages"]["peer_only"]
+
+
+STAND_IN_VGR = {
+    # the vector_graph_rag interfaces benchmarks/peers/vgr_worker.py calls, implemented minimally (none of its code):
+    # passages ranked by words shared with the question, relations = the released triples, a rerank over HTTP
+    "vector_graph_rag/__init__.py": """
+        import json, re, types, urllib.request
+        words = lambda s: set(re.findall(r"\\w+", s.lower()))
+        class _Reranker:
+            cache = None
+            def __init__(self, settings): self.settings, self.seen = settings, {}
+            def rerank(self, question, ids, texts):  # replies remembered, as the package's response cache does
+                key = (question, tuple(ids))
+                if key not in self.seen:
+                    self.seen[key] = self._call(question, ids, texts)
+                return self.seen[key]
+            def _call(self, question, ids, texts):
+                lines = "\\n".join(f"[{i}] {t}" for i, t in zip(ids, texts))
+                body = {"model": self.settings["llm_model"], "messages": [{"role": "user", "content": question + "\\n" + lines}]}
+                req = urllib.request.Request(self.settings["openai_base_url"] + "/chat/completions",
+                                             data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+                reply = json.loads(urllib.request.urlopen(req, timeout=30).read())["choices"][0]["message"]["content"]
+                chosen = [x for x in json.loads(reply)["useful_relations"] if x in ids]
+                return chosen, [texts[ids.index(x)] for x in chosen]
+        class VectorGraphRAG:
+            def __init__(self, settings):
+                self.settings, self._reranker = settings, _Reranker(settings)
+            def add_documents_with_triplets(self, docs, show_progress=True):
+                self.docs = docs
+                self.rels = [(f"r{i}-{j}", " ".join(t), d["id"]) for i, d in enumerate(docs) for j, t in enumerate(d["triplets"])]
+            def get_stats(self): return {"passages": len(self.docs), "relations": len(self.rels)}
+            def _rank(self, q): return sorted(self.docs, key=lambda d: (-len(words(q) & words(d["passage"])), d["id"]))
+            def retrieve_naive(self, q, top_k=5):
+                return types.SimpleNamespace(retrieved_passages=[d["passage"] for d in self._rank(q)[:top_k]])
+            def _ensure_retriever(self): return self
+            def retrieve(self, q, use_reranking=True, top_k=None, **kw):
+                cands = sorted(self.rels, key=lambda r: -len(words(q) & words(r[1])))[:10]
+                found = types.SimpleNamespace(expanded_relation_ids=[r[0] for r in cands], expanded_relation_texts=[r[1] for r in cands],
+                                              query_entities=[], entity_texts=[], relation_texts=[], eviction_before_count=0,
+                                              eviction_after_count=0)
+                if top_k is None:
+                    return found
+                ids = self._reranker.rerank(q, found.expanded_relation_ids, found.expanded_relation_texts)[0] if use_reranking \\
+                    else found.expanded_relation_ids[:top_k]
+                pids = self._get_passages_from_relations(ids)[0]
+                text = {d["id"]: d["passage"] for d in self.docs}
+                passages = [text[p] for p in pids] + [d["passage"] for d in self._rank(q) if d["id"] not in pids]
+                return types.SimpleNamespace(retrieved_passages=passages[:top_k], reranked_relations=ids)
+            def _get_passages_from_relations(self, ids):
+                pids = list(dict.fromkeys(r[2] for i in ids for r in self.rels if r[0] == i))
+                text = {d["id"]: d["passage"] for d in self.docs}
+                return pids, [text[p] for p in pids]
+        """,
+    "vector_graph_rag/config.py": "def Settings(**kw):\n    return kw\n",
+    "vector_graph_rag/llm/__init__.py": "",
+    "vector_graph_rag/llm/cache.py": "class LLMCache:\n    def __init__(self, d): pass\n\ndef set_llm_cache(c): pass\n",
+}
+
+
+def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
+    import vgr
+
+    pkg = _write_tree(peer_sandbox / "stand-in", STAND_IN_VGR)
+    monkeypatch.setenv("PEER_PYTHONPATH", str(pkg))
+    out = peer_sandbox / "peers.json"
+
+    def reply(body):
+        lines = [ln for ln in body["messages"][-1]["content"].splitlines() if ln.startswith("[")]
+        return json.dumps({"useful_relations": [ln[1:ln.index("]")] for ln in lines[:2]]})
+
+    with FakeOpenAIServer(reply=reply, models=("fake",)) as srv:
+        argv = ["--dataset", "sample-passages", "--limit", "4", "--preset", "fake", "--base-url", srv.base_url,
+                "--peer-python", sys.executable, "--work-dir", str(peer_sandbox / "vgr-work"), "--out", str(out),
+                "--chunk", "3"]
+        assert vgr.main(argv) == 0 and not out.exists()  # 3 of 4 questions: not complete yet
+        assert vgr.main(argv) == 0
+    assert sum("[r" in r["body"]["messages"][-1]["content"] for r in srv.requests) == 4  # one rerank per question
+    data = json.loads(out.read_text())
+    rows = {(r["metric"], r["ours_variant"].split()[0]): r for r in data["rows"]}
+    assert len(rows) == 8 and all(r["n"] == 4 and r["peer"] == "vector-graph-rag" for r in rows.values())
+    run_dir = next((peer_sandbox / "results" / "peers").iterdir())
+    peer = [json.loads(x) for x in (run_dir / "peer.jsonl").read_text().splitlines()]
+    for p in peer:  # padded = the rerank's passages, then naive ones; the unpadded list is its prefix
+        assert p["padded"][: len(p["rerank"])] == p["rerank"] and len(p["padded"]) == 5
