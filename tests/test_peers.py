@@ -367,8 +367,8 @@ STAND_IN_VGR = {
                 return self.seen[key]
             def _call(self, question, ids, texts):
                 lines = "\\n".join(f"[{i}] {t}" for i, t in zip(ids, texts))
-                body = {"model": self.settings["llm_model"], "messages": [{"role": "user", "content": question + "\\n" + lines}]}
-                req = urllib.request.Request(self.settings["openai_base_url"] + "/chat/completions",
+                body = {"model": self.settings.llm_model, "messages": [{"role": "user", "content": question + "\\n" + lines}]}
+                req = urllib.request.Request(self.settings.openai_base_url + "/chat/completions",
                                              data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
                 reply = json.loads(urllib.request.urlopen(req, timeout=30).read())["choices"][0]["message"]["content"]
                 chosen = [x for x in json.loads(reply)["useful_relations"] if x in ids]
@@ -376,6 +376,7 @@ STAND_IN_VGR = {
         class VectorGraphRAG:
             def __init__(self, settings):
                 self.settings, self._reranker = settings, _Reranker(settings)
+                self._store = types.SimpleNamespace(get_collection_stats=lambda: {"passage_count": len(getattr(self, "docs", []))})
             def add_documents_with_triplets(self, docs, show_progress=True):
                 self.docs = docs
                 self.rels = [(f"r{i}-{j}", " ".join(t), d["id"]) for i, d in enumerate(docs) for j, t in enumerate(d["triplets"])]
@@ -402,7 +403,7 @@ STAND_IN_VGR = {
                 text = {d["id"]: d["passage"] for d in self.docs}
                 return pids, [text[p] for p in pids]
         """,
-    "vector_graph_rag/config.py": "def Settings(**kw):\n    return kw\n",
+    "vector_graph_rag/config.py": "import types\n\ndef Settings(**kw):\n    return types.SimpleNamespace(**kw)\n",
     "vector_graph_rag/llm/__init__.py": "",
     "vector_graph_rag/llm/cache.py": "class LLMCache:\n    def __init__(self, d): pass\n\ndef set_llm_cache(c): pass\n",
 }
