@@ -1,6 +1,7 @@
 """vector-graph-rag 0.4.0 (Milvus' implementation) beside our vector rerank: same questions, embedder, LLM.
 
     benchmarks/peers/setup.sh vector-graph-rag                  # once: its own environment
+    python benchmarks/peers/vgr.py --index-only                 # once: the peer's index, no LLM (outside the lock)
     flock /tmp/kgrag-llm.lock python benchmarks/peers/vgr.py --chunk 50    # repeat until it says "complete"
 
 The peer gets the MuSiQue corpus with the released OpenIE triples through `add_documents_with_triplets`,
@@ -52,6 +53,8 @@ def parse_args(argv=None):
                     help="a vector_graph_rag Settings override (JSON value), e.g. relation_number_threshold=40")
     ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per side (0: all)")
     ap.add_argument("--sides", default="peer,ours")
+    ap.add_argument("--index-only", action="store_true",
+                    help="build the peer's index (embeddings, Milvus Lite) and stop: run it outside the LLM lock")
     ap.add_argument("--base-url", default=None, help="an OpenAI-compatible server already running (tests)")
     ap.add_argument("--peer-python", default=None)
     ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/vector-graph-rag")
@@ -99,13 +102,20 @@ def run_peer(args, ds, run_dir: Path) -> Path:
         return out
     python = common.peer_python(PEER, args.peer_python)
     corpus, questions = write_inputs(ds, work)
-    with common.llm_server(args.preset, run_dir / "server.log", base_url=args.base_url, n_ctx=args.n_ctx) as url:
-        settings = work / "settings.json"
+    settings = work / "settings.json"
+
+    def worker(url: str, *extra: str) -> None:
         settings.write_text(json.dumps(peer_settings(args, url, work), indent=1))
         common.run_worker(python, "vgr_worker.py", ["--corpus", corpus, "--questions", questions, "--settings", settings,
                                                     "--out", out, "--work-dir", work, "--top-k", "5",
-                                                    "--max-new", str(args.chunk)], log=run_dir / "peer.log",
+                                                    "--max-new", str(args.chunk), *extra], log=run_dir / "peer.log",
                           env=common.worker_env())
+
+    worker("http://127.0.0.1:9/v1", "--index-only")  # embeddings and Milvus inserts: no server, no LLM
+    if args.index_only:
+        return out
+    with common.llm_server(args.preset, run_dir / "server.log", base_url=args.base_url, n_ctx=args.n_ctx) as url:
+        worker(url)
     return out
 
 
@@ -169,7 +179,9 @@ def main(argv=None) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     sides = set(args.sides.split(","))
     t0 = time.perf_counter()
-    peer_path = run_peer(args, ds, run_dir) if "peer" in sides else run_dir / "peer.jsonl"
+    peer_path = run_peer(args, ds, run_dir) if "peer" in sides or args.index_only else run_dir / "peer.jsonl"
+    if args.index_only:
+        return 0
     ours_run = run_ours(args) if "ours" in sides else None
     peer_done = len(common.done_ids(peer_path) & {q.qid for q in ds.items})
     print(f"peer: {peer_done}/{len(ds.items)} questions in {peer_path} ({time.perf_counter() - t0:.0f} s)", flush=True)

@@ -104,11 +104,15 @@ def main(argv=None) -> int:
     ap.add_argument("--work-dir", required=True)
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--max-new", type=int, default=0)
+    ap.add_argument("--index-only", action="store_true", help="build (or check) the index and stop: no LLM call")
     args = ap.parse_args(argv)
     os.makedirs(args.work_dir, exist_ok=True)
     os.chdir(args.work_dir)
     questions = [json.loads(line) for line in open(args.questions, encoding="utf-8")]
     todo = list(pending(questions, args.out))[: args.max_new or None]
+    if args.index_only:
+        build(args)
+        return 0
     if not todo:
         print("nothing to do: every question has a line", flush=True)
         return 0
