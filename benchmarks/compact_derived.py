@@ -52,7 +52,7 @@ def main(argv=None) -> dict:
     from kgrag_utils import settings
     from kgrag_utils.datasets.arguments import (add_dataset_arguments, add_training_arguments, check_dataset_arguments,
                                                 dataset_from_args, training_from_args, training_record)
-    from kgrag_utils.methods.compact import CompactConfig, Compact, gate_table, load_token_counter, summarize_records
+    from kgrag_utils.methods.compact import CompactConfig, Compact, gate_table, load_token_counter, summarize
     from kgrag_utils.methods.compact.config import KNOWLEDGE_SOURCES
     from kgrag_utils.provenance import per_question
     from kgrag_utils.records import environment_info, write_result
@@ -122,7 +122,7 @@ def main(argv=None) -> dict:
             "median_ratio": float(np.median(base / np.maximum(comp, 1))),
             "topk_facts_mean": float(np.mean([r["topk_n_facts"] for r in sub_records])),
         }
-    summary = summarize_records(records, method.kind, llm=False)
+    summary = summarize(records)
     result = {
         "benchmark": "compact_derived",
         "dataset": args.dataset, "split": args.split, "dataset_options": options, "limit": args.limit, "seed": args.seed,

@@ -37,9 +37,9 @@ def _confusions(records, n: int = 5) -> list[dict]:
 
 
 def _scores(records) -> dict:
-    from kgrag_utils.methods.compact import summarize_records
+    from kgrag_utils.methods.compact import summarize
 
-    s = summarize_records(records, "kgqa", llm=False)
+    s = summarize(records)
     return {"n": s["n"], "n_answerable": s["n_answerable"],
             "derived_hits@1_answerable": round(s["derived_hits@1_answerable"], 4),
             "chain_accuracy_answerable": round(s["chain_accuracy_answerable"], 4),

@@ -293,7 +293,7 @@ def _method_run(via, spec, params, q4, emb, device, deadline, partial, suffix) -
 def _run_simgrag_directly(llm_folder: str, embedder: str, params: dict, device: str) -> str:
     """The notebook's evaluation cells without figures (when papermill or ipykernel is missing)."""
     from kgrag_utils.llm import load_llm
-    from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize_records
+    from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
     from kgrag_utils.records import RunRecorder
 
     config = SimGRAGConfig.from_params(params)
@@ -305,7 +305,7 @@ def _run_simgrag_directly(llm_folder: str, embedder: str, params: dict, device: 
     # every item's record
     method = SimGRAG.prepare(config, data, llm=llm, embedder=embedder, progress=False)
     records = method.run(data.items, recorder=recorder, progress=False)
-    summary = summarize_records(records)
+    summary = summarize(records)
     recorder.finish(summary=summary, timings=summary["timings"], tokens={**summary["tokens"], **llm.stats})
     llm.close()
     return recorder.run_dir.name

@@ -59,7 +59,7 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
     """One (graph, traversal) configuration over the dataset: (entry with summary + set/graph/latency
     stats, the KGP object so that the next variant reuses its loaded models)."""
     from kgrag_utils.progress import progress_bar
-    from kgrag_utils.methods.kgp import KGP, summarize_run
+    from kgrag_utils.methods.kgp import KGP, summarize
     from kgrag_utils.provenance import per_question
     from kgrag_utils.records import RunRecorder
 
@@ -85,7 +85,7 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
         if rec is not None:
             rec.add(row)
     wall = time.perf_counter() - t0
-    summary = summarize_run(rows, cfg.ks, cfg.reader)
+    summary = summarize(rows)
     entry = {"graph": cfg.graph if cfg.uses_graph else None, "traversal": cfg.traversal, "mode": cfg.mode,
              "similarity": cfg.similarity, "budget": cfg.budget, "branching": cfg.branching,
              "n_seeds": cfg.seeds_count, "structural": cfg.structural, "reader": cfg.reader,
@@ -322,12 +322,12 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
     Checks: the shards share dataset, split, seed, limit and configuration; their indices are
     0..n-1 once each; every entry is complete; the records' question ids are disjoint and together
     the ids of `load_dataset(dataset, split, limit, seed)`. Every metric is recomputed over all
-    records (`summarize_run`); `check_vs_shard_means` is the largest gap between that and the
+    records (`summarize`); `check_vs_shard_means` is the largest gap between that and the
     size-weighted mean of the shards' own summaries (0 up to rounding: all metrics are means).
     """
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import IntegrityError
-    from kgrag_utils.methods.kgp import metric_keys, summarize_run
+    from kgrag_utils.methods.kgp import metric_keys, summarize
     from kgrag_utils.records import write_result
 
     shards = [json.loads(_path(p).read_text(encoding="utf-8")) for p in paths]
@@ -372,7 +372,7 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
             raise IntegrityError(f"the shards' records cover {len(seen)} questions, not the {len(expected)} of limit={first['limit']}.")
         order = {qid: i for i, qid in enumerate(expected)}
         rows = _restore_nan(sorted(rows, key=lambda r: order[r["id"]]), keys)
-        summary = summarize_run(rows, ks, base["reader"])
+        summary = summarize(rows)
         n_total = sum(p["summary"]["n"] for p in parts)
         gap = max((abs(summary[k] - sum(p["summary"][k] * p["summary"]["n"] for p in parts) / n_total)
                    for k in keys if all(isinstance(p["summary"].get(k), (int, float)) for p in parts)
@@ -504,7 +504,7 @@ def plot_files(paths: list[str]) -> dict:
     import matplotlib.pyplot as plt
 
     from kgrag_utils import plotting
-    from kgrag_utils.methods.kgp import plots
+    from kgrag_utils.methods.kgp import figures as plots
 
     plotting.set_theme()
     loaded = [json.loads(_path(p).read_text(encoding="utf-8")) for p in paths]
@@ -533,7 +533,7 @@ def _figures(out: dict, dataset: str) -> None:
     import matplotlib.pyplot as plt
 
     from kgrag_utils import plotting
-    from kgrag_utils.methods.kgp import plots
+    from kgrag_utils.methods.kgp import figures as plots
 
     plotting.set_theme()
     if "density_sweep" in out:

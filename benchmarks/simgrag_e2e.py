@@ -27,7 +27,7 @@ from kgrag_utils import settings
 from kgrag_utils.metrics import wilson_interval
 from kgrag_utils.provenance import per_question
 from kgrag_utils.records import write_result
-from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize_records
+from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize
 from kgrag_utils.methods.simgrag.demos import requested_demos
 
 #: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)
@@ -260,7 +260,7 @@ def main(argv=None) -> int:
     wall = time.perf_counter() - t0
     wanted = {q.qid for q in data.items}
     records = [r for r in recorder.examples if r["id"] in wanted]
-    summary = summarize_records(records)
+    summary = summarize(records)
     processed = len(records) - done_before
     timing = {"session_wall_s": round(wall, 1), "questions_this_session": processed,
               "session_wall_s_per_question": round(wall / processed, 2) if processed else None,

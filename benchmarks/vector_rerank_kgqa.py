@@ -27,7 +27,7 @@ from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, FactRerank,  # noqa: E402
-                                               VectorRerankConfig, build_index, kgqa_variants, summarize_kgqa)
+                                               VectorRerankConfig, build_index, kgqa_variants, summarize)
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
                      "index": {**info, **index.info, "build_seconds": round(t_index, 2)},
                      "llm": None if llm is None else {"preset": args.llm, "backend": llm.backend_name,
                                                       "model": llm.model_id, "stats": llm.stats},
-                     "summary": summarize_kgqa(records, variants)})
+                     "summary": summarize(records)})
         out.update({"benchmark": "vector_rerank_kgqa", "runs": runs, "environment": environment_info(),
                     "metrics": {"hits@1": "strict: the first parsed answer equals a gold answer (normalised)",
                                 "containment": "lenient: a gold answer is a substring of the raw answer",
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     for s in range(0, len(questions), step):
         records = method.run(questions[: s + step], recorder=rec, progress=not args.no_progress)
         write(records, "ok" if s + step >= len(questions) else f"running ({len(records)}/{len(questions)})")
-    summary = summarize_kgqa(records, variants)
+    summary = summarize(records)
     rec.finish(summary=summary, timings=summary["latency_mean_s"], tokens=llm.stats if llm is not None else None,
                extra={"index": {**info, **index.info, "build_seconds": round(t_index, 2)}})
     index.close()

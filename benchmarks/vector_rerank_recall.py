@@ -31,7 +31,7 @@ from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, PROMPT_VERSION, PUBLISHED_RECALL5,  # noqa: E402
                                                VectorRerank, VectorRerankConfig, build_index, gold_key_for,
-                                               summarize_records)
+                                               summarize)
 from kgrag_utils import settings  # noqa: E402
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
                           "published_setup": "gpt-5-mini rerank, bge-large embeddings, graph results padded with naive"},
         })
         runs = [r for r in out.get("runs", []) if r.get("params_hash") != rec.params_hash]
-        summary = summarize_records(records, cfg.variants_for("passages"))
+        summary = summarize(records)
         runs.append({
             "run_name": rec.run_name, "params_hash": rec.params_hash, "status": status,
             "updated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -168,7 +168,7 @@ def main(argv=None) -> int:
             print(f"{args.dataset}: stopped after {len(records) - done_before} new questions ({len(records)}/"
                   f"{len(questions)} done): the same command resumes")
             return 0
-    summary = summarize_records(records, cfg.variants_for("passages"))
+    summary = summarize(records)
     rec.finish(summary=summary, tokens=llm.stats if llm is not None else None)
     index.close()
     for v, s in summary["variants"].items():

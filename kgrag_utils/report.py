@@ -1,30 +1,31 @@
 """The reproduction report's tables, read from run records only (nothing is recomputed).
 
-Every method registered in `kgrag_utils.methods.REGISTRY` turns its own summary into long-form score
-rows (`scores(summary, run)`, see `kgrag_utils.methods.scoring`) that all share the same columns, so
-runs of different methods can be put side by side:
+Every run stores its score rows in its summary when it finishes (`kgrag_utils.methods.summary`);
+the report reads those rows, adds the run's own fields, and calls no method's code. The rows of
+every method share the same columns, so runs of different methods can be put side by side:
 
     method, variant, dataset, split, n, llm, metric, definition, value,
     prompt_tokens_per_q, seconds_per_q, cached_share, run_name, group, updated
 
 This module iterates the registry and knows no method by name. `group` joins the shards of one job
 (`...-shard0of2`, `...-shard1of2`); `combine_shards` averages them weighted by their question counts
-(every metric here is a mean over questions, so this is exact). Costs come from the summaries (or, for
-records written before summaries held them, from the per-example records); a cached LLM call costs
-about nothing, so seconds per question are those of the run as recorded (`cached_share` says how much
-was served from the cache).
+(every metric here is a mean over questions, so this is exact). Costs come from the summaries; a
+cached LLM call costs about nothing, so seconds per question are those of the run as recorded
+(`cached_share` says how much was served from the cache). A finished run whose summary holds no score
+rows (written before release 0.2.0) is listed among the failures, with the fix.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from . import settings
-from .methods.registry import REGISTRY, MethodSpec, methods
+from .errors import KgragError
+from .methods.registry import methods, registry
 from .methods.scoring import SCORE_COLUMNS, group_of, run_fields
-from .records import EXAMPLES_FILE, RUN_FILE
+from .methods.summary import score_rows as stored_rows
+from .records import EXAMPLES_FILE, RUN_FILE, read_examples, read_run
 
 __all__ = ["COLUMNS", "read_records", "score_rows", "combine_shards", "runs_table", "failures_table",
            "stage_errors", "published_rows", "best_per_cell", "latest_largest", "cost_figure", "stage_error_figure",
@@ -32,59 +33,55 @@ __all__ = ["COLUMNS", "read_records", "score_rows", "combine_shards", "runs_tabl
 
 COLUMNS = SCORE_COLUMNS
 
+#: why a finished run has no score rows
+UNSCORED = ("its summary holds no score rows (written before release 0.2.0, or by a notebook that is not a "
+            "method): rerun it (`kgrag run NOTEBOOK -p run_name=...`; the LLM cache makes that cheap)")
+
 
 # ----------------------------------------------------------------------------- reading
 def read_records(root: Path | str | None = None, with_examples: bool = True) -> list[dict]:
-    """Every run record under the results folder (sorted by name); `examples` holds the per-example rows."""
+    """Every run record under the results folder (sorted by name), read with `records.read_run`;
+    `examples` holds the per-example rows (`records.read_examples`). A record that cannot be read is
+    a row with status "unreadable" and the error."""
     root = Path(root) if root is not None else settings.results_dir()
     out = []
     if not root.is_dir():
         return out
     for run_file in sorted(root.glob(f"*/{RUN_FILE}")):
         try:
-            rec = json.loads(run_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
+            rec = read_run(run_file.parent)
+        except (KgragError, OSError) as err:
             out.append({"run_name": run_file.parent.name, "method": "?", "status": "unreadable",
                         "error": f"{type(err).__name__}: {err}", "params": {}, "summary": None})
             continue
         rec.setdefault("run_name", run_file.parent.name)
-        rec["examples"] = _examples(run_file.parent / EXAMPLES_FILE) if with_examples else []
+        examples = run_file.parent / EXAMPLES_FILE
+        rec["examples"] = read_examples(examples)[0] if with_examples and examples.exists() else []
         out.append(rec)
     return out
 
 
-def _examples(path: Path) -> list[dict]:
-    rows = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            line = line.strip()
-            if line:
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:  # a line cut by a crash; the record says how many finished
-                    continue
-    return rows
+def _scored(rec: Mapping) -> bool:
+    """A finished run whose summary holds its score rows."""
+    return rec.get("status") == "ok" and bool((rec.get("summary") or {}).get("rows"))
 
 
-# ----------------------------------------------------------------------------- the registry
-def _scored(rec: Mapping) -> MethodSpec | None:
-    """The registry entry that can score a run record (None for the report and unknown methods)."""
-    spec = REGISTRY.get(str(rec.get("method")))
-    return spec if spec is not None and spec.kind != "report" else None
+def _unscored(rec: Mapping) -> bool:
+    """A finished run of a registered method whose summary holds no score rows."""
+    spec = registry().get(str(rec.get("method")))
+    return rec.get("status") == "ok" and spec is not None and spec.kind != "report" and not _scored(rec)
 
 
 # ----------------------------------------------------------------------------- tables
 def score_rows(records: Iterable[Mapping], statuses: Iterable[str] = ("ok",)):
-    """Long-form scores of every finished run of a registered method (a DataFrame with COLUMNS)."""
+    """Long-form scores of every finished run, the rows its summary stores (a DataFrame with COLUMNS)."""
     import pandas as pd
 
     keep = set(statuses)
     rows = []
     for rec in records:
-        spec = _scored(rec)
-        if spec is None or rec.get("status") not in keep:
-            continue
-        rows += spec.scores(rec.get("summary") or {}, run=rec)
+        if rec.get("status") in keep:
+            rows += stored_rows(rec.get("summary"), run=rec)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -119,42 +116,45 @@ def runs_table(records: Iterable[Mapping]):
         rows.append({"run_name": rec.get("run_name"), "method": rec.get("method"), "dataset": params.get("dataset"),
                      "status": rec.get("status"), "n_examples": rec.get("n_examples", len(rec.get("examples") or [])),
                      "limit": params.get("limit"), "llm": run_fields(rec)["llm"], "updated": rec.get("updated"),
-                     "readable": _scored(rec) is not None})
+                     "readable": _scored(rec)})
     return pd.DataFrame(rows)
 
 
 def failures_table(records: Iterable[Mapping]):
-    """Runs that did not finish, with why: failed (the error), still running / killed, unreadable."""
+    """Runs that did not finish, with why: failed (the error), still running / killed, unreadable; and
+    finished runs without score rows (status "unscored")."""
     import pandas as pd
 
     rows = []
     for rec in records:
         status = rec.get("status")
-        if status == "ok":
+        if status == "ok" and not _unscored(rec):
             continue
-        why = rec.get("error") or ("never finished: still running, or killed before rec.finish() (resumable)"
-                                   if status == "running" else "")
+        if status == "ok":
+            status, why = "unscored", UNSCORED
+        else:
+            why = rec.get("error") or ("never finished: still running, or killed before rec.finish() (resumable)"
+                                       if status in ("running", "interrupted") else "")
         rows.append({"run_name": rec.get("run_name"), "method": rec.get("method"), "status": status,
                      "n_examples": rec.get("n_examples", len(rec.get("examples") or [])), "why": why})
     return pd.DataFrame(rows, columns=["run_name", "method", "status", "n_examples", "why"])
 
 
 def stage_errors(records: Iterable[Mapping]):
-    """Share of questions lost at each stage, per run, where the method attributes its errors
-    (each method's `stage_errors(summary, run)`); shards of one job add up."""
+    """Share of questions lost at each stage, per run, as its summary stores them (`stage_errors`: where
+    the method attributes its errors, and "raised an error"); shards of one job add up."""
     import pandas as pd
 
     rows = []
     for rec in records:
-        spec = _scored(rec)
-        if spec is None or rec.get("status") != "ok":
+        if not _scored(rec):
             continue
-        s, ex = rec.get("summary") or {}, rec.get("examples") or []
-        n = len(ex) or int(s.get("n") or 0)
+        s = rec.get("summary") or {}
+        n = int(s.get("n") or 0)
         dataset = (rec.get("params") or {}).get("dataset")
-        for stage, count in spec.stage_errors(s, run=rec).items():
-            rows.append({"method": spec.name, "dataset": dataset, "group": group_of(str(rec.get("run_name"))),
-                         "stage": stage, "n": n, "count": count})
+        for stage, count in (s.get("stage_errors") or {}).items():
+            rows.append({"method": str(rec.get("method")), "dataset": dataset, "group": group_of(str(rec.get("run_name"))),
+                         "stage": stage, "n": n, "count": float(count)})
     df = pd.DataFrame(rows, columns=["method", "dataset", "group", "stage", "n", "count"])
     if not df.empty:  # shards of one job add up
         df = df.groupby(["method", "dataset", "group", "stage"], sort=False, as_index=False)[["n", "count"]].sum()
@@ -228,7 +228,7 @@ def cost_figure(scores, metrics: Iterable[str] = ("hits@1", "f1", "recall@5")):
     from .plotting import place_labels
 
     metrics = list(metrics)
-    colors = {spec.name: spec.color for spec in REGISTRY.values() if spec.kind != "report"}
+    colors = {spec.name: spec.color for spec in registry().values() if spec.kind != "report"}
     markers = dict(zip(metrics, "os^Dv"))
     fig, axes = plt.subplots(1, 2, figsize=(14, 6), sharey=True)
     sub = scores[scores["metric"].isin(metrics)] if not scores.empty else scores

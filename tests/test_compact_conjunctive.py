@@ -11,7 +11,7 @@ from stand_ins import HashBOW
 from kgrag_utils.datasets import KGQuestion, load_dataset
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.kg import KG
-from kgrag_utils.methods.compact import CompactConfig, Compact, summarize_records
+from kgrag_utils.methods.compact import CompactConfig, Compact, summarize
 from kgrag_utils.methods.compact.conjunctive import (branch_views, conjunctive_context, expand_branches,
                                                       select_conjunctive)
 from kgrag_utils.methods.compact.knowledge import ChainProposal
@@ -43,7 +43,7 @@ def test_compact_derives_each_branch_and_intersects_on_the_fixture_world(knowled
     ds = load_dataset("fixture-wc2014-conj", split="test")
     method = Compact.prepare(CompactConfig(knowledge=knowledge), ds, embedder=embedder)
     records = method.derive_many(ds.items)
-    summary = summarize_records(records, "kgqa", llm=False)
+    summary = summarize(records)
     assert summary["n"] == len(ds) >= 10
     assert summary["chain_accuracy"] == 1.0 and summary["derived_hits@1"] == 1.0 and summary["derivable_rate"] == 1.0
     for rec, q in zip(records, ds):
@@ -104,5 +104,5 @@ def test_a_file_dataset_trains_on_its_own_training_cut(embedder):
     ds = load_dataset("pq-file", split="test", path=str(path))
     method = Compact.prepare(dataset=ds, config=CompactConfig(knowledge="lexicon"), embedder=embedder)
     assert method.tuning["n_train"] == len(load_dataset("pq-file", split="train", path=str(path)))
-    summary = summarize_records(method.derive_many(ds.items), "kgqa", llm=False)
+    summary = summarize(method.derive_many(ds.items))
     assert summary["derived_hits@1"] == 1.0

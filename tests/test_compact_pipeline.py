@@ -11,7 +11,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.compact import CompactConfig, Compact, split_validation, summarize_records, training_split
+from kgrag_utils.methods.compact import CompactConfig, Compact, split_validation, summarize, training_split
 from kgrag_utils.records import RunRecorder
 from stand_ins import HashBOW
 
@@ -82,7 +82,7 @@ def test_derive_records_hold_every_stage(movies, method):
         assert r["n_facts"] <= CompactConfig().max_facts
         if r["derivable"]:
             assert r["derived_answers"] and r["n_facts"] >= q.hops
-    s = summarize_records(recs, "kgqa", llm=False)
+    s = summarize(recs)
     assert s["n"] == 20 and 0.8 <= s["chain_accuracy"] <= 1.0 and s["derived_hits@1"] > 0.8
 
 
@@ -106,7 +106,7 @@ def test_run_reads_both_contexts_applies_the_gate_and_resumes(movies, method):
     method.llm = llm2
     again = method.run(items, recorder=rec2, progress=False)
     assert len(again) == 6 and llm2.prompts_seen == []
-    s = summarize_records(again, "kgqa")
+    s = summarize(again)
     assert set(s["llm_compact"]) >= {"hits@1", "containment", "hits@1_gated", "n_failed"}
     assert s["prompt_token_ratio_topk_over_compact"] >= 1.0
 
@@ -123,7 +123,7 @@ def test_kinship_pipeline_with_rules():
         assert r["n_facts"] == len(r["path_relations"]) >= 2
         assert r["answer_compact"] == "mother" and r["hits@1_compact"] == float(s.target == "mother")
         assert "Facts:" in r["prompt_topk"] and "[" not in r["prompt_topk"].split("Facts:")[1]
-    s = summarize_records(recs, "kinship")
+    s = summarize(recs)
     assert s["derived_hits@1"] >= 0.9 and set(s["by_chain_length"]) <= {2, 3, 4, 5, 6}
     with pytest.raises(ConfigError):
         Compact.prepare(CompactConfig(knowledge="lexicon"), ds)
@@ -145,4 +145,4 @@ def test_knn_knowledge_through_the_pipeline():
     m = Compact.prepare(CompactConfig(knowledge="knn", knn_k=5), ds, embedder=hash_embedder())
     recs = m.derive_many(ds.items)
     assert all(r["chain_source"] == "knn" for r in recs if r["chain"])
-    assert summarize_records(recs, "kgqa", llm=False)["chain_accuracy"] >= 0.7
+    assert summarize(recs)["chain_accuracy"] >= 0.7

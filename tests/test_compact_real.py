@@ -7,7 +7,7 @@ import json
 
 
 from kgrag_utils.datasets import load_dataset
-from kgrag_utils.methods.compact import CompactConfig, Compact, KinshipRuleKnowledge, summarize_records
+from kgrag_utils.methods.compact import CompactConfig, Compact, KinshipRuleKnowledge, summarize
 from stand_ins import benchmark_module
 
 
@@ -18,7 +18,7 @@ def test_clutrr_rules_match_the_data_and_derive_short_test_chains(real_data):
     check = knowledge.rule_check
     assert check["two_edge_stories"] > 1000 and check["disagree"] == 0 and check["no_rule"] == 0
     m = Compact.prepare(CompactConfig(), test, train=train)
-    s = summarize_records(m.derive_many(test.items), "kinship", llm=False)
+    s = summarize(m.derive_many(test.items))
     assert s["derivable_rate"] == 1.0
     assert s["derived_hits@1"] >= 0.97
     assert s["by_chain_length"][2]["derived_accuracy"] == 1.0
@@ -27,7 +27,7 @@ def test_clutrr_rules_match_the_data_and_derive_short_test_chains(real_data):
 def test_pathquestion_lexicon_predicts_chains(real_data):
     ds = load_dataset("pq-2hop", split="test")
     m = Compact.prepare(CompactConfig(), ds)
-    s = summarize_records(m.derive_many(ds.items), "kgqa", llm=False)
+    s = summarize(m.derive_many(ds.items))
     assert s["chain_accuracy"] >= 0.97 and s["derived_hits@1"] >= 0.97
     assert m.topic_policy == "walk"  # PathQuestion's paths may come back to the topic
 
@@ -35,7 +35,7 @@ def test_pathquestion_lexicon_predicts_chains(real_data):
 def test_metaqa_1hop_derived_answers(real_data):
     ds = load_dataset("metaqa-1hop", split="test", limit=300)
     m = Compact.prepare(CompactConfig(max_validation=500), ds)
-    s = summarize_records(m.derive_many(ds.items), "kgqa", llm=False)
+    s = summarize(m.derive_many(ds.items))
     assert s["derived_hits@1_answerable"] >= 0.97
     assert s["facts_per_context"]["mean"] <= 15
 

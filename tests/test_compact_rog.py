@@ -14,7 +14,7 @@ from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.compact import CompactConfig, Compact, KNNVote, summarize_records
+from kgrag_utils.methods.compact import CompactConfig, Compact, KNNVote, summarize
 from kgrag_utils.methods.compact.checks import kg_consistency, relation_ids, select_derivable
 from kgrag_utils.methods.compact.context import compact_context
 from kgrag_utils.methods.compact.graphs import QuestionKGs, functional_relation_names
@@ -142,7 +142,7 @@ def test_training_questions_recover_their_own_chains_in_their_own_subgraphs(rog)
             assert {tuple(f) for f in rec["compact_facts"]} <= own
             assert rec["derived_answers"] and set(rec["derived_answers"]) <= set(q.answers)
             assert rec["derived_hits@1"] == 1.0
-        s = summarize_records(recs, "kgqa", llm=False)
+        s = summarize(recs)
         assert s["chain_accuracy"] == 1.0 and s["gold_chain_seen_rate"] == 1.0 and s["derived_hits@1"] == 1.0
 
 
@@ -169,7 +169,7 @@ def test_the_pipeline_runs_per_question_with_the_fake_reader(rog):
             expected = facts[0][2] if facts else "nothing"
             assert rec[f"llm_{ctx}"] == expected
             assert rec[f"hits@1_{ctx}"] == float(expected in q.answers)  # EM = strict Hits@1
-    s = summarize_records(recs, "kgqa")
+    s = summarize(recs)
     assert s["n"] == len(test.items) and {"gold_chain_seen_rate", "derivable_rate"} <= set(s)
     assert s["llm_compact"]["hits@1"] == pytest.approx(np.mean([r["hits@1_compact"] for r in recs]))
 

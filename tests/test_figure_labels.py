@@ -140,7 +140,7 @@ def test_worked_example_pattern_and_subgraph_labels_do_not_overlap():
 
 def test_kgp_passage_graph_labels_do_not_overlap():
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.kgp import KGP, KGPConfig, plots
+    from kgrag_utils.methods.kgp import KGP, KGPConfig, figures as plots
 
     ds = load_dataset("sample-passages", split="test", limit=2, seed=0)
     kgp = KGP(KGPConfig(graph="tfidf", traversal="nollm"), ds)

@@ -13,7 +13,7 @@ from kgrag_utils import metrics
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.kgp import KGP, KGPConfig, coverage_metrics, summarize_run
+from kgrag_utils.methods.kgp import KGP, KGPConfig, coverage_metrics, summarize
 from kgrag_utils.methods.kgp.prompts import clean_answer, clean_evidence, evidence_prompt, reader_prompt
 
 
@@ -38,7 +38,7 @@ def test_a_unit_covered_by_several_passages_counts_once():
 def test_summary_keeps_failed_rows_in_the_denominator():
     rows = [{"recall@1": 1.0, "sf_em@1": 1.0, "doc_recall@1": 1.0, "doc_sf_em@1": 1.0},
             {"failed": True, "error": "boom"}]
-    s = summarize_run(rows, [1], reader=False)
+    s = summarize(rows)
     assert s["n"] == 2 and s["n_failed"] == 1 and s["recall@1"] == 0.5
 
 
@@ -97,8 +97,8 @@ def test_kgp_record_holds_every_stage(sample):
     assert asked and all(h["query"] == "the founding year of the birthplace." for h in asked)
     assert rec["n_agent_calls"] == len(asked)
     assert rec["answer"] == q.answers[0] and rec["em"] == 1.0 and rec["f1"] == 1.0
-    assert rec["reader_prompt"].count("\n[") == min(8, kgp.cfg.reader_passages)
-    for k in kgp.cfg.ks:
+    assert rec["reader_prompt"].count("\n[") == min(8, kgp.config.reader_passages)
+    for k in kgp.config.ks:
         assert 0.0 <= rec[f"recall@{k}"] <= 1.0
     assert set(rec["timings"]) >= {"set_seconds", "graph_seconds", "traversal_seconds", "reader_seconds"}
     assert rec["tokens"]["agent_prompt"] > 0 and rec["tokens"]["reader_prompt"] > 0
@@ -131,7 +131,7 @@ def test_an_exception_becomes_a_failed_record(sample):
     kgp = KGP(KGPConfig(traversal="llm", graph="entity", budget=10), sample, llm=load_llm("fake", responses=broken, cache=False))
     rec = kgp.run_one(sample.items[0])
     assert rec["failed"] and "model crashed" in rec["error"] and rec["id"] == sample.items[0].qid
-    s = summarize_run([rec], kgp.cfg.ks, reader=True)
+    s = summarize([rec])
     assert s["n_failed"] == 1 and s["recall@30"] == 0.0
 
 

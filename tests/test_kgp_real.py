@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kgrag_utils.datasets import load_dataset
-from kgrag_utils.methods.kgp import KGP, KGPConfig, summarize_run
+from kgrag_utils.methods.kgp import KGP, KGPConfig, summarize
 
 
 def _run(ds, cfg):
     kgp = KGP(cfg, ds)
     rows = kgp.run(ds.items, progress=False)
     assert not any(r["failed"] for r in rows), [r.get("error") for r in rows if r["failed"]][:1]
-    return rows, summarize_run(rows, cfg.ks, reader=False)
+    return rows, summarize(rows)
 
 
 def test_tfidf_over_own_paragraphs_matches_the_measured_reference(real_data):

@@ -47,7 +47,7 @@ def test_branching_sweep_trades_seeds_for_branches(sample):
     kgp = KGP(KGPConfig(traversal="nollm", graph="tfidf", reader=False, budget=12), sample)
     rows = branching_sweep(kgp, sample.items, values=[1, 2, 5])
     assert [r["n_seeds"] for r in rows] == [6, 4, 2]
-    assert kgp.cfg.branching == 3  # the sweep restores the config
+    assert kgp.config.branching == 3  # the sweep restores the config
     assert all(0 <= r["recall@10"] <= 1 for r in rows)
 
 

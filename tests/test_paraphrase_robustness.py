@@ -15,10 +15,10 @@ from stand_ins import HashBOW
 
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.datasets import paraphrase as para
-from kgrag_utils.datasets.records import KGQuestion
+from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.compact import Compact, CompactConfig, KNNVote, summarize_records
+from kgrag_utils.methods.compact import Compact, CompactConfig, KNNVote, summarize
 from kgrag_utils.methods.compact.hybrid import HybridKnowledge
 from kgrag_utils.methods.compact.spelling import SpellingCorrector, within_one_edit
 from stand_ins import benchmark_module
@@ -144,12 +144,12 @@ def test_hybrid_keeps_templated_answers_and_recovers_noisy_ones_on_the_sample_wo
     templated_hyb = hyb.derive_many(ds.items)
     same = sum(a["chain"] == b["chain"] for a, b in zip(templated_lex, templated_hyb))
     assert same >= len(ds) - 3  # template matches stay with the lexicon (HashBOW is no semantic encoder)
-    assert summarize_records(templated_hyb, "kgqa", llm=False)["chain_accuracy"] >= \
-        summarize_records(templated_lex, "kgqa", llm=False)["chain_accuracy"]
+    assert summarize(templated_hyb)["chain_accuracy"] >= \
+        summarize(templated_lex)["chain_accuracy"]
     misspelt = para.noisy_questions(ds.items, seed=0, kinds=("misspell",))
-    s_lex = summarize_records(lex.derive_many(misspelt), "kgqa", llm=False)
-    s_hyb = summarize_records(hyb.derive_many(misspelt), "kgqa", llm=False)
-    s_tpl = summarize_records(templated_hyb, "kgqa", llm=False)
+    s_lex = summarize(lex.derive_many(misspelt))
+    s_hyb = summarize(hyb.derive_many(misspelt))
+    s_tpl = summarize(templated_hyb)
     assert s_hyb["chain_accuracy"] == s_tpl["chain_accuracy"]  # every typo corrected against the training words
     assert s_lex["chain_accuracy"] < s_hyb["chain_accuracy"]
     rec = hyb.derive_many(misspelt[:1])[0]

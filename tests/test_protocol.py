@@ -35,7 +35,7 @@ def test_an_unknown_method_name_is_refused_naming_the_closest():
 @pytest.mark.parametrize("spec", METHODS, ids=IDS)
 def test_every_config_is_a_method_config_with_shared_run_fields(spec):
     cls = spec.config_class
-    assert issubclass(cls, MethodConfig) and cls.__name__ == spec.config.rsplit(":", 1)[-1]
+    assert issubclass(cls, MethodConfig) and spec.method_class.config_class is cls
     for name in ("dataset", "split", "limit", "seed", "llm_preset", "llm_backend", "embedder"):
         assert name in cls.model_fields, name
     cfg = cls()
@@ -178,6 +178,12 @@ def test_an_example_that_raises_is_recorded_as_its_failure_and_the_run_goes_on(n
 class _Toy(Method):
     name = "toy"
 
+    @classmethod
+    def summary_hooks(cls):
+        from kgrag_utils.methods.summary import SummaryHooks
+
+        return SummaryHooks(record_scores=lambda r: {"toy": {"value": float(r["value"])}})
+
     def __init__(self, fail):
         self.config = get_method("kgp").config_class(reader=False, traversal="tfidf")
         self.fail = fail
@@ -195,7 +201,8 @@ def test_a_run_whose_first_examples_all_raise_stops_with_a_systematic_failure():
     with pytest.raises(SystematicFailure, match="all of the first 3 examples raised"):
         _Toy(lambda q: True).run(list(range(10)), progress=False)
     out = _Toy(lambda q: q == 0).run(list(range(10)), progress=False)  # one bad example: the run goes on
-    assert len(out) == 10 and out[0]["error"].startswith("ValueError") and out[5] == {"id": 5, "value": 10}
+    assert len(out) == 10 and out[0]["error"].startswith("ValueError")
+    assert out[5] == {"id": 5, "value": 10, "scores": {"toy": {"value": 10.0}}}
 
 
 # ----------------------------------------------------------------------------- summaries, scores, report
@@ -208,9 +215,9 @@ from kgrag_utils.methods.scoring import SCORE_COLUMNS  # noqa: E402
 @pytest.mark.parametrize("spec", METHODS, ids=IDS)
 def test_every_method_exposes_the_same_five_names_and_two_modules(spec):
     pkg = spec.module()
-    for attr in (spec.config, spec.method, spec.record):
-        assert hasattr(pkg, attr.rsplit(":", 1)[-1]), attr
-    assert callable(pkg.summarize) and callable(pkg.scores) and callable(pkg.stage_errors)
+    for cls in (spec.config_class, spec.method_class, spec.record_type):
+        assert getattr(pkg, cls.__name__) is cls, cls
+    assert callable(pkg.summarize) and callable(pkg.scores)
     assert "TypedDict" in type(spec.record_type).__name__ or hasattr(spec.record_type, "__annotations__")
     assert callable(spec.published.rows) and spec.published.OUR_METRICS and spec.figures.__name__.endswith(".figures")
     for row in spec.published.rows():
@@ -230,11 +237,18 @@ def test_summarize_and_scores_count_failures_and_give_long_form_rows(name, monke
     assert summary["n"] == len(ds.items) and summary["n_errors"] == 1 and summary["n_failed"] >= 1
     assert isinstance(summary["stage_errors"], dict) and isinstance(summary["cost"], dict)
     run = {"run_name": "r-shard0of2", "params": {"dataset": ds.name, "split": ds.split, "llm_preset": "p"}}
-    rows = spec.scores(summary, run=run)
+    rows = spec.module().scores(summary, run=run)
     assert rows and all(list(r) == SCORE_COLUMNS for r in rows)
     assert all(r["method"] == name and r["dataset"] == ds.name and r["group"] == "r" and r["definition"] for r in rows)
     assert all(r["n"] == len(ds.items) for r in rows if "answerable" not in r["variant"])
-    assert spec.stage_errors(summary)["raised an error"] == 1.0
+    assert summary["stage_errors"]["raised an error"] == 1.0
+    # the record carries its per-variant metric values, and the summary's means are theirs
+    assert all(isinstance(r["scores"], dict) for r in records) and records[0]["scores"] == {}
+    for variant, means in summary["scores"].items():
+        for metric, value in means.items():
+            vals = [(r["scores"].get(variant) or {}).get(metric, 0.0) for r in records]
+            kept = [v for v in vals if v is not None]
+            assert value == pytest.approx(sum(kept) / len(kept)), (variant, metric)
 
 
 def test_report_has_no_method_specific_branch():
@@ -252,14 +266,16 @@ import json  # noqa: E402
 import math  # noqa: E402
 
 from kgrag_utils import settings  # noqa: E402
+from kgrag_utils.records import to_jsonable  # noqa: E402
 from kgrag_utils.runner import SUMMARY_COLUMNS, RunOutcome, summary_table  # noqa: E402
 
 
-def _record(name, method, params, summary):
+def _record(name, method, params, examples):
     d = settings.results_dir() / name
     d.mkdir(parents=True, exist_ok=True)
-    (d / "run.json").write_text(json.dumps({"run_name": name, "method": method, "status": "ok", "params": params,
-                                            "summary": summary}))
+    summary = get_method(method).summarize(examples)
+    (d / "run.json").write_text(json.dumps(to_jsonable({"run_name": name, "method": method, "status": "ok",
+                                                         "params": params, "summary": summary})))
     (d / "examples.jsonl").write_text("")
 
 
@@ -267,10 +283,12 @@ def test_grid_summary_shows_each_methods_headline_strict_and_lenient():
     """Issue 17 case 13: SimGRAG's hits@1 lives in summary['all'] (was nan), vector rerank's in its variants (was
     missing); the table names the metric and stays at most 15 columns, one row per run."""
     _record("gs-sg", "simgrag", {"dataset": "metaqa-1hop", "llm_preset": "p", "pattern_source": "llm"},
-            {"n": 4, "n_failed": 1, "all": {"hits@1": 0.25, "containment": 0.5, "n": 4}})
+            [{"id": str(i), "pattern_source": "llm", "answer_prompt": "a", "failed": i == 3,
+              "hits@1": [1.0, 0.0, 0.0, 0.0][i], "containment": [1.0, 1.0, 0.0, 0.0][i]} for i in range(4)])
     _record("gs-vr", "vector_rerank", {"dataset": "musique", "llm_preset": "p"},
-            {"n": 2, "n_failed": 0, "variants": {"naive": {"recall@2": 0.5, "recall@5": 0.75, "n": 2},
-                                                 "rerank": {"recall@2": 0.25, "recall@5": 0.5, "n": 2}}})
+            [{"id": str(i), "task": "passages", "failed": False,
+              "variants": {"naive": {"recall@2": [1.0, 0.0][i], "recall@5": [1.0, 0.5][i]},
+                           "rerank": {"recall@2": [0.5, 0.0][i], "recall@5": [1.0, 0.0][i]}}} for i in range(2)])
     outcomes = [RunOutcome("01_simgrag.ipynb", "gs-sg", "ok", 3.0, {"dataset": "metaqa-1hop", "llm_preset": "p"}),
                 RunOutcome("03_vector_rerank.ipynb", "gs-vr", "skipped", 0.0, {"dataset": "musique", "llm_preset": "p"}),
                 RunOutcome("02_compact_relations.ipynb", "gs-missing", "failed", 1.0, {"dataset": "x"}, error="E: boom"),

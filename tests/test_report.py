@@ -8,13 +8,28 @@ from pathlib import Path
 import pytest
 
 from kgrag_utils import report
+from kgrag_utils.methods import REGISTRY, get_method
+from kgrag_utils.records import to_jsonable
 
 
 def write_run(root: Path, name: str, record: dict, examples: list[dict]) -> None:
+    """A run folder as a notebook leaves it: the summary is the method's `summarize(examples)` (score rows included)."""
     d = root / name
     d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"run_name": name, **record}))
+    method = record.get("method")
+    if record.get("status") == "ok" and method in REGISTRY:
+        record = {**record, "summary": get_method(method).summarize(examples)}
+    (d / "run.json").write_text(json.dumps(to_jsonable({"run_name": name, **record})))
     (d / "examples.jsonl").write_text("".join(json.dumps(e) + "\n" for e in examples))
+
+
+def _simgrag_example(i: int) -> dict:
+    # 4 questions: 2 strict hits, 3 lenient; the 4th is not answerable and lost at the pattern stage
+    return {"id": str(i), "task": "qa", "pattern_source": "llm", "pattern_prompt": [{"role": "user"}],
+            "hits@1": [1.0, 1.0, 0.0, 0.0][i], "containment": [1.0, 1.0, 1.0, 0.0][i], "answerable": i < 3,
+            "failed": i == 3, "failed_stage": [None, None, "generation", "pattern"][i],
+            "tokens": {"pattern_prompt": 100, "answer_prompt": 50, "pattern_cached": i == 0, "answer_cached": False},
+            "timings": {"pattern_s": 1.0, "answer_s": 2.0}}
 
 
 @pytest.fixture
@@ -23,31 +38,30 @@ def results(tmp_path):
     llm = {"llm_preset": "tiny", "llm_backend": "llamacpp"}
     # SimGRAG: 4 questions, one lost at the pattern stage
     write_run(root, "sg", {"method": "simgrag", "status": "ok",
-                           "params": {"dataset": "metaqa-1hop", "split": "test", "pattern_source": "llm", **llm},
-                           "summary": {"all": {"hits@1": 0.5, "containment": 0.75, "n": 4},
-                                       "answerable": {"hits@1": 2 / 3, "containment": 1.0, "n": 3},
-                                       "failed_stage": {"pattern": 1, "retrieval": 0, "generation": 1}}},
-              [{"id": str(i), "tokens": {"pattern_prompt": 100, "answer_prompt": 50, "pattern_cached": i == 0,
-                                         "answer_cached": False},
-                "timings": {"pattern_s": 1.0, "answer_s": 2.0}} for i in range(4)])
+                           "params": {"dataset": "metaqa-1hop", "split": "test", "pattern_source": "llm", **llm}},
+              [_simgrag_example(i) for i in range(4)])
     # KGP in two shards of unequal size: recall 1.0 on 1 question, 0.5 on 3 questions
-    for shard, (n, rec5) in enumerate(((1, 1.0), (3, 0.5))):
+    for shard, recalls in enumerate(([1.0], [1.0, 0.5, 0.0])):
         write_run(root, f"kgp-job-shard{shard}of2", {
             "method": "kgp", "status": "ok",
-            "params": {"dataset": "hotpotqa", "traversal": "llm", "graph": "entity", "reader": True, **llm},
-            "summary": {"n": n, "recall@5": rec5, "recall@30": 1.0, "em": 0.0, "f1": 0.0}},
-            [{"id": f"{shard}-{i}", "recall@30": 1.0, "f1": 0.0,
+            "params": {"dataset": "hotpotqa", "traversal": "llm", "graph": "entity", "reader": True, **llm}},
+            [{"id": f"{shard}-{i}", "ks": [5, 30], "reader": True, "variant": "traversal=llm, graph=entity",
+              "failed": False, "recall@5": r5, "recall@30": 1.0, "em": 0.0, "f1": 0.0,
               "tokens": {"agent_prompt": 10, "reader_prompt": 5}, "timings": {"traversal_seconds": 1.0}}
-             for i in range(n)])
+             for i, r5 in enumerate(recalls)])
     # vector rerank: a no-LLM and an LLM variant
-    write_run(root, "vr", {"method": "vector_rerank", "status": "ok", "params": {"dataset": "musique", **llm},
-                           "summary": {"n": 2, "variants": {"naive": {"recall@2": 0.5, "recall@5": 0.75, "n": 2},
-                                                            "rerank": {"recall@2": 0.25, "recall@5": 0.5, "n": 2}}}},
-              [{"id": str(i), "tokens": {"prompt": 300}, "timings": {"embed": 0.1, "naive": 0.1, "rerank_llm": 5.0},
-                "variants": {"naive": {"failed": False}, "rerank": {"failed": i == 0}}} for i in range(2)])
-    # a crashed run and a killed one
+    write_run(root, "vr", {"method": "vector_rerank", "status": "ok", "params": {"dataset": "musique", **llm}},
+              [{"id": str(i), "task": "passages", "tokens": {"prompt": 300},
+                "timings": {"embed": 0.1, "naive": 0.1, "rerank_llm": 5.0},
+                "variants": {"naive": {"failed": False, "recall@2": [1.0, 0.0][i], "recall@5": [1.0, 0.5][i]},
+                             "rerank": {"failed": i == 0, "recall@2": 0.5, "recall@5": 1.0}}} for i in range(2)])
+    # a crashed run, a killed one, and a finished one written before summaries held their score rows
     write_run(root, "bad", {"method": "compact", "status": "failed", "error": "ValueError: boom", "params": {}}, [])
     write_run(root, "killed", {"method": "kgp", "status": "running", "params": {}, "n_examples": 0}, [{"id": "0"}])
+    d = root / "old"
+    d.mkdir()
+    (d / "run.json").write_text(json.dumps({"run_name": "old", "method": "kgp", "status": "ok", "params": {},
+                                            "summary": {"n": 1, "recall@5": 1.0}}))
     (root / "junk").mkdir()
     (root / "junk" / "run.json").write_text("{not json")
     return root
@@ -86,6 +100,7 @@ def test_failures_say_why(results):
     assert fails.loc["bad", "why"] == "ValueError: boom"
     assert "resumable" in fails.loc["killed", "why"]
     assert fails.loc["junk", "status"] == "unreadable"
+    assert fails.loc["old", "status"] == "unscored" and "rerun" in fails.loc["old", "why"]
     assert "sg" not in fails.index
 
 
@@ -123,12 +138,12 @@ def test_vector_rerank_kg_question_runs_give_answer_rows_with_tokens_and_seconds
     root = tmp_path / "results"
     write_run(root, "vr-kgqa", {"method": "vector_rerank", "status": "ok",
                                 "params": {"dataset": "metaqa-2hop", "split": "test", "task": "kgqa",
-                                           "llm_preset": "tiny"},
-                                "summary": {"n": 2, "task": "kgqa", "variants": {
-                                    "naive": {"fact_hit": 0.5, "n": 2, "n_failed": 0},
-                                    "rerank": {"hits@1": 0.5, "containment": 1.0, "fact_hit": 0.5, "n": 2, "n_failed": 1,
-                                               "answerable": {"hits@1": 1.0, "containment": 1.0, "n": 1}}}}},
-              [{"id": str(i), "tokens": {"prompt": 400 + 200 * i, "rerank_prompt": 300, "answer_prompt": 100 + 200 * i},
+                                           "llm_preset": "tiny"}},
+              [{"id": str(i), "task": "kgqa", "answerable": i == 0,
+                "variants": {"naive": {"failed": False, "fact_hit": [1.0, 0.0][i]},
+                             "rerank": {"failed": False, "hits@1": [1.0, 0.0][i], "containment": 1.0,
+                                        "fact_hit": [0.0, 1.0][i]}},
+                "tokens": {"prompt": 400 + 200 * i, "rerank_prompt": 300, "answer_prompt": 100 + 200 * i},
                 "timings": {"embed": 0.1, "naive": 0.1, "rerank_seeds": 0.2, "rerank_llm": 4.0, "rerank_answer_llm": 1.0 + i,
                             "entities_llm": 0.0}} for i in range(2)])
     scores = report.score_rows(report.read_records(root))

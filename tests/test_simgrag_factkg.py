@@ -12,11 +12,11 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize_records)
+from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize)
 from kgrag_utils.methods.simgrag.generate import build_verify_prompt, parse_verdict
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, search_topk
 from kgrag_utils.methods.simgrag.pattern import (Pattern, build_pattern_prompt, pattern_family, validate_pattern)
-from kgrag_utils.methods.simgrag.pipeline import resolve_task
+from kgrag_utils.methods.simgrag import resolve_task
 from kgrag_utils.methods.simgrag.type_candidates import TypeIndex, type_text
 from test_simgrag_gsd import brute_force, random_kg
 from stand_ins import benchmark_module
@@ -245,7 +245,7 @@ def test_fixture_claims_are_verified_and_scored_by_accuracy(fixture_factkg):
         assert r["hits@1"] == float(r["prediction"] == q.answers[0])
         last = r["answer_prompt"][-1]["content"] + r["pattern_prompt"][-1]["content"]
         assert "True" not in last and "False" not in last  # the label never reaches the model
-    summary = summarize_records(records)
+    summary = summarize(records)
     assert summary["task"] == "verify"
     assert summary["accuracy"] == pytest.approx(np.mean([r["prediction"] == q.answers[0]
                                                          for r, q in zip(records, data.items)]))
@@ -294,7 +294,7 @@ def test_failures_type_candidates_and_verdict_parsing_in_one_batch(fixture_factk
     assert r["retrieval_hit"] is False  # the evidence does not reach United_States (a 1-edge pattern)
     r = by_q[q_no_verdict.question]
     assert r["answers"] == [] and r["failed"] and r["failure"] == "generation" and r["hits@1"] == 0.0
-    summary = summarize_records(list(by_q.values()))
+    summary = summarize(list(by_q.values()))
     assert summary["all"]["n_failed"] == 2 and summary["verdicts"]["none"] == 2
 
 

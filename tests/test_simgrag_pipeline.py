@@ -18,7 +18,7 @@ import pytest
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGConfig, oracle_pattern, replay_gold_llm,
-                                         summarize_records)
+                                         summarize)
 from kgrag_utils.records import RunRecorder
 
 
@@ -59,7 +59,7 @@ def test_oracle_retrieval_answers_every_sample_question(sample_sets, retriever, 
     assert all(r["failed_stage"] is None and not r["failed"] and r["retrieval_hit"] for r in records)
     best = [r["subgraphs"][0] for r in records]
     assert all(sg["gsd"] == 0.0 and len(sg["triples"]) == hops for sg in best)
-    summary = summarize_records(records)
+    summary = summarize(records)
     assert summary["all"]["hits@1"] == 1.0 and summary["top1_subgraph_hits@1"] == 1.0
 
 
@@ -128,7 +128,7 @@ def test_run_resumes_through_the_run_recorder(sample_sets, retriever):
     second = method.run(items, recorder=again, progress=False)
     assert [r["id"] for r in second] == [q.qid for q in items]  # every item's record, in order
     assert [r["id"] for r in second[:4]] == [r["id"] for r in first] and len(again.examples) == 6  # read back, not redone
-    summary = summarize_records(again.examples)
+    summary = summarize(again.examples)
     assert summary["n"] == 6 and summary["pattern_parse_rate"] == 1.0 and summary["retrieval_hit_rate"] == 1.0
 
 
@@ -138,7 +138,7 @@ def test_oracle_retrieval_with_minilm_on_the_sample(sample_sets):
     retriever = GSDRetriever.from_embedder(data.kg, "minilm")
     method = SimGRAG(SimGRAGConfig(pattern_source="oracle", reader=False), data.kg, retriever, None, dataset=data.name)
     records = method.run(data.items, progress=False)
-    assert summarize_records(records)["all"]["hits@1"] == 1.0
+    assert summarize(records)["all"]["hits@1"] == 1.0
 
 
 def _recording_fake(data, pattern_for, answer_for, seen):
@@ -185,7 +185,7 @@ def test_pattern_failures_are_recorded_per_example_and_counted_as_wrong(sample_s
         assert rec["oracle_retrieval_hit"] is True  # the gold pattern would have found the answer
     # every question got a pattern prompt; only the one with a usable pattern got an answer prompt
     assert sorted(seen) == sorted([("pattern", q.qid) for q in qs] + [("answer", qs[0].qid)])
-    summary = summarize_records(records)
+    summary = summarize(records)
     assert summary["n"] == 4 and summary["all"]["n"] == 4 and summary["all"]["n_failed"] == 3
     assert summary["pattern_parse_rate"] == 0.25 and summary["all"]["hits@1"] == 0.25
     assert summary["failed_stage"] == {"pattern": 3, "retrieval": 0, "generation": 0}
@@ -216,7 +216,7 @@ def test_oracle_patterns_never_ask_the_llm_for_a_pattern_and_attribute_stages(sa
     assert not records["unreachable"]["retrieval_hit"] and records["unreachable"]["oracle_retrieval_hit"] is False
     nc = records["no-chain"]
     assert nc["pattern_error"] == "no gold chain" and nc["failure"] == "pattern" and nc["hits@1"] == 0.0
-    assert summarize_records(list(records.values()))["failed_stage"] == {"pattern": 1, "retrieval": 1, "generation": 1}
+    assert summarize(list(records.values()))["failed_stage"] == {"pattern": 1, "retrieval": 1, "generation": 1}
 
 
 def test_a_verbose_right_answer_is_a_generation_error_strictly_but_not_leniently(sample_sets, retriever):

@@ -19,7 +19,7 @@ from kgrag_utils.methods.vector_rerank.openie import triples_from_answer
 from kgrag_utils.methods.vector_rerank import (VARIANTS, GraphIndex, VectorRerank, VectorRerankConfig, cap_by_similarity,
                                                entity_prompt, expand, extract_openie, gold_key_for, lexical_entities,
                                                map_rerank_answer, openie_store_path, parse_entity_answer, parse_variants,
-                                               pool_corpus, rerank_prompt, summarize_records)
+                                               pool_corpus, rerank_prompt, summarize)
 
 
 def hash_embedder() -> Embedder:
@@ -240,7 +240,7 @@ def test_pipeline_variants_records_and_recall(index):
     assert r2["variants"]["rerank"]["failed"] and r2["variants"]["rerank"]["passages"] == []
     assert r2["variants"]["rerank-padded"]["passages"] == r2["variants"]["naive"]["passages"]
     assert r2["variants"]["rerank-filled"]["rerank_failed"] and r2["variants"]["rerank-filled"]["passages"]
-    s = summarize_records(recs)
+    s = summarize(recs)
     assert s["variants"]["rerank"]["n_failed"] == 1 and s["variants"]["rerank"]["n"] == 2
     assert s["variants"]["rerank"]["recall@5"] == pytest.approx((2 / 3 + 0) / 2)
     assert s["rerank_status"] == {"failed": 1, "json": 1}

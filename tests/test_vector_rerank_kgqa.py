@@ -16,7 +16,7 @@ from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.vector_rerank import (KGQA_VARIANTS, FactRerank, GraphIndex, VectorRerankConfig, build_index,
                                                fact_hits, kgqa_results_table, kgqa_variants, lexical_entities,
-                                               marked_entities, summarize_kgqa)
+                                               marked_entities, summarize)
 from kgrag_utils.records import RunRecorder
 
 FACTS = [
@@ -146,7 +146,7 @@ def test_failures_count_as_wrong_and_skip_the_answer_call(index):
     fake2 = ScriptedLLM(pick=("Salt Lanterns in language Danish",), answer="")
     rec = FactRerank(cfg, index, fake2.llm).retrieve(Q_LANG)
     assert rec["variants"]["rerank"]["failed"] and rec["variants"]["rerank"]["answer_status"] == "no-answer"
-    s = summarize_kgqa(recs + [rec])
+    s = summarize(recs + [rec])
     assert s["variants"]["rerank"]["n"] == 3 and s["variants"]["rerank"]["n_failed"] == 3
     assert s["variants"]["rerank"]["hits@1"] == 0.0 and s["variants"]["rerank"]["fact_hit"] == pytest.approx(1 / 3)
 
@@ -160,7 +160,7 @@ def test_no_llm_variants_and_summary(index):
     pq = recs[1]["variants"]["expand"]
     assert recs[1]["graph"]["expand"]["query_entities"] == ["roger_needham"]
     assert "roger_needham spouse karen_sparck_jones" in [f[1] for f in pq["facts"]] and pq["fact_hit"] == 1.0
-    s = summarize_kgqa(recs, ("naive", "expand"))
+    s = summarize(recs)
     assert "hits@1" not in s["variants"]["expand"] and s["variants"]["expand"]["fact_hit"] == pytest.approx(
         np.mean([r["variants"]["expand"]["fact_hit"] for r in recs]))
     table = kgqa_results_table(s, "toy")

@@ -8,7 +8,7 @@ import pytest
 
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, GraphIndex, VectorRerank, VectorRerankConfig,
-                                               expand, lexical_entities, summarize_records)
+                                               expand, lexical_entities, summarize)
 
 pytestmark = pytest.mark.realdata
 
@@ -39,7 +39,7 @@ def test_naive_minilm_reproduces_the_measured_musique_reference(real_data):
     ds = load_dataset("musique")
     index = GraphIndex.build(ds.corpus, {}, load_embedder("minilm"), progress=False)
     cfg = VectorRerankConfig(dataset="musique", variants="naive")
-    summary = summarize_records(VectorRerank(cfg, index).run(ds.items, progress=False))
+    summary = summarize(VectorRerank(cfg, index).run(ds.items, progress=False))
     naive = summary["variants"]["naive"]
     assert naive["n"] == 100 and naive["n_failed"] == 0
     assert round(100 * naive["recall@2"], 1) == MEASURED_NAIVE_MUSIQUE["recall@2"]

@@ -24,16 +24,20 @@ traceback, counted by `summarize`) and the run goes on.
 
 from __future__ import annotations
 
-import traceback
+import importlib
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..errors import ConfigError, KgragError, did_you_mean
 from ..llm.presets import DEFAULT_CPU_PRESET
+from ..metrics import CONTAINMENT, HITS1
 from ..progress import progress_bar
+from .isolation import error_record, is_error_record, isolated
+from .scoring import Headline
 
-__all__ = ["MethodConfig", "Method", "SystematicFailure", "figure_name", "isolated", "error_record", "is_error_record"]
+__all__ = ["MethodConfig", "Method", "SystematicFailure", "figure_name", "isolated", "error_record", "is_error_record",
+           "Headline"]
 
 
 def _did_you_mean(name: str, options: Iterable[str], renamed: Mapping[str, str] | None = None) -> str:
@@ -175,39 +179,6 @@ def figure_name(method: str, dataset: str, what: str, variant: str = "") -> str:
     return "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", str(p)).strip("-") for p in parts)
 
 
-# ----------------------------------------------------------------------------- per-example isolation
-def error_record(item_id: Any, exc: BaseException, **fields: Any) -> dict:
-    """The record of an example that raised: its id, `failed`, the error and a short traceback."""
-    return {"id": item_id, **fields, "failed": True, "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=6))}
-
-
-def is_error_record(record: Mapping) -> bool:
-    """True for a record that holds only an example's error (no method output)."""
-    return bool(record.get("error")) and bool(record.get("failed"))
-
-
-def isolated(batch: Sequence, process: Callable[[Sequence], list[dict]], item_id: Callable[[Any], Any],
-             **error_fields: Callable[[Any], Any]) -> list[dict]:
-    """`process(batch)`; when it raises, each item alone, an item that raises becoming `error_record`.
-
-    `error_fields` are name -> function(item) of fields every error record should also carry (so
-    that summaries can still group it, e.g. `answerable`). Interrupts are never caught.
-    """
-    try:
-        return list(process(batch))
-    except Exception as exc:  # noqa: BLE001 - a batch of one is recorded; a larger one is retried item by item
-        if len(batch) == 1:
-            return [error_record(item_id(batch[0]), exc, **{k: f(batch[0]) for k, f in error_fields.items()})]
-    out: list[dict] = []
-    for item in batch:
-        try:
-            out.extend(process([item]))
-        except Exception as exc:  # noqa: BLE001 - recorded, counted as failed, never dropped
-            out.append(error_record(item_id(item), exc, **{k: f(item) for k, f in error_fields.items()}))
-    return out
-
-
 # ----------------------------------------------------------------------------- the method base class
 class SystematicFailure(KgragError):
     """Every example of a run's first batches raised: a setup problem (backend down, bad data), not one example's."""
@@ -232,12 +203,57 @@ class Method:
     and only when the configuration calls an LLM (`config.needs_llm`); `loaded_llm` never loads.
     """
 
+    # ------------------------------------------------------------------ the method's face (the registry reads it)
+    #: the method name run records carry (RunRecorder's first argument)
     name: ClassVar[str] = ""
+    #: the notebook under notebooks/ that runs this method and writes its run records
+    notebook: ClassVar[str] = ""
+    #: "method" for the four methods; "tour" for the quickstart (scored, no config); "report" (never scored)
+    kind: ClassVar[str] = "method"
+    #: the method's config class (a MethodConfig: every default once)
+    config_class: ClassVar[type[MethodConfig] | None] = None
+    #: the record type (a TypedDict documenting one example's record)
+    record_type: ClassVar[type | None] = None
+    #: the (strict, lenient) metrics the grid summary shows
+    headline: ClassVar[Headline] = Headline(((HITS1, CONTAINMENT),))
+    #: the method's colour in cross-method figures, and a human name for tables
+    color: ClassVar[str] = "#333333"
+    label: ClassVar[str] = ""
+
     config: MethodConfig
     _llm: Any = None
 
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def prepare(cls, config: MethodConfig, dataset, *, llm=None, embedder=None) -> "Method":
+        """Build what the method needs once from a dataset (indexes, relation knowledge, passage graphs);
+        the LLM is `config`'s preset, loaded on first use, unless one is given."""
+        raise NotImplementedError(f"{cls.__name__} does not define prepare(config, dataset, *, llm=None, embedder=None).")
+
+    # ------------------------------------------------------------------ summary hooks
+    @classmethod
+    def summary_hooks(cls):
+        """The method's `SummaryHooks`: `HOOKS` of the `summary.py` beside its class (pure functions of its
+        records; the stages never import them)."""
+        package = cls.__module__.rpartition(".")[0]
+        try:
+            return importlib.import_module(f"{package}.summary").HOOKS
+        except (ImportError, AttributeError, TypeError) as exc:
+            raise ConfigError(f"{cls.__name__} has no summary hooks ({exc}): put a summary.py with HOOKS "
+                              f"(methods.summary.SummaryHooks) beside the class, or override summary_hooks().") from None
+
+    @classmethod
+    def summarize(cls, records: Sequence[Mapping]) -> dict:
+        """The run summary: the protocol's shared keys and score rows, and this method's extras."""
+        from .summary import summarize
+
+        return summarize(records, cls.name, cls.summary_hooks())
+
     # ------------------------------------------------------------------ the run
     def run(self, items: Sequence, recorder=None, progress: bool = True) -> list[dict]:
+        from .summary import record_scores
+
+        hooks = self.summary_hooks()
         items = list(items)
         done = set(recorder.done_ids) if recorder is not None else set()
         todo = [it for it in items if self.item_id(it) not in done]
@@ -253,6 +269,7 @@ class Method:
             for start in range(0, len(todo), size):
                 batch = todo[start:start + size]
                 for rec in isolated(batch, self._run_batch, self.item_id, **self.error_fields()):
+                    rec["scores"] = record_scores(rec, hooks)  # the record carries its per-variant metric values
                     if recorder is not None:
                         recorder.add(rec)
                     fresh[rec.get("id")] = rec

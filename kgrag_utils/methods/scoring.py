@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..metrics import definition
 
-__all__ = ["SCORE_COLUMNS", "score_row", "run_fields", "mean", "num", "cost", "headline", "group_of"]
+__all__ = ["SCORE_COLUMNS", "Headline", "score_row", "run_fields", "mean", "num", "cost", "headline", "group_of"]
 
 SCORE_COLUMNS = ["method", "variant", "dataset", "split", "n", "llm", "metric", "definition", "value",
                  "prompt_tokens_per_q", "seconds_per_q", "cached_share", "run_name", "group", "updated"]
@@ -80,6 +81,15 @@ def score_row(method: str, variant: str, n: Any, metric: str, value: Any, cost_:
 def rows(items: Iterable[dict | None]) -> list[dict]:
     """The rows that exist, with every column (missing ones None), in SCORE_COLUMNS order."""
     return [{c: r.get(c) for c in SCORE_COLUMNS} for r in items if r is not None]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What the grid summary shows for a run: the first (strict, lenient) metric pair present in its
+    scores, read from the row of `variant` (or, when the run has no such row, its first row)."""
+
+    pairs: tuple[tuple[str, str | None], ...]
+    variant: str | None = None
 
 
 def headline(score_rows: Sequence[Mapping], pairs: Sequence[tuple[str, str | None]],

@@ -1,7 +1,7 @@
-"""The quickstart's records (notebook 00: an LLM reads the facts on the gold chain): summarize and scores.
+"""The quickstart's records (notebook 00: an LLM reads the facts on the gold chain): its summary hooks.
 
 The quickstart is a tour of the shared layers, not a method; its evaluation loop is an oracle-context
-reader, scored like the methods so that the report can put it beside them.
+reader, scored like the methods (`kgrag_utils.methods.summary`) so that the report can put it beside them.
 """
 
 from __future__ import annotations
@@ -10,9 +10,12 @@ from typing import Mapping, Sequence
 
 from .. import metrics
 from ..metrics import CONTAINMENT, HITS1
-from .scoring import cost, rows, score_row
+from . import summary as shared
+from .base import Method
+from .scoring import cost
+from .summary import SummaryHooks, record_value
 
-__all__ = ["summarize", "scores", "stage_errors", "cost_of", "reader_record", "VARIANT"]
+__all__ = ["Quickstart", "HOOKS", "VARIANT", "summarize", "scores", "record_scores", "cost_of", "reader_record"]
 
 VARIANT = "oracle-chain reader"
 
@@ -34,14 +37,9 @@ def reader_record(question, prompt: str, result, prediction: list, n_facts: int,
     return record
 
 
-def summarize(records: Sequence[Mapping]) -> dict:
-    """Strict Hits@1 and lenient containment over all records (failures count as wrong), and the cost."""
-    records = list(records)
-    out = metrics.summarize(records, [HITS1, CONTAINMENT])
-    out["n_errors"] = sum(1 for r in records if r.get("error"))
-    out["stage_errors"] = {}
-    out["cost"] = cost_of(records)
-    return out
+def record_scores(r: Mapping) -> dict:
+    """Strict Hits@1 and lenient containment of the reader's answer (a failed record scores 0)."""
+    return {VARIANT: {HITS1: record_value(r, HITS1), CONTAINMENT: record_value(r, CONTAINMENT)}}
 
 
 def cost_of(records: Sequence[Mapping]) -> dict:
@@ -49,12 +47,35 @@ def cost_of(records: Sequence[Mapping]) -> dict:
                           (r.get("cached") for r in records))}
 
 
-def stage_errors(summary: Mapping, run: Mapping | None = None) -> dict:
-    """The quickstart attributes no errors to stages (the context is the gold chain's facts)."""
-    return {"raised an error": float(summary["n_errors"])} if (summary or {}).get("n_errors") else {}
+def extras(records: Sequence[Mapping]) -> dict:
+    """Strict Hits@1 and lenient containment over all records (`metrics.summarize`), and questions without gold."""
+    means = metrics.summarize(records, [HITS1, CONTAINMENT])
+    return {k: v for k, v in means.items() if k not in ("n", "n_failed")}
+
+
+#: the quickstart attributes no errors to stages (the context is the gold chain's facts)
+HOOKS = SummaryHooks(record_scores=record_scores, cost=cost_of, extras=extras)
+
+
+def summarize(records: Sequence[Mapping]) -> dict:
+    """The run summary (`methods.summary.summarize`): strict, lenient, failures, cost, score rows."""
+    return shared.summarize(records, "quickstart", HOOKS)
 
 
 def scores(summary: Mapping, run: Mapping | None = None) -> list[dict]:
-    s = summary or {}
-    c = (s.get("cost") or cost_of((run or {}).get("examples") or [])).get(VARIANT)
-    return rows(score_row("quickstart", VARIANT, s.get("n"), m, s.get(m), c, run) for m in (HITS1, CONTAINMENT))
+    """The long-form score rows stored in a summary, with the run's fields."""
+    return shared.score_rows(summary, run)
+
+
+class Quickstart(Method):
+    """The quickstart notebook's registry entry: its evaluation loop runs in the notebook, scored like a method."""
+
+    name = "quickstart"
+    notebook = "00_quickstart.ipynb"
+    kind = "tour"
+    color = "#666666"
+    label = "quickstart (oracle-chain reader)"
+
+    @classmethod
+    def summary_hooks(cls) -> SummaryHooks:
+        return HOOKS

@@ -25,10 +25,11 @@ def _run_record(run_name: str) -> dict:
 
 
 def summary_row(outcome: RunOutcome) -> dict:
-    """One run's line: its method's headline metric, strict and lenient (the registry names it), read from
-    its summary through the method's own `scores` - never a summary key that one method happens to share."""
+    """One run's line: its method's headline metric, strict and lenient (the registry names the pair), read
+    from the score rows its summary stores (`methods.summary`) - never a summary key one method happens to share."""
     from ..methods.registry import method_for_notebook
     from ..methods.scoring import headline
+    from ..methods.summary import score_rows
 
     o = outcome
     params = dict(o.parameters or {})
@@ -41,11 +42,9 @@ def summary_row(outcome: RunOutcome) -> dict:
            "failures": summary.get("n_failed"), "seconds": round(o.seconds, 1), "prompt_tokens_per_q": None,
            "status": o.status, "error": o.error or ""}
     if spec is not None and spec.kind != "report" and summary:
-        try:
-            scored = spec.scores(summary, run={**run, "params": {**(run.get("params") or {}), **params}})
-        except Exception as exc:  # noqa: BLE001 - an unreadable summary is named, the table goes on
-            row["error"] = row["error"] or f"summary not scored: {type(exc).__name__}: {exc}"
-            scored = []
+        if not summary.get("rows"):
+            row["error"] = row["error"] or "summary holds no score rows (written before release 0.2.0): rerun it"
+        scored = score_rows(summary, run={**run, "params": {**(run.get("params") or {}), **params}})
         h = headline(scored, spec.headline.pairs, spec.headline.variant)
         row.update(metric=h["metric"], strict=h["strict"], lenient=h["lenient"],
                    prompt_tokens_per_q=h["prompt_tokens_per_q"])

@@ -26,19 +26,21 @@ from .graphs import QuestionKGs, functional_relation_names
 from .knn import KNNVote
 from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain, format_chain
 from .lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
-from .pipeline import (HUMAN_WRITTEN, PAPER, Compact, CompactMethod, auto_knowledge, gold_chains, split_validation,
-                       summarize_records, training_split, tune_lift_threshold)
+from .pipeline import HUMAN_WRITTEN, Compact, auto_knowledge, gold_chains, tune_lift_threshold
+from .published import PAPER
+from .splits import split_validation, training_split
 from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
 from .rules import KinshipDerivation, KinshipRuleKnowledge, check_rules, compose_cky, story_graph
 from .tokens import TokenCounter, load_token_counter
 
 from . import figures, published
 from .record import CompactRecord
-from .protocol import scores, stage_errors, summarize
+from .statistics import derivation_statistics
+from .summary import scores, summarize
 
 __all__ = [
-    "summarize", "scores", "stage_errors", "CompactRecord", "figures", "published",
-    "CompactConfig", "Compact", "CompactMethod", "KNOWLEDGE_SOURCES", "CONTEXTS", "PAPER",
+    "summarize", "scores", "derivation_statistics", "CompactRecord", "figures", "published",
+    "CompactConfig", "Compact", "KNOWLEDGE_SOURCES", "CONTEXTS", "PAPER",
     "RelationKnowledge", "ChainProposal", "Chain", "as_chain", "format_chain",
     "LiftLexicon", "align_counts", "mask_topic", "question_tokens", "KNNVote",
     "KinshipRuleKnowledge", "KinshipDerivation", "check_rules", "compose_cky", "story_graph",
@@ -48,6 +50,6 @@ __all__ = [
     "kg_consistency", "kinship_consistency",
     "GATES", "GateChoice", "choose_gate", "gate_passes", "gate_table",
     "kgqa_prompt", "kinship_prompt", "parse_answers", "parse_kinship_answer",
-    "split_validation", "summarize_records", "training_split", "tune_lift_threshold",
+    "split_validation", "training_split", "tune_lift_threshold",
     "TokenCounter", "load_token_counter",
 ]

@@ -27,16 +27,16 @@ from __future__ import annotations
 import time
 from typing import Iterable, Sequence
 
-import numpy as np
 
 from ...errors import ConfigError
-from ...metrics import containment, hits_at_1
-from ..base import Method, is_error_record
+from ...metrics import CONTAINMENT, HITS1, containment, hits_at_1
+from ..base import Method
 from .checks import (ConsistencyReport, context_derivation, kg_consistency, kinship_consistency, relation_ids,
                      select_derivable)
 from .conjunctive import branch_views, conjunctive_context, expand_branches, select_conjunctive
 from .config import CompactConfig
-from .published import PAPER as _PUBLISHED_PAPER
+from .record import CompactRecord
+from ..scoring import Headline
 from .context import (choose_topic_policy, compact_context, kinship_facts, kinship_sentence, topk_contexts,
                       topk_contexts_per_question)
 from .gate import GateChoice, choose_gate, gate_passes
@@ -48,19 +48,15 @@ from .lexicon import LiftLexicon
 from ...llm.structured import wants_schema
 from .prompts import ANSWER_SCHEMA, kgqa_prompt, kinship_prompt, kinship_schema, parse_answers, parse_kinship_answer
 from .rules import KinshipRuleKnowledge, story_graph
-from .protocol import cost_of, stage_counts
+from .splits import split_validation
+from .statistics import derivation_statistics
 
-__all__ = ["Compact", "CompactMethod", "training_split", "split_validation", "tune_lift_threshold", "summarize_records",
-           "PAPER", "HUMAN_WRITTEN", "auto_knowledge", "gold_chains"]
+__all__ = ["Compact", "tune_lift_threshold", "HUMAN_WRITTEN", "auto_knowledge", "gold_chains"]
 
 #: datasets of human-written questions: knowledge="auto" uses the kNN chain vote there (the paper's
 #: choice for free wording), the hybrid of lift lexicon and vote elsewhere (templated training questions),
 #: the rules for kinship
 HUMAN_WRITTEN = ("webqsp", "cwq")
-
-#: the paper's published figures (in `published`; re-exported here for older imports)
-PAPER = _PUBLISHED_PAPER
-
 
 # ----------------------------------------------------------------------------- splits
 def auto_knowledge(dataset) -> str:
@@ -80,32 +76,6 @@ def gold_chains(question) -> set[Chain]:
     if many:
         return {as_chain(c) for c in many}
     return {as_chain(question.chain)} if question.chain else set()
-
-
-
-def training_split(dataset_name: str) -> str:
-    """The split relation knowledge learns from: 'train' where it exists, else 'dev' (MetaQA)."""
-    from ...datasets.registry import get_spec
-
-    splits = get_spec(dataset_name).splits
-    for name in ("train", "dev"):
-        if name in splits:
-            return name
-    raise ConfigError(f"dataset {dataset_name!r} has no train or dev split to learn relation knowledge from.")
-
-
-def split_validation(items: Sequence, fraction: float, seed: int = 0, max_validation: int | None = None):
-    """(fit items, validation items): a seeded random held-out portion, both kept in input order."""
-    n = len(items)
-    n_val = int(round(n * fraction))
-    if max_validation is not None:
-        n_val = min(n_val, int(max_validation))
-    if n < 2 or n_val < 1:
-        return list(items), []
-    perm = np.random.default_rng(seed).permutation(n)
-    val = np.sort(perm[:n_val])
-    fit = np.sort(perm[n_val:])
-    return [items[i] for i in fit], [items[i] for i in val]
 
 
 def tune_lift_threshold(lexicon: LiftLexicon, val_items: Sequence, kg, grid: Sequence[float],
@@ -197,6 +167,12 @@ class Compact(Method):
     """
 
     name = "compact"
+    notebook = "02_compact_relations.ipynb"
+    config_class = CompactConfig
+    record_type = CompactRecord
+    headline = Headline(((HITS1, CONTAINMENT),), variant="LLM reads compact facts")
+    color = "#d95f02"
+    label = "compact relation selection"
 
     def __init__(self, config: CompactConfig, kind: str, knowledge: RelationKnowledge, kg=None, rules=None,
                  gate: GateChoice | None = None, topic_policy: str = "exclude_end", tuning: dict | None = None,
@@ -272,7 +248,8 @@ class Compact(Method):
         method.gate = _gate_from_validation(val_records, config)
         for rec in val_records:  # derived before the gate existed
             rec["gate"] = gate_passes(method.gate.name, rec)
-        tuning["validation_derived"] = summarize_records(val_records, method.kind, llm=False) if val_records else {}
+        tuning["validation_derived"] = ({"n": len(val_records), **derivation_statistics(val_records, method.kind, llm=False)}
+                                        if val_records else {})
         if method.kind == "kinship":
             method.knowledge = KinshipRuleKnowledge(dataset.rules).fit(items)
         else:
@@ -570,6 +547,8 @@ class Compact(Method):
                     final = rec["derived_answers"][0] if rec["gate"] and rec["derived_answers"] else word
                     rec[f"hits@1_{ctx}_gated"] = float(final == item.target)
                 rec[f"failed_{ctx}"] = not rec[f"answer_{ctx}"]
+        for rec in records:  # failed in any way: the reader gave no usable answer for one of the contexts
+            rec["failed"] = any(rec.get(f"failed_{ctx}") for ctx in contexts)
 
     # ------------------------------------------------------------------ the run (Method.run: resume, isolation, progress)
     def _run_batch(self, batch: Sequence) -> list[dict]:
@@ -593,120 +572,3 @@ class Compact(Method):
                 "answerable": lambda q: q.answerable, "hops": lambda q: q.hops}
 
 
-#: deprecated: the old name of Compact (see docs/MIGRATION.md)
-CompactMethod = Compact
-
-
-# ----------------------------------------------------------------------------- summaries
-def _mean(values) -> float:
-    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
-    return float(np.mean(vals)) if vals else float("nan")
-
-
-def _dist(values) -> dict:
-    arr = np.asarray([v for v in values if v is not None], dtype=float)
-    if arr.size == 0:
-        return {"mean": float("nan"), "median": float("nan"), "p95": float("nan"), "n": 0}
-    return {"mean": float(arr.mean()), "median": float(np.median(arr)), "p95": float(np.percentile(arr, 95)),
-            "max": float(arr.max()), "n": int(arr.size)}
-
-
-def _hits(rec: dict, key: str) -> float:
-    """A per-record score: a missing value is a failure (0); nan (no gold) stays nan and is left out."""
-    v = rec.get(key)
-    return 0.0 if v is None else float(v)
-
-
-def _kind_of(records: Sequence[dict]) -> str:
-    kinds = {r.get("kind") or ("kinship" if "target" in r else "kgqa") for r in records}
-    return kinds.pop() if len(kinds) == 1 else "kgqa"
-
-
-def summarize_records(records: Sequence[dict], kind: str | None = None, llm: bool = True) -> dict:
-    """Aggregate records: chain/derivation accuracy, checks, gate, facts, tokens, LLM accuracy.
-
-    `kind` ("kgqa" | "kinship") is read from the records when not given. Records of examples that
-    raised (`error`) count in `n`, as not derivable and as wrong answers, and in `n_errors`.
-    """
-    records = list(records)
-    n = len(records)
-    if n == 0:
-        return {"n": 0, "n_failed": 0, "n_errors": 0}
-    kind = kind or _kind_of(records)
-    out: dict = {"n": n, "kind": kind, "n_errors": sum(1 for r in records if is_error_record(r))}
-    derivable = [r for r in records if r.get("derivable")]
-    gated = [r for r in records if r.get("gate")]
-    unique = [r for r in derivable if r.get("n_derived") == 1]
-    out["derivable_rate"] = len(derivable) / n
-    out["derived_hits@1"] = _mean(_hits(r, "derived_hits@1") for r in records)
-    out["derived_precision_when_derivable"] = _mean(_hits(r, "derived_hits@1") for r in derivable)
-    out["one_answer_coverage"] = len(unique) / n
-    out["derived_precision_one_answer"] = _mean(_hits(r, "derived_hits@1") for r in unique)
-    out["gate_coverage"] = len(gated) / n
-    out["gate_precision"] = _mean(_hits(r, "derived_hits@1") for r in gated)
-    out["consistent_rate"] = _mean(float(bool(r.get("consistent"))) for r in records)
-    signals = sorted({k for r in records for k in (r.get("consistency") or {}).get("applicable", {})})
-    out["consistency"] = {
-        s: {"applicable_rate": _mean(float((r.get("consistency") or {}).get("applicable", {}).get(s, False))
-                                     for r in records),
-            "conflict_rate": _mean(float(bool((r.get("consistency") or {}).get("conflicts", {}).get(s))) for r in records)}
-        for s in signals}
-    out["facts_per_context"] = _dist(r.get("n_facts") for r in derivable)
-    if kind == "kgqa":
-        with_gold = [r for r in records if r.get("chain_correct") is not None]
-        answerable = [r for r in records if r.get("answerable")]
-        out["n_answerable"] = len(answerable)
-        out["chain_accuracy"] = _mean(float(bool(r["chain_correct"])) for r in with_gold)
-        seen = [r for r in records if r.get("gold_chain_seen") is not None]
-        if seen:  # the paper: 94.7% of WebQSP test questions have a chain seen in training
-            out["gold_chain_seen_rate"] = _mean(float(r["gold_chain_seen"]) for r in seen)
-            out["derivable_rate_unseen_chain"] = _mean(float(bool(r.get("derivable"))) for r in seen
-                                                       if not r["gold_chain_seen"])
-        out["chain_accuracy_answerable"] = _mean(float(bool(r["chain_correct"])) for r in answerable if r.get("chain_correct") is not None)
-        out["derived_hits@1_answerable"] = _mean(_hits(r, "derived_hits@1") for r in answerable)
-        out["chain_source"] = {s: sum(1 for r in records if r.get("chain_source") == s) for s in
-                               sorted({str(r.get("chain_source")) for r in records})}
-        out["facts_full_per_context"] = _dist(r.get("n_facts_full") for r in derivable)
-        out["capped_rate"] = _mean(float(bool(r.get("capped"))) for r in derivable)
-        out["compact_has_gold"] = _mean(float(bool(r.get("compact_has_gold"))) for r in records)
-        out["topic_missing"] = sum(1 for r in records if r.get("topic_missing"))
-        based = [r for r in records if "topk_n_facts" in r]
-        if based:
-            out["n_topk"] = len(based)
-            out["topk_facts_per_context"] = _dist(r.get("topk_n_facts") for r in based)
-            out["topk_has_gold"] = _mean(float(bool(r.get("topk_has_gold"))) for r in based)
-            out["compact_has_gold_same_items"] = _mean(float(bool(r.get("compact_has_gold"))) for r in based)
-            out["topk_derivable"] = _mean(float(bool(r.get("topk_derivable"))) for r in based if r.get("derivable"))
-    else:
-        out["relation_accuracy"] = _mean(float(bool(r.get("relation_correct"))) for r in records)
-        by_len: dict = {}
-        for r in records:
-            by_len.setdefault(int(r.get("chain_length") or 0), []).append(r)
-        out["by_chain_length"] = {k: {"n": len(v), "derived_accuracy": _mean(_hits(r, "derived_hits@1") for r in v),
-                                      "ambiguous_rate": _mean(float(r.get("n_derived", 0) > 1) for r in v)}
-                                  for k, v in sorted(by_len.items())}
-    for ctx in ("compact", "topk"):
-        tok = [r.get(f"prompt_tokens_{ctx}") for r in records if r.get(f"prompt_tokens_{ctx}") is not None]
-        if tok:
-            out[f"prompt_tokens_{ctx}"] = _dist(tok)
-    both = [r for r in records if r.get("prompt_tokens_compact") is not None and r.get("prompt_tokens_topk") is not None]
-    if both:  # the ratio of means over the items that have both contexts
-        out["prompt_token_ratio_topk_over_compact"] = (float(np.mean([r["prompt_tokens_topk"] for r in both])) /
-                                                         max(float(np.mean([r["prompt_tokens_compact"] for r in both])), 1e-9))
-    if llm:
-        for ctx in ("compact", "topk"):
-            if any(f"llm_{ctx}" in r for r in records):
-                out[f"llm_{ctx}"] = {
-                    "hits@1": _mean(_hits(r, f"hits@1_{ctx}") for r in records),
-                    "containment": _mean(_hits(r, f"containment_{ctx}") for r in records),
-                    "hits@1_gated": _mean(_hits(r, f"hits@1_{ctx}_gated") for r in records),
-                    "n_failed": sum(1 for r in records if r.get(f"failed_{ctx}") or is_error_record(r)),
-                }
-                if kind == "kgqa":
-                    ans = [r for r in records if r.get("answerable")]
-                    out[f"llm_{ctx}"]["hits@1_answerable"] = _mean(_hits(r, f"hits@1_{ctx}") for r in ans)
-    out["n_failed"] = sum(1 for r in records if is_error_record(r)
-                          or any(r.get(f"failed_{ctx}") for ctx in ("compact", "topk")))
-    out["stage_errors"] = stage_counts(records, kind)
-    out["cost"] = cost_of(records)
-    return out

@@ -17,6 +17,8 @@ class CompactRecord(_CompactRecordMetrics, total=False):
     example that raised holds only id, kind, its question / target, failed=True, error, traceback."""
 
     id: str
+    scores: dict                 # {variant: {metric: value}}: the values the run summary averages (methods/summary.py; None = no gold)
+    failed: bool                 # the reader gave no usable answer for a context it read, or the example raised
     kind: str                    # "kgqa" or "kinship"
     question: str
     topic_entities: list[str]

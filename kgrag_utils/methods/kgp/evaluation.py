@@ -1,4 +1,4 @@
-"""Retrieval and answer metrics of one example, and their means over a run (nothing dropped).
+"""Retrieval and answer metrics of one example (their means over a run: `summary.py`).
 
 recall@k: share of gold units covered by the first k distinct retrieved passages; SF-EM@k: 1 when
 all of them are. Units are HotpotQA's supporting sentences (covered by the passage holding the
@@ -10,14 +10,14 @@ Answers: SQuAD EM and F1 (`metrics.exact_match`, `metrics.f1`).
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from ... import metrics
 from .docsets import GoldUnits
 
-__all__ = ["first_ranks", "coverage_metrics", "retrieval_metrics", "answer_metrics", "metric_keys", "summarize_run"]
+__all__ = ["first_ranks", "coverage_metrics", "retrieval_metrics", "answer_metrics", "metric_keys"]
 
 
 def first_ranks(ranked: Sequence[int], cover: list[np.ndarray]) -> np.ndarray:
@@ -70,32 +70,3 @@ def metric_keys(ks: Iterable[int], reader: bool) -> list[str]:
     if reader:
         keys += ["em", "f1", "containment"]
     return keys
-
-
-def summarize_run(rows: Sequence[Mapping], ks: Iterable[int], reader: bool) -> dict:
-    """Means over ALL rows (`metrics.summarize`: failed rows count as 0) plus set and graph sizes."""
-    ks = list(ks)
-    rows = list(rows)
-    out = metrics.summarize(rows, metric_keys(ks, reader))
-    for key in ("set_passages", "graph_density", "graph_avg_degree", "n_agent_calls", "n_reseeds"):
-        vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
-        if vals:
-            out[f"mean_{key}"] = float(np.mean(vals))
-    for key in ("graph_seconds", "traversal_seconds", "reader_seconds", "set_seconds"):
-        vals = [r["timings"][key] for r in rows if isinstance(r.get("timings"), Mapping) and key in r["timings"]]
-        if vals:
-            out[f"mean_{key}"] = float(np.mean(vals))
-    # the protocol's shared keys (kgrag_utils.methods.scoring)
-    from ..scoring import num
-    from .protocol import cost_of, variant_of
-
-    out["n_errors"] = sum(1 for r in rows if r.get("error"))
-    out["variant"] = variant_of(rows) if any(r.get("variant") for r in rows) else None
-    out["uses_llm"] = bool(reader) or any((r.get("tokens") or {}).get("agent_prompt") for r in rows)
-    k = max(ks) if ks else 30
-    out["stage_errors"] = {"retrieval (no gold passage in budget)": sum(1 for r in rows if num(r.get(f"recall@{k}")) == 0.0)}
-    if reader:
-        out["stage_errors"]["reader (all gold retrieved, F1 = 0)"] = sum(
-            1 for r in rows if num(r.get(f"recall@{k}")) == 1.0 and num(r.get("f1")) == 0.0)
-    out["cost"] = cost_of(rows, out["variant"]) if out["variant"] else {}
-    return out

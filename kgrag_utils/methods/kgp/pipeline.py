@@ -20,15 +20,18 @@ from ...errors import ConfigError
 from ...llm import GenerationConfig
 from ..base import Method
 from .config import KGPConfig
+from .record import KGPRecord
+from ..scoring import Headline
+from ...metrics import EM, F1, recall_name
 from .docsets import DocumentSet, GoldUnits, PassageCorpus, gold_units
-from .evaluation import answer_metrics, retrieval_metrics, summarize_run
+from .evaluation import answer_metrics, retrieval_metrics
 from .graphs import PassageGraph, build_graph
 from ...llm.structured import wants_schema
 from .prompts import clean_answer, clean_evidence, evidence_prompt, reader_prompt, reader_schema
 from .similarity import SetIndex
 from .traversal import Evidence, TraversalResult, flat_retrieve, question_evidence, traverse
 
-__all__ = ["KGP", "Prepared", "evaluate", "ARTICLE_PAGE_DATASETS", "page_key_for"]
+__all__ = ["KGP", "Prepared", "ARTICLE_PAGE_DATASETS", "page_key_for"]
 
 #: datasets whose corpus stores an article as several paragraphs sharing its title (IIRC's linked
 #: documents): a page (distractor unit, structural node) is a title there, one document elsewhere
@@ -60,6 +63,12 @@ class KGP(Method):
     are loaded on first use, from the config, and shared with every `sibling` (a variant config)."""
 
     name = "kgp"
+    notebook = "04_kgp.ipynb"
+    config_class = KGPConfig
+    record_type = KGPRecord
+    headline = Headline(((EM, F1), (recall_name(5), recall_name(30))))
+    color = "#e7298a"
+    label = "KGP"
 
     def __init__(self, config: KGPConfig | None = None, dataset: Dataset | None = None, llm=None, embedder=None,
                  _shared: dict | None = None):
@@ -70,8 +79,8 @@ class KGP(Method):
             raise ConfigError(f"KGP needs a passage dataset with a corpus (hotpotqa, musique, 2wiki, iirc, sample-passages), got {dataset.name!r}.")
         self.dataset = dataset
         self.config = config or KGPConfig()
-        self.corpus = PassageCorpus(dataset.corpus, self.cfg.split_rule, self.cfg.window, self.cfg.stride,
-                                    self.cfg.title_in_text, page_key=page_key_for(dataset.name))
+        self.corpus = PassageCorpus(dataset.corpus, self.config.split_rule, self.config.window, self.config.stride,
+                                    self.config.title_in_text, page_key=page_key_for(dataset.name))
         self._shared = _shared if _shared is not None else {"llm": None, "embedder": None}
         if llm is not None:
             self._shared["llm"] = llm
@@ -94,19 +103,10 @@ class KGP(Method):
     def _attach_demos(self, pool=None) -> None:
         """demos="nearest" with an LLM agent: `pool`, or the training split's (refused here, before any question runs)."""
         self.demo_pool = None
-        if self.cfg.demos == "nearest" and self.cfg.uses_llm_traversal:
+        if self.config.demos == "nearest" and self.config.uses_llm_traversal:
             from .demos import agent_demo_pool
 
             self.demo_pool = pool if pool is not None else agent_demo_pool(self.dataset, self.embedder)
-
-    @property
-    def cfg(self) -> KGPConfig:
-        """The config (the name used throughout this module)."""
-        return self.config
-
-    @cfg.setter
-    def cfg(self, value: KGPConfig) -> None:
-        self.config = value
 
     # ------------------------------------------------------------------ lazy models
     @property
@@ -128,7 +128,7 @@ class KGP(Method):
         if self._shared["embedder"] is None:
             from ...embeddings import load_embedder
 
-            self._shared["embedder"] = load_embedder(self.cfg.embedder)
+            self._shared["embedder"] = load_embedder(self.config.embedder)
         return self._shared["embedder"]
 
     @property
@@ -140,7 +140,7 @@ class KGP(Method):
 
     # ------------------------------------------------------------------ stages
     def _index_and_graph(self, dset: DocumentSet) -> tuple[SetIndex, PassageGraph | None, float]:
-        cfg = self.cfg
+        cfg = self.config
         index = SetIndex(dset.retrieval_texts(), encode=self._encode)
         graph = None
         t0 = time.perf_counter()
@@ -154,7 +154,7 @@ class KGP(Method):
     def prepare_question(self, question: PassageQuestion) -> Prepared:
         """The question's set (or the shared whole-corpus set), its index and graph, and gold units."""
         t0 = time.perf_counter()
-        if self.cfg.whole_corpus:
+        if self.config.whole_corpus:
             if self._whole is None:
                 dset = self.corpus.whole_set()
                 t1 = time.perf_counter()
@@ -162,23 +162,23 @@ class KGP(Method):
                 self._whole = (dset, index, graph, t1 - t0, gsec)
             dset, index, graph, ssec, gsec = self._whole
             return Prepared(dset, index, graph, gold_units(question, dset), ssec, gsec)
-        dset = self.corpus.question_set(question, self.cfg.set_passages, self.cfg.seed)
+        dset = self.corpus.question_set(question, self.config.set_passages, self.config.seed)
         ssec = time.perf_counter() - t0
         index, graph, gsec = self._index_and_graph(dset)
         return Prepared(dset, index, graph, gold_units(question, dset), ssec, gsec)
 
     def agent_demos(self, question: PassageQuestion) -> list[dict]:
         """demos="nearest": the `shots` training questions nearest to `question` as agent steps (nearest last)."""
-        if self.cfg.demos != "nearest" or self.demo_pool is None:
+        if self.config.demos != "nearest" or self.demo_pool is None:
             return []
         from .demos import agent_demo
 
-        return [{**agent_demo(d.item, self.cfg.passage_chars), "score": d.score}
-                for d in self.demo_pool.nearest(question, self.cfg.shots)[::-1]]
+        return [{**agent_demo(d.item, self.config.passage_chars), "score": d.score}
+                for d in self.demo_pool.nearest(question, self.config.shots)[::-1]]
 
     def evidence_fn(self, dset: DocumentSet, demos: Sequence[dict] = ()):
         """The LLM traversal agent over one set: writes the next evidence for a batch of paths."""
-        cfg = self.cfg
+        cfg = self.config
 
         def next_evidence(question: str, paths: Sequence[tuple[int, ...]]) -> list[Evidence]:
             prompts = [evidence_prompt(question, [(dset.titles[i], dset.texts[i]) for i in path[-cfg.path_passages:]],
@@ -195,7 +195,7 @@ class KGP(Method):
         return next_evidence
 
     def retrieve(self, question: PassageQuestion, prep: Prepared, demos: Sequence[dict] = ()) -> TraversalResult:
-        cfg = self.cfg
+        cfg = self.config
         if cfg.traversal in ("tfidf", "knn"):
             return flat_retrieve(prep.index, question.question, cfg.traversal, min(cfg.budget, len(prep.dset)))
         agent = self.evidence_fn(prep.dset, demos) if cfg.uses_llm_traversal else question_evidence
@@ -204,7 +204,7 @@ class KGP(Method):
 
     def read(self, question: PassageQuestion, dset: DocumentSet, ranked: Sequence[int]) -> dict:
         """The reader: the LLM answers from the first `reader_passages` retrieved passages."""
-        cfg = self.cfg
+        cfg = self.config
         passages = [(dset.titles[i], dset.texts[i]) for i in list(ranked)[:cfg.reader_passages]]
         form = "json" if wants_schema(self.llm) else "text"
         prompt = reader_prompt(question.question, passages, cfg.reader_passage_chars, form=form)
@@ -221,11 +221,11 @@ class KGP(Method):
         return [self.run_one(q) for q in questions]
 
     def progress_label(self) -> str:
-        return f"KGP {self.cfg.graph}/{self.cfg.traversal}"
+        return f"KGP {self.config.graph}/{self.config.traversal}"
 
     def run_one(self, question: PassageQuestion) -> dict:
         """One question's full record. Exceptions become a failed record (counted, never dropped)."""
-        cfg = self.cfg
+        cfg = self.config
         rec: dict = {"id": question.qid, "question": question.question, "answers": list(question.answers),
                      "qtype": question.qtype, "supporting": list(question.supporting), "failed": False,
                      "ks": list(cfg.ks), "reader": cfg.reader,
@@ -267,12 +267,3 @@ class KGP(Method):
             rec.update({"failed": True, "error": f"{type(exc).__name__}: {exc}",
                         "traceback": traceback.format_exc(limit=4)})
         return rec
-
-
-def evaluate(dataset: Dataset, config: KGPConfig, questions: Sequence[PassageQuestion] | None = None, llm=None,
-             embedder=None, progress: bool = False) -> tuple[list[dict], dict]:
-    """Run one configuration over questions (default: all); returns (records, summary over all of them)."""
-    kgp = KGP(config, dataset, llm=llm, embedder=embedder)
-    questions = list(dataset.items if questions is None else questions)
-    rows = kgp.run(questions, progress=progress)
-    return rows, summarize_run(rows, config.ks, config.reader)

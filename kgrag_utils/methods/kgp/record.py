@@ -16,6 +16,7 @@ class KGPRecord(_KGPRecordMetrics, total=False):
     holds failed=True, error, traceback (its metrics count as 0)."""
 
     id: str
+    scores: dict                 # {variant: {metric: value}}: the values the run summary averages (methods/summary.py; None = no gold)
     question: str
     answers: list[str]
     qtype: str

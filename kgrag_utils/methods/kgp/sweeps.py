@@ -17,14 +17,18 @@ import numpy as np
 from ...datasets.items import PassageQuestion
 from ...errors import ConfigError
 from .docsets import GoldUnits, gold_units
-from .evaluation import retrieval_metrics, summarize_run
+from ...datasets.items import Dataset
+from ...metrics import summarize as summarize_rows
+from .config import KGPConfig
+from .evaluation import metric_keys, retrieval_metrics
 from .graphs import PassageGraph, build_graph
 from .pipeline import KGP
+from .summary import summarize
 from .similarity import SetIndex
 from .traversal import traverse
 
 __all__ = ["SWEEP_KNOBS", "DEFAULT_SWEEP_VALUES", "DEFAULT_BRANCHING_VALUES", "graph_gold_stats", "density_sweep",
-           "branching_sweep"]
+           "branching_sweep", "evaluate"]
 
 #: the knob that sets each constructor's density
 SWEEP_KNOBS = {"tfidf": "n_keywords", "knn": "knn_k", "entity": "entity_max_df"}
@@ -68,7 +72,7 @@ def density_sweep(kgp: KGP, questions: Iterable[PassageQuestion], constructor: s
         raise ConfigError(f"density sweeps cover {list(SWEEP_KNOBS)} (got {constructor!r}).")
     knob = SWEEP_KNOBS[constructor]
     values = list(values or DEFAULT_SWEEP_VALUES[constructor])
-    base = kgp.cfg.replace(graph=constructor, whole_corpus=False)
+    base = kgp.config.replace(graph=constructor, whole_corpus=False)
     per_value: dict[float, list[dict]] = {v: [] for v in values}
     questions = list(questions)
     it = questions
@@ -96,7 +100,7 @@ def density_sweep(kgp: KGP, questions: Iterable[PassageQuestion], constructor: s
     out = []
     for v in values:
         rows = per_value[v]
-        summary = summarize_run(rows, base.ks, reader=False)
+        summary = summarize_rows(rows, metric_keys(base.ks, reader=False))
         out.append({"constructor": constructor, "knob": knob, "value": v, "n": len(rows),
                     "density": _mean(rows, "density"), "avg_degree": _mean(rows, "avg_degree"),
                     "sf_pair_recall": _mean(rows, "sf_pair_recall"),
@@ -116,21 +120,30 @@ def branching_sweep(kgp: KGP, questions: Iterable[PassageQuestion], values: Sequ
         from ...progress import progress_bar
 
         it = progress_bar(questions, desc="branching sweep")
-    original = kgp.cfg
+    original = kgp.config
     try:
         for q in it:
-            kgp.cfg = original
+            kgp.config = original
             prep = kgp.prepare_question(q)
             for v in values:
-                kgp.cfg = original.replace(branching=v)
+                kgp.config = original.replace(branching=v)
                 res = kgp.retrieve(q, prep)
-                per_value[v].append({"id": q.qid, "n_seeds": len(res.seeds), **retrieval_metrics(res.ranked, prep.gold, kgp.cfg.ks)})
+                per_value[v].append({"id": q.qid, "n_seeds": len(res.seeds), **retrieval_metrics(res.ranked, prep.gold, kgp.config.ks)})
     finally:
-        kgp.cfg = original
+        kgp.config = original
     out = []
     for v in values:
         rows = per_value[v]
-        summary = summarize_run(rows, original.ks, reader=False)
+        summary = summarize_rows(rows, metric_keys(original.ks, reader=False))
         out.append({"branching": v, "n": len(rows), "n_seeds": _mean(rows, "n_seeds"), "graph": original.graph,
                     "traversal": original.traversal, **{k: summary[k] for k in summary if "@" in k}})
     return out
+
+
+def evaluate(dataset: Dataset, config: KGPConfig, questions: Sequence[PassageQuestion] | None = None, llm=None,
+             embedder=None, progress: bool = False) -> tuple[list[dict], dict]:
+    """Run one configuration over questions (default: all); returns (records, summary over all of them)."""
+    kgp = KGP(config, dataset, llm=llm, embedder=embedder)
+    questions = list(dataset.items if questions is None else questions)
+    rows = kgp.run(questions, progress=progress)
+    return rows, summarize(rows)

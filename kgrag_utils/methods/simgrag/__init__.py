@@ -11,7 +11,7 @@ enables the type-candidate rule, and `SimGRAG(..., dataset="factkg")` verifies c
 Modules: `pattern` (pattern graphs, parser, validation, prompt), `oracle` (gold patterns from
 chains), `gsd_search` (filtering, ordering, enumeration with an admissible bound), `type_candidates`
 (entity-type candidates for patterns without a named entity), `generate` (evidence lines, answer and
-verification prompts and parsers), `pipeline` (per-example records and summaries).
+verification prompts and parsers), `pipeline` (per-example records), `summary` (the summary hooks).
 """
 
 from .generate import build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
@@ -20,19 +20,19 @@ from .gsd_search import (Candidates, GSDConfig, GSDRetriever, Incidence, SearchR
 from .oracle import chain_pattern, oracle_pattern
 from .pattern import (Pattern, PatternCheck, PatternEdge, PatternNode, build_pattern_prompt, parse_pattern_output,
                       pattern_family, validate_pattern)
-from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
-from .pipeline import STAGES, SimGRAG, replay_gold_llm, summarize_records
+from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, resolve_task
+from .pipeline import SimGRAG, replay_gold_llm
 from .type_candidates import TypeIndex, type_text
 
 from . import figures, published
-from .record import SimGRAGRecord
-from .protocol import scores, stage_errors, summarize
+from .record import STAGES, SimGRAGRecord
+from .summary import scores, summarize
 
 __all__ = [
-    "summarize", "scores", "stage_errors", "SimGRAGRecord", "figures", "published",
+    "summarize", "scores", "SimGRAGRecord", "figures", "published",
     "Pattern", "PatternNode", "PatternEdge", "PatternCheck", "parse_pattern_output", "validate_pattern",
     "build_pattern_prompt", "pattern_family", "oracle_pattern", "chain_pattern", "GSDConfig", "GSDRetriever",
     "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk", "embedding_text", "evidence_lines",
-    "build_answer_prompt", "parse_answer", "SimGRAG", "SimGRAGConfig", "SimGRAGSettings", "summarize_records", "replay_gold_llm", "PATTERN_SOURCES",
+    "build_answer_prompt", "parse_answer", "SimGRAG", "SimGRAGConfig", "replay_gold_llm", "PATTERN_SOURCES",
     "STAGES", "TASKS", "resolve_task", "build_verify_prompt", "parse_verdict", "TypeIndex", "type_text",
 ]

@@ -12,7 +12,7 @@ from ...errors import ConfigError
 from ..base import MethodConfig
 from .gsd_search import GSDConfig
 
-__all__ = ["SimGRAGConfig", "SimGRAGSettings", "PATTERN_SOURCES", "TASKS", "resolve_task"]
+__all__ = ["SimGRAGConfig", "PATTERN_SOURCES", "TASKS", "resolve_task"]
 
 PATTERN_SOURCES = ("llm", "oracle")
 TASKS = ("auto", "qa", "verify")
@@ -78,6 +78,3 @@ class SimGRAGConfig(MethodConfig):
                          injective=self.injective, direction=self.direction, time_limit_s=self.time_limit_s,
                          type_topk=self.type_topk)
 
-
-#: deprecated: the old name of SimGRAGConfig (see docs/MIGRATION.md)
-SimGRAGSettings = SimGRAGConfig

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .pipeline import STAGES
+from .record import STAGES
 from .published import PAPER, PAPER_NOTE, PAPER_NOTE_VERIFY, paper_table
 
 __all__ = ["comparison_table", "gsd_terms_table", "draw_worked_example",

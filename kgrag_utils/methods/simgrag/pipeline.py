@@ -29,19 +29,19 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-import numpy as np
 
 from ...errors import ConfigError
-from ...metrics import containment, hits_at_1, normalize_answer
+from ...metrics import ACCURACY, CONTAINMENT, HITS1, containment, hits_at_1, normalize_answer
 from ...llm.structured import wants_schema
 from .generate import ANSWER_SCHEMA, build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
-from ..base import Method, is_error_record
-from .config import PATTERN_SOURCES, TASKS, SimGRAGConfig, SimGRAGSettings, resolve_task
+from ..base import Method
+from .config import SimGRAGConfig, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
 from .demos import default_pool, demo_shots, requested_demos, shots_of
-from .protocol import cost_of
 from .samples import merge_samples
+from .record import STAGES, SimGRAGRecord
+from ..scoring import Headline
 from .pattern import (PATTERN_SCHEMA, RELATION_VOCABULARY_MAX, Pattern, anchored_pattern_schema, marked_entities,
                       pattern_schema, build_pattern_prompt, parse_pattern_output,
                       pattern_family, validate_pattern)
@@ -50,10 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
     from ...llm import LLM
 
-__all__ = ["SimGRAGConfig", "SimGRAGSettings", "SimGRAG", "summarize_records", "replay_gold_llm", "resolve_task", "PATTERN_SOURCES",
-           "STAGES", "TASKS"]
+__all__ = ["SimGRAG", "replay_gold_llm", "STAGES"]
 
-STAGES = ("pattern", "retrieval", "generation")
 
 
 def _gold_hit(names: Iterable[str], golds: Sequence[str]) -> bool:
@@ -78,6 +76,12 @@ class SimGRAG(Method):
     `pattern_source="oracle"` and `reader=False` no LLM is needed (retrieval only)."""
 
     name = "simgrag"
+    notebook = "01_simgrag.ipynb"
+    config_class = SimGRAGConfig
+    record_type = SimGRAGRecord
+    headline = Headline(((HITS1, CONTAINMENT), (ACCURACY, CONTAINMENT)))
+    color = "#1b9e77"
+    label = "SimGRAG"
 
     def __init__(self, config: SimGRAGConfig | None = None, kg: "KG | None" = None, retriever: GSDRetriever | None = None,
                  llm: "LLM | None" = None, dataset: str | None = None, demo_pool=None):
@@ -122,11 +126,6 @@ class SimGRAG(Method):
         if self.config.llm_preset == "fake":
             return replay_gold_llm(self._fake_items)
         return self.config.load_llm()
-
-    @property
-    def settings(self) -> SimGRAGConfig:
-        """Deprecated: the config (was SimGRAGSettings)."""
-        return self.config
 
     def error_fields(self) -> dict:
         return {"question": lambda q: q.question, "task": lambda q: self.task, "answers_gold": lambda q: list(q.answers),
@@ -210,7 +209,7 @@ class SimGRAG(Method):
 
     def _generate_patterns(self, prompts: list, schemas: list[dict], **gen) -> list:
         """One generate call per distinct schema (a call has one schema), results in the prompts' order."""
-        s = self.settings
+        s = self.config
         if not wants_schema(self.llm):  # free text: the schema is dropped anyway, keep one batched call
             schemas = [PATTERN_SCHEMA] * len(prompts)
         groups: dict[str, list[int]] = {}
@@ -454,67 +453,6 @@ class SimGRAG(Method):
         if not rec["retrieval_hit"]:
             return "pattern" if rec.get("oracle_retrieval_hit") else "retrieval"
         return "generation"
-
-
-# ----------------------------------------------------------------------------- summaries
-
-
-def _median(values: list[float]) -> float | None:
-    return float(np.median(values)) if values else None
-
-
-def _p95(values: list[float]) -> float | None:
-    return float(np.percentile(values, 95)) if values else None
-
-
-def summarize_records(records: Sequence[dict]) -> dict:
-    """Scores on all questions and on the answerable subset, parse rate, stage errors, timings."""
-    from ...metrics import summarize
-
-    records = list(records)
-    out: dict = {"all": summarize(records, ["hits@1", "containment"])}
-    answerable = [r for r in records if r.get("answerable")]
-    out["answerable"] = summarize(answerable, ["hits@1", "containment"])
-    n = len(records)
-    out["n"] = n
-    tasks = {r.get("task", "qa") for r in records}
-    out["task"] = tasks.pop() if len(tasks) == 1 else "mixed"
-    if out["task"] == "verify":  # accuracy = strict verdict match; by FactKG reasoning type too
-        out["accuracy"] = out["all"]["hits@1"]
-        out["verdicts"] = {v: sum(1 for r in records if r.get("prediction") == v) for v in ("True", "False")}
-        out["verdicts"]["none"] = n - out["verdicts"]["True"] - out["verdicts"]["False"]
-        out["by_qtype"] = {str(t): summarize([r for r in records if r.get("qtype") == t], ["hits@1"])
-                           for t in sorted({r.get("qtype") for r in records}, key=str)}
-    out["pattern_parse_rate"] = sum(bool(r.get("pattern_ok")) for r in records) / n if n else float("nan")
-    out["retrieval_hit_rate"] = sum(bool(r.get("retrieval_hit")) for r in records) / n if n else float("nan")
-    top1 = [r["top1_hit"] for r in records if r.get("top1_hit") is not None]
-    out["top1_subgraph_hits@1"] = float(np.mean(top1)) if top1 else None
-    for key in ("failed_stage", "failed_stage_lenient"):
-        counts = {s: 0 for s in STAGES}
-        for r in records:
-            if r.get(key):
-                counts[r[key]] = counts.get(r[key], 0) + 1
-        out[key] = counts
-    timing_keys = sorted({k for r in records for k in (r.get("timings") or {}) if k.endswith(("_ms", "_s"))})
-    out["timings"] = {k: {"median": _median([r["timings"][k] for r in records if k in r.get("timings", {})]),
-                          "p95": _p95([r["timings"][k] for r in records if k in r.get("timings", {})])}
-                      for k in timing_keys}
-    out["timed_out"] = sum(bool(r.get("timed_out")) for r in records)
-    tok = {}
-    for r in records:
-        for k, v in (r.get("tokens") or {}).items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                tok[k] = tok.get(k, 0) + v
-    out["tokens"] = tok
-    # the protocol's shared keys (kgrag_utils.methods.scoring)
-    out["n_failed"] = out["all"]["n_failed"]
-    out["n_errors"] = sum(1 for r in records if is_error_record(r))
-    sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
-    out["pattern_source"] = sources.pop() if len(sources) == 1 else ("mixed" if sources else None)
-    out["uses_llm"] = any(r.get("pattern_prompt") or r.get("answer_prompt") for r in records)
-    out["stage_errors"] = dict(out["failed_stage"])
-    out["cost"] = cost_of(records)
-    return out
 
 
 # ----------------------------------------------------------------------------- a test double

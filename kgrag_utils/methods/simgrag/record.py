@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-__all__ = ["SimGRAGRecord"]
+__all__ = ["SimGRAGRecord", "STAGES"]
+
+#: the stages a question can be lost at (a record's `failed_stage`)
+STAGES = ("pattern", "retrieval", "generation")
 
 
 #: the keys whose names hold "@" (metric names), which the class syntax cannot spell
@@ -16,6 +19,7 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     hops, task, failed=True, error, traceback, and 0 scores)."""
 
     id: str                      # the question's id
+    scores: dict                 # {variant: {metric: value}}: the values the run summary averages (methods/summary.py; None = no gold)
     task: str                    # "qa" or "verify" (FactKG claims)
     question: str
     topic_entities: list[str]

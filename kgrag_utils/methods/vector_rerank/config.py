@@ -13,7 +13,7 @@ from pydantic import model_validator
 from ...errors import ConfigError
 from ..base import MethodConfig
 
-__all__ = ["VARIANTS", "VARIANT_LABELS", "VectorRerankConfig", "PUBLISHED_RECALL5", "MEASURED_NAIVE_MUSIQUE",
+__all__ = ["VARIANTS", "VARIANT_LABELS", "KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "RECALL_KS", "VectorRerankConfig", "PUBLISHED_RECALL5", "MEASURED_NAIVE_MUSIQUE",
            "parse_variants", "gold_key_for"]
 
 #: the named variants, cheapest first (rerank-filled is ours: it isolates the LLM's reordering of the
@@ -39,6 +39,14 @@ _TITLE_GOLD = ("hotpotqa", "2wiki")
 
 #: the variants of KG question datasets ("all" there means these three; see kgqa.py)
 KGQA_VARIANTS = ("naive", "expand", "rerank")
+KGQA_VARIANT_LABELS = {
+    "naive": "naive: the facts nearest the question (dense fact search; no graph, no LLM)",
+    "expand": "expand: seeds + expansion, facts ranked by query similarity (no LLM)",
+    "rerank": "rerank: seeds + expansion + one LLM rerank call + one answer call over the chosen facts (the method)",
+}
+
+#: the cut-offs of passage recall (Recall@2 and @5, the paper's)
+RECALL_KS = (2, 5)
 
 
 def gold_key_for(dataset: str) -> str:

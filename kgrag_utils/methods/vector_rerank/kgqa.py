@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ...errors import ConfigError
-from ...metrics import containment, hits_at_1, normalize_answer, summarize
+from ...metrics import containment, hits_at_1, normalize_answer
 from ...parsers import parse_answer_list
-from .config import KGQA_VARIANTS, VectorRerankConfig
-from .pipeline import VectorRerank, finish_summary
+from .config import KGQA_VARIANT_LABELS, KGQA_VARIANTS, VectorRerankConfig
+from .pipeline import VectorRerank
 from ...llm.structured import wants_schema
 from .prompts import ANSWER_SCHEMA, RERANK_SCHEMA, answer_prompt
 from .query_entities import QueryEntities, lexical_entities, marked_entities
@@ -42,14 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...llm import LLM
     from .graph_index import GraphIndex
 
-__all__ = ["KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "FactRerank", "kgqa_variants", "summarize_kgqa", "fact_hits"]
-
-
-KGQA_VARIANT_LABELS = {
-    "naive": "naive: the facts nearest the question (dense fact search; no graph, no LLM)",
-    "expand": "expand: seeds + expansion, facts ranked by query similarity (no LLM)",
-    "rerank": "rerank: seeds + expansion + one LLM rerank call + one answer call over the chosen facts (the method)",
-}
+__all__ = ["KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "FactRerank", "kgqa_variants", "fact_hits"]
 
 
 def kgqa_variants(config: VectorRerankConfig) -> tuple[str, ...]:
@@ -71,6 +64,8 @@ def fact_hits(index: "GraphIndex", rel_ids: Sequence[int], golds: Sequence[str])
 
 class FactRerank(VectorRerank):
     """The method over a KG's facts; `run(questions)` gives one record per KGQuestion (resumable)."""
+
+    dataset_kind = "kgqa"
 
     def __init__(self, config: VectorRerankConfig | None = None, index: "GraphIndex | None" = None,
                  llm: "LLM | None" = None):
@@ -200,43 +195,3 @@ class FactRerank(VectorRerank):
                 row.update({"answer_raw": None, "predictions": [], "failed": True, "hits@1": 0.0, "containment": 0.0,
                             "answer_status": rec["rerank"]["status"] if not chosen else "not-asked"})
             rec["variants"]["rerank"] = row
-
-
-def summarize_kgqa(records: Sequence[dict], variants: Sequence[str] | None = None) -> dict:
-    """Per variant: fact_hit (all variants; for rerank it scores the chosen facts even where the answer call
-    failed), hits@1 strict and containment lenient (rerank), over ALL records (failures count as wrong), n,
-    n_failed, label; the same on the answerable questions; candidate
-    coverage, rerank statuses, mean stage seconds and tokens."""
-    records = list(records)
-    names = list(variants) if variants is not None else [v for v in KGQA_VARIANTS
-                                                         if any(v in r.get("variants", {}) for r in records)]
-    out: dict = {"task": "kgqa", "variants": {}}
-    for v in names:
-        rows = [dict(r.get("variants", {}).get(v, {"failed": True})) for r in records]
-        keys = ["hits@1", "containment", "fact_hit"] if v == "rerank" else ["fact_hit"]
-        s = summarize(rows, keys)
-        if v == "rerank":  # the chosen facts are scored even where the answer call then failed (a retrieval measure)
-            s["fact_hit"] = summarize([{"fact_hit": row.get("fact_hit")} for row in rows], ["fact_hit"])["fact_hit"]
-        s["label"] = KGQA_VARIANT_LABELS[v]
-        s["mean_facts"] = float(np.mean([row.get("n_facts", 0) for row in rows])) if rows else 0.0
-        ans = [row for row, r in zip(rows, records) if r.get("answerable")]
-        if ans and len(ans) < len(rows):
-            s["answerable"] = summarize(ans, keys)
-        if v == "rerank":
-            st = [str(row.get("answer_status")) for row in rows]
-            s["answer_status"] = {k: st.count(k) for k in sorted(set(st))}
-        out["variants"][v] = s
-    for role in ("expand", "rerank"):
-        gs = [r["graph"][role] for r in records if role in r.get("graph", {})]
-        if gs:
-            sizes = [g["expansion_size"] for g in gs]
-            sources = [g["entity_source"] for g in gs]
-            out[f"{role}_graph"] = {"expansion_size_mean": float(np.mean(sizes)), "expansion_size_median": float(np.median(sizes)),
-                                    "expansion_size_max": int(np.max(sizes)),
-                                    "candidates_mean": float(np.mean([len(g["candidates"]) for g in gs])),
-                                    "candidate_fact_hit": float(np.nanmean([g.get("candidate_fact_hit", np.nan) for g in gs])),
-                                    "entity_sources": {s: sources.count(s) for s in sorted(set(sources))}}
-    statuses = [r["rerank"].get("status") for r in records if "rerank" in r]
-    if statuses:
-        out["rerank_status"] = {s: statuses.count(s) for s in sorted(set(map(str, statuses)))}
-    return finish_summary(out, records)

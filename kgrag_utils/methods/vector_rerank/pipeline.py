@@ -21,15 +21,16 @@ the naive list; it is scored as such and its rows say `rerank_failed`).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar, Iterable, Sequence
 
 import numpy as np
 
 from ...errors import ConfigError
-from ...metrics import recall_at_k, summarize
-from ..base import Method, is_error_record
-from .protocol import cost_of
-from .config import VARIANT_LABELS, VectorRerankConfig, gold_key_for
+from ...metrics import CONTAINMENT, HITS1, recall_at_k, recall_name
+from ..base import Method
+from .config import RECALL_KS, VectorRerankConfig, gold_key_for
+from .record import VectorRerankRecord
+from ..scoring import Headline
 from .expansion import Expansion, cap_by_similarity, expand
 from .graph_index import GraphIndex
 from .prompts import ENTITY_SCHEMA, RERANK_SCHEMA, entity_prompt, rerank_prompt
@@ -39,9 +40,8 @@ from .rerank import map_rerank_answer
 if TYPE_CHECKING:  # pragma: no cover
     from ...llm import LLM
 
-__all__ = ["VectorRerank", "summarize_records", "gold_of", "RECALL_KS"]
+__all__ = ["VectorRerank", "gold_of"]
 
-RECALL_KS = (2, 5)
 _ENTITY_STOP = ("\nQuestion:",)
 
 
@@ -57,6 +57,14 @@ class VectorRerank(Method):
     `llm=None`: the config's preset, loaded on first use by the rerank variants."""
 
     name = "vector_rerank"
+    notebook = "03_vector_rerank.ipynb"
+    config_class = VectorRerankConfig
+    record_type = VectorRerankRecord
+    headline = Headline(((HITS1, CONTAINMENT), (recall_name(5), recall_name(2))), variant="rerank")
+    color = "#7570b3"
+    label = "vector retrieval + LLM rerank"
+    #: the dataset kind this class reads; `prepare` picks the subclass of the dataset's kind (kgqa.py: FactRerank)
+    dataset_kind: ClassVar[str] = "passages"
 
     def __init__(self, config: VectorRerankConfig | None = None, index: GraphIndex | None = None,
                  llm: "LLM | None" = None, gold_key: str | None = None):
@@ -80,7 +88,6 @@ class VectorRerank(Method):
         and the method that reads it: `FactRerank` on KG question datasets, `VectorRerank` on passages."""
         from ...embeddings import load_embedder
         from .corpus import build_index
-        from .kgqa import FactRerank
 
         kgqa = dataset.kind == "kgqa"
         variants = config.variants_for(dataset.kind)
@@ -90,7 +97,8 @@ class VectorRerank(Method):
             llm = config.load_llm()
         emb = embedder if embedder is not None else load_embedder(config.embedder)
         index, info = build_index(config, dataset, emb, llm, progress=progress, openie_batch=openie_batch)
-        method = FactRerank(config, index, llm) if kgqa else cls(config, index, llm)
+        reader = next((c for c in [cls, *cls.__subclasses__()] if c.dataset_kind == dataset.kind), cls)
+        method = reader(config, index, llm)
         method.corpus_info = {**info, **index.info}
         if config.demos == "nearest" and "rerank" in variants:
             from .demos import rerank_demo_pool
@@ -364,58 +372,3 @@ class VectorRerank(Method):
                 rec["variants"]["rerank-filled"] = self._score(filled, gold)
                 rec["variants"]["rerank-filled"]["rerank_failed"] = not chosen
             rec["timings"]["rerank_passages"] = time.perf_counter() - t0
-
-
-def summarize_records(records: Sequence[dict], variants: Sequence[str] | None = None) -> dict:
-    """Per variant: mean Recall@2/@5 over ALL records (a failed rerank counts as 0), n, n_failed, label;
-    plus expansion sizes, per-stage latency (mean seconds) and tokens."""
-    records = list(records)
-    names = list(variants) if variants is not None else sorted({v for r in records for v in r.get("variants", {})},
-                                                                key=lambda v: list(VARIANT_LABELS).index(v))
-    out: dict = {"variants": {}}
-    for v in names:
-        rows = []
-        for r in records:
-            row = dict(r.get("variants", {}).get(v, {"failed": True}))
-            rows.append(row)
-        keys = [f"recall@{k}" for k in RECALL_KS]
-        s = summarize(rows, keys)
-        curve_rows = [row.get("recall_curve") for row in rows if row.get("recall_curve")]
-        s["recall_curve"] = np.mean(np.asarray(curve_rows, dtype=float), axis=0).tolist() if curve_rows else []
-        s["mean_passages"] = float(np.mean([row.get("n_passages", 0) for row in rows])) if rows else 0.0
-        s["label"] = VARIANT_LABELS[v]
-        if v in ("rerank-padded", "rerank-filled"):
-            s["n_rerank_failed"] = sum(1 for row in rows if row.get("rerank_failed"))
-        out["variants"][v] = s
-    for role in ("expand", "rerank"):
-        sizes = [r["graph"][role]["expansion_size"] for r in records if role in r.get("graph", {})]
-        if sizes:
-            cands = [len(r["graph"][role]["candidates"]) for r in records if role in r.get("graph", {})]
-            sources = [r["graph"][role]["entity_source"] for r in records if role in r.get("graph", {})]
-            out[f"{role}_graph"] = {"expansion_size_mean": float(np.mean(sizes)), "expansion_size_median": float(np.median(sizes)),
-                                    "expansion_size_max": int(np.max(sizes)), "candidates_mean": float(np.mean(cands)),
-                                    "entity_sources": {s: sources.count(s) for s in sorted(set(sources))}}
-    statuses = [r["rerank"].get("status") for r in records if "rerank" in r]
-    if statuses:
-        out["rerank_status"] = {s: statuses.count(s) for s in sorted(set(map(str, statuses)))}
-        out["rerank_bad_ids"] = int(sum(len(r["rerank"].get("bad_ids") or []) for r in records if "rerank" in r))
-        out["rerank_duplicates"] = int(sum(r["rerank"].get("duplicates") or 0 for r in records if "rerank" in r))
-    return finish_summary(out, records)
-
-
-def finish_summary(out: dict, records: Sequence[dict]) -> dict:
-    """Latency, tokens and the protocol's shared keys (kgrag_utils.methods.scoring), the same for passage
-    and KG-question summaries."""
-    stages = sorted({k for r in records for k in (r.get("timings") or {})})
-    out["latency_mean_s"] = {k: float(np.mean([(r.get("timings") or {}).get(k, 0.0) for r in records])) for k in stages}
-    out["tokens"] = {"prompt": int(sum(r.get("tokens", {}).get("prompt", 0) for r in records)),
-                     "completion": int(sum(r.get("tokens", {}).get("completion", 0) for r in records))}
-    out["n"] = len(records)
-    out.setdefault("task", "passages")
-    out["n_errors"] = sum(1 for r in records if is_error_record(r))
-    out["n_failed"] = sum(1 for r in records if r.get("failed"))
-    out["stage_errors"] = ({"failed: rerank reply (or, on KG questions, the answer) unusable":
-                            sum(1 for r in records if (r.get("variants") or {}).get("rerank", {}).get("failed")
-                                and not is_error_record(r))} if "rerank" in out["variants"] else {})
-    out["cost"] = cost_of(records, list(out["variants"]))
-    return out

@@ -14,6 +14,7 @@ class VectorRerankRecord(TypedDict, total=False):
     that raised holds only id, question, qtype, task, failed=True, error, traceback."""
 
     id: str
+    scores: dict                 # {variant: {metric: value}}: the values the run summary averages (methods/summary.py; None = no gold)
     task: str                    # "passages" or "kgqa"
     question: str
     qtype: str
