@@ -58,12 +58,11 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
                 only_done: bool = False, evaluation: dict | None = None):
     """One (graph, traversal) configuration over the dataset: (entry with summary + set/graph/latency
     stats, the KGP object so that the next variant reuses its loaded models)."""
-    from kgrag_utils.progress import progress_bar
     from kgrag_utils.methods.kgp import KGP, summarize
     from kgrag_utils.provenance import per_question
     from kgrag_utils.records import RunRecorder
 
-    kgp = KGP(cfg, ds, llm=llm, embedder=embedder)
+    kgp = KGP.prepare(cfg, ds, llm=llm, embedder=embedder)
     rec = None
     rows: list[dict] = []
     wanted = {q.qid for q in ds.items}
@@ -79,11 +78,8 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
     done = {r["id"] for r in rows}
     t0 = time.perf_counter()
     todo = [] if only_done else [q for q in ds.items if q.qid not in done]
-    for q in progress_bar(todo, desc=f"{ds.name} {cfg.graph}/{cfg.traversal}", enabled=progress):
-        row = kgp.run_one(q)
-        rows.append(row)
-        if rec is not None:
-            rec.add(row)
+    if todo:  # the protocol's run: one record per question, each added to the run record as it finishes
+        rows += kgp.run(todo, recorder=rec, progress=progress)
     wall = time.perf_counter() - t0
     summary = summarize(rows)
     entry = {"graph": cfg.graph if cfg.uses_graph else None, "traversal": cfg.traversal, "mode": cfg.mode,
@@ -256,7 +252,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.sweep:
         cfg = base.replace(traversal=args.sweep_traversal, reader=False, graph=_csv(args.graph)[0])
         out["config"] = cfg.to_dict()  # what the sweep ran (each row adds its own constructor and knob)
-        kgp = KGP(cfg, ds)
+        kgp = KGP.prepare(cfg, ds)
         t0 = time.perf_counter()
         if args.sweep == "density":
             rows = []
@@ -447,7 +443,7 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
         llm = load_llm(cfg.llm_preset, backend=cfg.llm_backend or None, n_threads=llm_threads,
                        structured=cfg.llm_structured or None)
         _set_batch_threads(llm, llm_threads)
-    kgp = KGP(cfg, ds, llm=llm)
+    kgp = KGP.prepare(cfg, ds, llm=llm)
     t0 = time.perf_counter()
     for q in progress_bar(todo, desc="reader", enabled=progress):
         old = recorded[q.qid]

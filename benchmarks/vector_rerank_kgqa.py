@@ -26,8 +26,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
-from kgrag_utils.methods.vector_rerank import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, FactRerank,  # noqa: E402
-                                               VectorRerankConfig, build_index, kgqa_variants, summarize)
+from kgrag_utils.methods.vector_rerank import (ANSWER_PROMPT_VERSION, PROMPT_VERSION, VectorRerank,  # noqa: E402
+                                               VectorRerankConfig, kgqa_variants, summarize)
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
@@ -72,9 +72,12 @@ def main(argv=None) -> int:
         from kgrag_utils.llm import load_llm
 
         llm = load_llm(args.llm, backend=args.llm_backend)
-    t0 = time.perf_counter()
-    index, info = build_index(cfg, ds, load_embedder(args.embedder), progress=not args.no_progress)
+    step = max(1, args.slice)
+    t0 = time.perf_counter()  # the protocol's prepare: the KG's facts indexed, FactRerank over them
+    method = VectorRerank.prepare(cfg.replace(batch_size=step), ds, llm=llm, embedder=load_embedder(args.embedder),
+                                  progress=not args.no_progress)  # one slice per batch (not in the run's params)
     t_index = time.perf_counter() - t0
+    index, info = method.index, method.corpus_info
     params = {**cfg.to_dict(), "limit": args.limit, "task": "kgqa", "variants": list(variants),
               **evaluation_params_from_args(args, default_split=None)}  # options: another file is another run
     if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
@@ -85,8 +88,6 @@ def main(argv=None) -> int:
         params["llm_preset"] = ""
     rec = RunRecorder("vector_rerank", params, run_name=args.run_name or
                       f"vector_rerank_kgqa-{args.dataset}-{params_hash(params)[:10]}")
-    step = max(1, args.slice)
-    method = FactRerank(cfg.replace(batch_size=step), index, llm)  # one slice per batch (set after params: run names unchanged)
     if cfg.demos == "nearest":
         from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
 

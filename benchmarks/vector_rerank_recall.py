@@ -30,7 +30,7 @@ from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, PROMPT_VERSION, PUBLISHED_RECALL5,  # noqa: E402
-                                               VectorRerank, VectorRerankConfig, build_index, gold_key_for,
+                                               VectorRerank, VectorRerankConfig, gold_key_for,
                                                summarize)
 from kgrag_utils import settings  # noqa: E402
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
@@ -105,9 +105,10 @@ def main(argv=None) -> int:
 
         opts = {"n_threads": args.llm_threads} if args.llm_threads else {}
         llm = load_llm(args.llm, backend=args.llm_backend, structured=args.structured or None, **opts)
-    t0 = time.perf_counter()
-    index, corpus_info = build_index(cfg, ds, embedder, llm, progress=progress, openie_batch=args.openie_batch)
+    t0 = time.perf_counter()  # the protocol's prepare: the index (released triples or OpenIE) and the method
+    method = VectorRerank.prepare(cfg, ds, llm=llm, embedder=embedder, progress=progress, openie_batch=args.openie_batch)
     t_index = time.perf_counter() - t0
+    index, corpus_info = method.index, method.corpus_info
     evaluation = evaluation_params_from_args(args)  # split and options: another question file is another run
     run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages, **evaluation}
     if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
@@ -117,7 +118,6 @@ def main(argv=None) -> int:
         run_params["prompt_version"] = PROMPT_VERSION
     run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"
     rec = RunRecorder("vector_rerank", run_params, run_name=run_name)
-    method = VectorRerank(cfg, index, llm, gold_key=gold_key)
     method.demo_pool = pool
 
     def write(records, status: str) -> None:
