@@ -323,7 +323,8 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
     """
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import IntegrityError
-    from kgrag_utils.methods.kgp import metric_keys, summarize
+    from kgrag_utils.methods.kgp.evaluation import metric_keys
+    from kgrag_utils.methods.kgp import summarize
     from kgrag_utils.records import write_result
 
     shards = [json.loads(_path(p).read_text(encoding="utf-8")) for p in paths]
@@ -415,7 +416,8 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     from kgrag_utils.progress import progress_bar
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import IntegrityError
-    from kgrag_utils.methods.kgp import KGP, KGPConfig, metric_keys
+    from kgrag_utils.methods.kgp import KGP, KGPConfig
+    from kgrag_utils.methods.kgp.evaluation import metric_keys
     from kgrag_utils.methods.kgp.evaluation import answer_metrics
     from kgrag_utils.methods.kgp.prompts import reader_instruction
     from kgrag_utils.records import RunRecorder, write_result

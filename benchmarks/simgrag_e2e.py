@@ -27,7 +27,9 @@ from kgrag_utils import settings
 from kgrag_utils.metrics import wilson_interval
 from kgrag_utils.provenance import per_question
 from kgrag_utils.records import write_result
-from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize
+from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
+from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
 from kgrag_utils.methods.simgrag.demos import requested_demos
 
 #: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)

@@ -29,9 +29,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
-from kgrag_utils.methods.vector_rerank import (MEASURED_NAIVE_MUSIQUE, PROMPT_VERSION, PUBLISHED_RECALL5,  # noqa: E402
-                                               VectorRerank, VectorRerankConfig, gold_key_for,
-                                               summarize)
+from kgrag_utils.methods.vector_rerank.config import MEASURED_NAIVE_MUSIQUE, gold_key_for
+from kgrag_utils.methods.vector_rerank.prompts import PROMPT_VERSION
+from kgrag_utils.methods.vector_rerank.published import PUBLISHED_RECALL5
+from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
 from kgrag_utils import settings  # noqa: E402
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 

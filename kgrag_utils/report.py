@@ -22,7 +22,7 @@ from typing import Iterable, Mapping
 
 from . import settings
 from .errors import KgragError
-from .methods.registry import methods, registry
+from .methods.registry import entries, methods
 from .methods.scoring import SCORE_COLUMNS, group_of, run_fields
 from .methods.summary import score_rows as stored_rows
 from .records import EXAMPLES_FILE, RUN_FILE, read_examples, read_run
@@ -68,7 +68,7 @@ def _scored(rec: Mapping) -> bool:
 
 def _unscored(rec: Mapping) -> bool:
     """A finished run of a registered method whose summary holds no score rows."""
-    spec = registry().get(str(rec.get("method")))
+    spec = entries().get(str(rec.get("method")))
     return rec.get("status") == "ok" and spec is not None and spec.kind != "report" and not _scored(rec)
 
 
@@ -228,7 +228,7 @@ def cost_figure(scores, metrics: Iterable[str] = ("hits@1", "f1", "recall@5")):
     from .plotting import place_labels
 
     metrics = list(metrics)
-    colors = {spec.name: spec.color for spec in registry().values() if spec.kind != "report"}
+    colors = {spec.name: spec.color for spec in entries().values() if spec.kind != "report"}
     markers = dict(zip(metrics, "os^Dv"))
     fig, axes = plt.subplots(1, 2, figsize=(14, 6), sharey=True)
     sub = scores[scores["metric"].isin(metrics)] if not scores.empty else scores

@@ -10,8 +10,10 @@ import pytest
 from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.compact import (KNNVote, LiftLexicon, align_counts, as_chain, format_chain, mask_topic,
-                                         question_tokens)
+from kgrag_utils.methods.compact.knn import KNNVote
+from kgrag_utils.methods.compact.lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
+from kgrag_utils.methods.compact.knowledge import as_chain
+from kgrag_utils.methods.compact import format_chain
 from stand_ins import HashBOW
 
 NAMES = ["Ann Lee", "Bo Park", "Cy Tan", "Di Roe", "Ed Fox", "Fay Ng", "Gil Ma", "Hu Wu", "Ivo Ek", "Jo Ky"]

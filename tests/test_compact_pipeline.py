@@ -11,7 +11,8 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.compact import CompactConfig, Compact, split_validation, summarize, training_split
+from kgrag_utils.methods.compact import Compact, CompactConfig, summarize
+from kgrag_utils.methods.compact.splits import split_validation, training_split
 from kgrag_utils.records import RunRecorder
 from stand_ins import HashBOW
 

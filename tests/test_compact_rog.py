@@ -14,7 +14,8 @@ from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.compact import CompactConfig, Compact, KNNVote, summarize
+from kgrag_utils.methods.compact import Compact, CompactConfig, summarize
+from kgrag_utils.methods.compact.knn import KNNVote
 from kgrag_utils.methods.compact.checks import kg_consistency, relation_ids, select_derivable
 from kgrag_utils.methods.compact.context import compact_context
 from kgrag_utils.methods.compact.graphs import QuestionKGs, functional_relation_names

@@ -7,8 +7,9 @@ import pytest
 
 from kgrag_utils.datasets.items import KinshipRules, KinshipStory
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.compact import (KinshipRuleKnowledge, check_rules, compose_cky, kinship_consistency,
-                                         story_graph)
+from kgrag_utils.methods.compact import KinshipRuleKnowledge, compose_cky
+from kgrag_utils.methods.compact.rules import check_rules, story_graph
+from kgrag_utils.methods.compact.checks import kinship_consistency
 
 # CLUTRR's rules_store.yaml (family domain), as the loader reads it
 COMPOSITIONS = {

@@ -17,7 +17,9 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.demos import DemoPool, similarity_text
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig, oracle_pattern
+from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
+from kgrag_utils.methods.simgrag.oracle import oracle_pattern
 from kgrag_utils.methods.simgrag.demos import pattern_demo, pattern_demo_pool
 from kgrag_utils.methods.simgrag.pattern import load_prompt_file, render_pattern_answer
 from kgrag_utils.methods.simgrag.samples import merge_samples, vote

@@ -8,7 +8,9 @@ import scipy.sparse as sp
 
 from kgrag_utils.datasets.items import Passage, PassageQuestion
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.kgp import PassageCorpus, PassageGraph, SetIndex, build_graph, knn_graph
+from kgrag_utils.methods.kgp.docsets import PassageCorpus
+from kgrag_utils.methods.kgp.graphs import PassageGraph, build_graph, knn_graph
+from kgrag_utils.methods.kgp.similarity import SetIndex
 from kgrag_utils.methods.kgp.entities import capitalised_names, entity_matrix, title_stem
 from kgrag_utils.methods.kgp.graphs import keyword_matrix, structural_edges
 

@@ -11,7 +11,8 @@ import pytest
 
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.kgp import KGP, KGPConfig, evaluate
+from kgrag_utils.methods.kgp import KGP, KGPConfig
+from kgrag_utils.methods.kgp.sweeps import evaluate
 from kgrag_utils.methods.kgp.pipeline import page_key_for
 from kgrag_utils.methods.kgp.prompts import READER_INSTRUCTION_YES_NO
 

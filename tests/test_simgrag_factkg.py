@@ -12,11 +12,13 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag import (GSDRetriever, SimGRAG, SimGRAGConfig, replay_gold_llm, summarize)
+from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
+from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
 from kgrag_utils.methods.simgrag.generate import build_verify_prompt, parse_verdict
 from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, search_topk
 from kgrag_utils.methods.simgrag.pattern import (Pattern, build_pattern_prompt, pattern_family, validate_pattern)
-from kgrag_utils.methods.simgrag import resolve_task
+from kgrag_utils.methods.simgrag.config import resolve_task
 from kgrag_utils.methods.simgrag.type_candidates import TypeIndex, type_text
 from test_simgrag_gsd import brute_force, random_kg
 from stand_ins import benchmark_module

@@ -77,7 +77,9 @@ def test_parsers_read_the_json_forms_and_recover_replies_cut_by_the_token_limit(
 
 def test_simgrag_runs_in_schema_mode_with_json_replies_and_records_the_mode():
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, oracle_pattern
+    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag import SimGRAG
+    from kgrag_utils.methods.simgrag.oracle import oracle_pattern
 
     from test_llm_structured import _HashEmbedder
 
@@ -147,7 +149,8 @@ def test_llamacpp_turns_the_anchored_schema_into_a_grammar_naming_the_entity():
 
 def test_simgrag_anchor_entity_sends_each_question_its_schema():
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
+    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
     from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema
 
     from test_llm_structured import _HashEmbedder
@@ -208,7 +211,8 @@ def test_llamacpp_turns_the_relation_vocabulary_into_a_grammar_of_those_names():
 
 def test_simgrag_relation_vocabulary_constrains_and_names_the_kg_relations():
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
+    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
 
     from test_llm_structured import _HashEmbedder
 
@@ -257,7 +261,8 @@ def test_simgrag_relation_vocabulary_constrains_and_names_the_kg_relations():
 def test_relation_vocabulary_refuses_a_kg_with_too_many_relation_names():
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import ConfigError
-    from kgrag_utils.methods.simgrag import GSDRetriever, SimGRAG, SimGRAGConfig
+    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
     from kgrag_utils.methods.simgrag import pipeline
 
     from test_llm_structured import _HashEmbedder

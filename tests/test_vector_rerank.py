@@ -16,10 +16,15 @@ from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.vector_rerank.openie import triples_from_answer
-from kgrag_utils.methods.vector_rerank import (VARIANTS, GraphIndex, VectorRerank, VectorRerankConfig, cap_by_similarity,
-                                               entity_prompt, expand, extract_openie, gold_key_for, lexical_entities,
-                                               map_rerank_answer, openie_store_path, parse_entity_answer, parse_variants,
-                                               pool_corpus, rerank_prompt, summarize)
+from kgrag_utils.methods.vector_rerank.config import VARIANTS, gold_key_for, parse_variants
+from kgrag_utils.methods.vector_rerank.graph_index import GraphIndex
+from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
+from kgrag_utils.methods.vector_rerank.expansion import cap_by_similarity, expand
+from kgrag_utils.methods.vector_rerank.prompts import entity_prompt, rerank_prompt
+from kgrag_utils.methods.vector_rerank.openie import extract_openie, openie_store_path
+from kgrag_utils.methods.vector_rerank.query_entities import lexical_entities, parse_entity_answer
+from kgrag_utils.methods.vector_rerank.rerank import map_rerank_answer
+from kgrag_utils.methods.vector_rerank.corpus import pool_corpus
 
 
 def hash_embedder() -> Embedder:

@@ -14,9 +14,13 @@ from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.vector_rerank import (KGQA_VARIANTS, FactRerank, GraphIndex, VectorRerankConfig, build_index,
-                                               fact_hits, kgqa_results_table, kgqa_variants, lexical_entities,
-                                               marked_entities, summarize)
+from kgrag_utils.methods.vector_rerank.config import KGQA_VARIANTS
+from kgrag_utils.methods.vector_rerank.kgqa import FactRerank, fact_hits, kgqa_variants
+from kgrag_utils.methods.vector_rerank.graph_index import GraphIndex
+from kgrag_utils.methods.vector_rerank import VectorRerankConfig, summarize
+from kgrag_utils.methods.vector_rerank.corpus import build_index
+from kgrag_utils.methods.vector_rerank.figures import kgqa_results_table
+from kgrag_utils.methods.vector_rerank.query_entities import lexical_entities, marked_entities
 from kgrag_utils.records import RunRecorder
 
 FACTS = [

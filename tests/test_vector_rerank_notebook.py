@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kgrag_utils import settings
-from kgrag_utils.methods.vector_rerank import VARIANTS
+from kgrag_utils.methods.vector_rerank.config import VARIANTS
 from kgrag_utils.records import read_run
 from kgrag_utils.runner import run_notebook
 

@@ -10,14 +10,14 @@ for the report, the runner and the CLI.
 """
 
 from .base import Method, MethodConfig, figure_name
-from .registry import MethodSpec, get_method, method_for_notebook, methods, registry
+from .registry import MethodSpec, entries, get_method, method_for_notebook, methods
 from .scoring import Headline
 
 __all__ = ["Method", "MethodConfig", "figure_name", "REGISTRY", "Headline", "MethodSpec", "get_method",
-           "method_for_notebook", "methods", "registry"]
+           "method_for_notebook", "methods"]
 
 
 def __getattr__(name: str):
     if name == "REGISTRY":  # built on first use: importing this package imports no method
-        return registry()
+        return entries()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,7 +29,7 @@ from ..errors import ConfigError, did_you_mean
 from .base import Method
 from .scoring import Headline
 
-__all__ = ["Headline", "MethodSpec", "REGISTRY", "get_method", "method_for_notebook", "methods", "registry"]
+__all__ = ["Headline", "MethodSpec", "REGISTRY", "entries", "get_method", "method_for_notebook", "methods"]
 
 
 class ReportNotebook(Method):
@@ -110,7 +110,7 @@ _FACE = ("name", "notebook", "kind", "config_class", "record_type", "headline", 
 
 
 @lru_cache(maxsize=1)
-def registry() -> dict[str, MethodSpec]:
+def entries() -> dict[str, MethodSpec]:
     """name -> entry, in notebook order (built from the classes on first use)."""
     specs = [MethodSpec.of(c) for c in _classes()]
     return {s.name: s for s in specs}
@@ -118,18 +118,18 @@ def registry() -> dict[str, MethodSpec]:
 
 def __getattr__(name: str):
     if name == "REGISTRY":  # `from kgrag_utils.methods.registry import REGISTRY` builds it
-        return registry()
+        return entries()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def methods(kind: str | None = "method") -> list[MethodSpec]:
     """Registry entries of one kind ("method", "tour", "report"; None = all), in notebook order."""
-    return [s for s in registry().values() if kind is None or s.kind == kind]
+    return [s for s in entries().values() if kind is None or s.kind == kind]
 
 
 def get_method(name: str) -> MethodSpec:
     """The entry of a method name; a typo is refused naming the closest registered name."""
-    reg = registry()
+    reg = entries()
     try:
         return reg[name]
     except KeyError:
@@ -141,7 +141,7 @@ def get_method(name: str) -> MethodSpec:
 def method_for_notebook(notebook: str | Path) -> MethodSpec | None:
     """The entry whose notebook this is (by file name or stem), or None for a notebook not registered."""
     stem = Path(str(notebook)).stem
-    for spec in registry().values():
+    for spec in entries().values():
         if spec.notebook_stem == stem:
             return spec
     return None

@@ -15,41 +15,19 @@ top-100 facts of the topic's neighbourhood by embedding similarity, read by the 
 WebQSP and CWQ as released by RoG (`load_dataset("webqsp")`, `"cwq"`) have one subgraph per question
 and no global KG: `QuestionKGs` serves each question its own, and the kNN vote learns from the
 training split's shortest topic-to-answer chains.
+
+The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
+`figures`, `published`); everything else is imported from its module.
 """
 
-from .checks import (ChainSelection, ConsistencyReport, context_derivation, functional_relations, kg_consistency,
-                     kinship_consistency, select_derivable)
-from .config import CONTEXTS, KNOWLEDGE_SOURCES, CompactConfig
-from .context import CompactContext, RankedFacts, compact_context, path_support, topk_context, topk_contexts_per_question
-from .gate import GATES, GateChoice, choose_gate, gate_passes, gate_table
-from .graphs import QuestionKGs, functional_relation_names
-from .knn import KNNVote
-from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain, format_chain
-from .lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
-from .pipeline import HUMAN_WRITTEN, Compact, auto_knowledge, gold_chains, tune_lift_threshold
-from .published import PAPER
-from .splits import split_validation, training_split
-from .prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
-from .rules import KinshipDerivation, KinshipRuleKnowledge, check_rules, compose_cky, story_graph
-from .tokens import TokenCounter, load_token_counter
-
 from . import figures, published
+from .config import CompactConfig
+from .gate import gate_table
+from .knowledge import format_chain
+from .pipeline import Compact
 from .record import CompactRecord
-from .statistics import derivation_statistics
+from .rules import KinshipRuleKnowledge, compose_cky
 from .summary import scores, summarize
 
-__all__ = [
-    "summarize", "scores", "derivation_statistics", "CompactRecord", "figures", "published",
-    "CompactConfig", "Compact", "KNOWLEDGE_SOURCES", "CONTEXTS", "PAPER",
-    "RelationKnowledge", "ChainProposal", "Chain", "as_chain", "format_chain",
-    "LiftLexicon", "align_counts", "mask_topic", "question_tokens", "KNNVote",
-    "KinshipRuleKnowledge", "KinshipDerivation", "check_rules", "compose_cky", "story_graph",
-    "CompactContext", "RankedFacts", "compact_context", "path_support", "topk_context", "topk_contexts_per_question",
-    "QuestionKGs", "functional_relation_names", "HUMAN_WRITTEN", "auto_knowledge", "gold_chains",
-    "ChainSelection", "ConsistencyReport", "select_derivable", "context_derivation", "functional_relations",
-    "kg_consistency", "kinship_consistency",
-    "GATES", "GateChoice", "choose_gate", "gate_passes", "gate_table",
-    "kgqa_prompt", "kinship_prompt", "parse_answers", "parse_kinship_answer",
-    "split_validation", "training_split", "tune_lift_threshold",
-    "TokenCounter", "load_token_counter",
-]
+__all__ = ["Compact", "CompactConfig", "CompactRecord", "summarize", "scores", "figures", "published",
+           "KinshipRuleKnowledge", "compose_cky", "format_chain", "gate_table"]

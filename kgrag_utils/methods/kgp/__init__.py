@@ -4,25 +4,15 @@ Per question: a document set (own documents + seeded distractors, split into pas
 a passage graph (TF-IDF keywords, KNN embeddings, shared entities, document nodes) -> a traversal
 from TF-IDF seeds along reasoning paths, ranking each node's unvisited neighbours by similarity
 to the evidence the LLM says is needed next -> a reader that answers in a few words.
+
+The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
+`figures`, `published`); everything else is imported from its module.
 """
 
-from .config import DEFAULT_KS, GRAPHS, TRAVERSALS, KGPConfig
-from .docsets import DocumentSet, GoldUnits, PassageCorpus, gold_units, split_document, split_sentences
-from .evaluation import coverage_metrics, metric_keys, retrieval_metrics
-from .graphs import PassageGraph, build_graph, knn_graph, tfidf_graph, entity_graph
-from .pipeline import KGP, Prepared
-from .similarity import SetIndex, top_k
-from .traversal import Evidence, TraversalResult, flat_retrieve, path_order, traverse
-
-from . import figures, published
+from . import figures, published, sweeps
+from .config import KGPConfig
+from .pipeline import KGP
 from .record import KGPRecord
 from .summary import scores, summarize
-from .sweeps import evaluate
 
-__all__ = [
-    "summarize", "scores", "KGPRecord", "figures", "published",
-    "DEFAULT_KS", "GRAPHS", "TRAVERSALS", "KGPConfig", "DocumentSet", "GoldUnits", "PassageCorpus", "gold_units",
-    "split_document", "split_sentences", "coverage_metrics", "metric_keys", "retrieval_metrics",
-    "PassageGraph", "build_graph", "knn_graph", "tfidf_graph", "entity_graph", "KGP", "Prepared", "evaluate", "SetIndex",
-    "top_k", "Evidence", "TraversalResult", "flat_retrieve", "path_order", "traverse",
-]
+__all__ = ["KGP", "KGPConfig", "KGPRecord", "summarize", "scores", "figures", "published", "sweeps"]
