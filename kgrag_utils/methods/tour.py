@@ -34,6 +34,7 @@ def reader_record(question, prompt: str, result, prediction: list, n_facts: int,
     }
     if result.error:
         record.update(error=result.error, failure=result.finish_reason or "llm")
+    record["scores"] = shared.record_scores(record, HOOKS)  # the record carries its metric values, as a method's does
     return record
 
 
