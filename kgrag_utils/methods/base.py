@@ -234,13 +234,23 @@ class Method:
     @classmethod
     def summary_hooks(cls):
         """The method's `SummaryHooks`: `HOOKS` of the `summary.py` beside its class (pure functions of its
-        records; the stages never import them)."""
-        package = cls.__module__.rpartition(".")[0]
-        try:
-            return importlib.import_module(f"{package}.summary").HOOKS
-        except (ImportError, AttributeError, TypeError) as exc:
-            raise ConfigError(f"{cls.__name__} has no summary hooks ({exc}): put a summary.py with HOOKS "
-                              f"(methods.summary.SummaryHooks) beside the class, or override summary_hooks().") from None
+        records; the stages never import them). A subclass defined elsewhere (a notebook's, a test's) has
+        the hooks of the first class in its MRO that has them."""
+        errors = []
+        for klass in cls.__mro__:
+            if not (isinstance(klass, type) and issubclass(klass, Method)) or klass is Method:
+                continue
+            package = klass.__module__.rpartition(".")[0]
+            if not package:
+                errors.append(f"{klass.__name__} is defined outside a package")
+                continue
+            try:
+                return importlib.import_module(f"{package}.summary").HOOKS
+            except (ImportError, AttributeError, TypeError, ValueError) as exc:
+                errors.append(f"{klass.__name__}: {exc}")
+        raise ConfigError(f"{cls.__name__} has no summary hooks ({'; '.join(errors) or 'no method class'}): put a "
+                          f"summary.py with HOOKS (methods.summary.SummaryHooks) beside the class, or override "
+                          f"summary_hooks().")
 
     @classmethod
     def summarize(cls, records: Sequence[Mapping]) -> dict:
