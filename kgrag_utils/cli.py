@@ -84,6 +84,16 @@ def _cmd_report(args) -> int:
     return 1 if bad else 0
 
 
+def _cmd_rescore(args) -> int:
+    from . import settings
+    from .rescore import rescore
+
+    outcome = rescore(settings.results_dir(), write=not args.dry_run)
+    for name, what in outcome.items():
+        print(f"{name}: {what}")
+    return 1 if any(w.startswith("differs") for w in outcome.values()) else 0
+
+
 def _cmd_data(args) -> int:
     from .datasets import download
 
@@ -192,6 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("file", help="a result JSON with provenance and outcomes (benchmarks/results/...)")
     rr.add_argument("--limit", type=int, default=10, help="how many of its first questions to re-run")
     rr.set_defaults(func=_cmd_reproduce)
+
+    rs = sub.add_parser("rescore", help="give finished runs recorded before release 0.2.0 their score rows "
+                                       "(from their own records; the report reads them)")
+    rs.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+    rs.set_defaults(func=_cmd_rescore)
 
     sub.add_parser("presets", help="list LLM presets").set_defaults(func=_cmd_presets)
     sub.add_parser("paths", help="show resolved folders").set_defaults(func=_cmd_paths)

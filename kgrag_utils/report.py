@@ -34,8 +34,8 @@ __all__ = ["COLUMNS", "read_records", "score_rows", "combine_shards", "runs_tabl
 COLUMNS = SCORE_COLUMNS
 
 #: why a finished run has no score rows
-UNSCORED = ("its summary holds no score rows (written before release 0.2.0, or by a notebook that is not a "
-            "method): rerun it (`kgrag run NOTEBOOK -p run_name=...`; the LLM cache makes that cheap)")
+UNSCORED = ("its summary holds no score rows (written before release 0.2.0): `kgrag rescore` gives it its rows from "
+            "its own records")
 
 
 # ----------------------------------------------------------------------------- reading

@@ -160,3 +160,33 @@ def test_vector_rerank_kg_question_runs_give_answer_rows_with_tokens_and_seconds
     assert ("naive", "hits@1") not in vr.index and ("rerank", "recall@5") not in vr.index
     answerable = vr.loc[("rerank, answerable", "hits@1")]
     assert answerable["value"] == 1.0 and answerable["n"] == 1 and answerable["prompt_tokens_per_q"] == 500
+
+
+def test_rescore_gives_older_runs_their_rows_from_their_own_records(tmp_path, monkeypatch):
+    from kgrag_utils import cli, settings
+    from kgrag_utils.rescore import ADDED, rescore
+
+    root = tmp_path / "results"
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(root))
+    examples = [_simgrag_example(i) for i in range(4)]
+    full = get_method("simgrag").summarize(examples)
+    old = {k: v for k, v in full.items() if k not in ADDED}  # a summary as release 0.1 wrote it
+    for name, summary in (("old", old), ("edited", {**old, "pattern_parse_rate": 0.123})):
+        d = root / name
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps(to_jsonable({"run_name": name, "method": "simgrag", "status": "ok",
+                                                             "params": {"dataset": "metaqa-1hop"}, "summary": summary})))
+        (d / "examples.jsonl").write_text("".join(json.dumps(e) + "\n" for e in examples))
+    assert report.score_rows(report.read_records(root)).empty
+    assert set(report.failures_table(report.read_records(root))["status"]) == {"unscored"}
+    assert cli.main(["rescore", "--dry-run"]) == 1  # "edited" does not come back from its records
+    assert report.score_rows(report.read_records(root)).empty  # a dry run writes nothing
+    outcome = rescore(settings.results_dir())
+    assert outcome["old"] == "rescored" and outcome["edited"].startswith("differs: pattern_parse_rate")
+    scores = report.score_rows(report.read_records(root))
+    assert set(scores.run_name) == {"old"}
+    got = scores.set_index(["variant", "metric"])["value"].to_dict()
+    assert got == {(r["variant"], r["metric"]): r["value"] for r in full["rows"]}
+    stored = json.loads((root / "old" / "run.json").read_text())["summary"]
+    assert stored["pattern_parse_rate"] == old["pattern_parse_rate"] and stored["stage_errors"] == full["stage_errors"]
+    assert rescore(settings.results_dir())["old"] == "has rows"

@@ -43,7 +43,7 @@ def summary_row(outcome: RunOutcome) -> dict:
            "status": o.status, "error": o.error or ""}
     if spec is not None and spec.kind != "report" and summary:
         if not summary.get("rows"):
-            row["error"] = row["error"] or "summary holds no score rows (written before release 0.2.0): rerun it"
+            row["error"] = row["error"] or "summary holds no score rows (written before release 0.2.0): `kgrag rescore`"
         scored = score_rows(summary, run={**run, "params": {**(run.get("params") or {}), **params}})
         h = headline(scored, spec.headline.pairs, spec.headline.variant)
         row.update(metric=h["metric"], strict=h["strict"], lenient=h["lenient"],
