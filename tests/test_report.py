@@ -100,7 +100,7 @@ def test_failures_say_why(results):
     assert fails.loc["bad", "why"] == "ValueError: boom"
     assert "resumable" in fails.loc["killed", "why"]
     assert fails.loc["junk", "status"] == "unreadable"
-    assert fails.loc["old", "status"] == "unscored" and "rerun" in fails.loc["old", "why"]
+    assert fails.loc["old", "status"] == "unscored" and "kgrag rescore" in fails.loc["old", "why"]
     assert "sg" not in fails.index
 
 
