@@ -326,3 +326,20 @@ def test_a_tiny_fake_llm_grid_writes_one_tidy_row_per_run(tmp_path):
         assert isinstance(row["metric"], str) and row["metric"], row.to_dict()
         assert not math.isnan(float(row["strict"])) and not math.isnan(float(row["lenient"])), row.to_dict()
         assert row["n"] == 2 and row["status"] == "ok"
+
+
+def test_the_stages_never_import_the_summary_hooks_and_nothing_calls_the_old_summary_names():
+    """One road from records to scores: a method's summary.py is pure functions its pipeline does not import,
+    and the old per-method summary functions are gone everywhere (package, benchmarks, tests, notebooks)."""
+    root = Path(__file__).resolve().parents[1]
+    for spec in METHODS:
+        folder = root / Path(*spec.package.split("."))
+        assert (folder / "summary.py").exists(), spec.name
+        pipeline = (folder / "pipeline.py").read_text(encoding="utf-8")
+        assert not re.search(r"^\s*from \.summary import|^\s*from \. import summary|import [\w.]*summary\b", pipeline,
+                             re.M), spec.name
+    old = re.compile(r"\bsummarize_(records|run|kgqa)\b|\bfrom \.protocol import\b|\bCompactMethod\b|\bSimGRAGSettings\b")
+    files = [*root.glob("kgrag_utils/**/*.py"), *root.glob("benchmarks/**/*.py"), *root.glob("notebooks/*.ipynb"),
+             *(p for p in root.glob("tests/*.py") if p.name != "test_protocol.py")]
+    hits = [f"{p.relative_to(root)}" for p in files if old.search(p.read_text(encoding="utf-8"))]
+    assert not hits, hits
