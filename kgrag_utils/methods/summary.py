@@ -33,7 +33,7 @@ from .isolation import is_error_record
 from .scoring import SCORE_COLUMNS, num, run_fields, score_row
 
 __all__ = ["SummaryHooks", "RunSummary", "ScoreRow", "Cost", "summarize", "score_rows", "record_scores", "record_value",
-           "answerable", "count_failed", "count_errors", "SHARED_KEYS"]
+           "answerable", "is_answerable", "count_failed", "count_errors", "SHARED_KEYS"]
 
 Scores = dict[str, dict[str, float]]
 
@@ -113,9 +113,14 @@ def record_value(record: Mapping, key: str, failed_key: str | None = "failed") -
     return float(value)
 
 
+def is_answerable(record: Mapping) -> bool:
+    """An answerable example: its `answerable` is true (the KG holds a gold answer on its chain)."""
+    return bool(record.get("answerable"))
+
+
 def answerable(records: Sequence[Mapping]) -> list[Mapping]:
-    """The answerable subset: records whose `answerable` is true (the KG holds a gold answer on its chain)."""
-    return [r for r in records if r.get("answerable")]
+    """The answerable subset of records (`is_answerable`)."""
+    return [r for r in records if is_answerable(r)]
 
 
 def count_failed(records: Sequence[Mapping]) -> int:
@@ -172,7 +177,7 @@ def summarize(records: Sequence[Mapping], method: str, hooks: SummaryHooks) -> d
     records = list(records)
     per_record = _per_record(records, hooks)
     n_errors = count_errors(records)
-    ans = [s for s, r in zip(per_record, records) if r.get("answerable")]
+    ans = [s for s, r in zip(per_record, records) if is_answerable(r)]
     stages = {str(k): float(v) for k, v in (hooks.stage_errors(records) or {}).items()}
     if n_errors:
         stages["raised an error"] = float(n_errors)
