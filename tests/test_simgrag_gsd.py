@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from kgrag_utils.kg import KG
-from kgrag_utils.methods.simgrag import gsd_search
+from kgrag_utils.methods.simgrag import gsd_enumerate, gsd_search
 from kgrag_utils.methods.simgrag.generate import evidence_lines
 from kgrag_utils.methods.simgrag.gsd_search import Candidates, GSDConfig, GSDRetriever, Incidence, search_topk
 from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
@@ -206,9 +206,9 @@ def test_incidence_binary_search_path_equals_dense_scan(monkeypatch):
         mask = np.array([(mask_bits >> r) & 1 for r in range(5)], dtype=bool)
         allowed = np.flatnonzero(mask)
         for x in range(12):
-            monkeypatch.setattr(gsd_search, "_DENSE_SCAN", 10**9)
+            monkeypatch.setattr(gsd_enumerate, "_DENSE_SCAN", 10**9)
             dense = sorted(inc.around(x, mask, allowed).tolist())
-            monkeypatch.setattr(gsd_search, "_DENSE_SCAN", 0)
+            monkeypatch.setattr(gsd_enumerate, "_DENSE_SCAN", 0)
             sparse = sorted(inc.around(x, mask, allowed).tolist())
             assert dense == sparse
             # and they are exactly the facts touching x with an allowed relation

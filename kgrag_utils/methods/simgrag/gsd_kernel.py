@@ -1,0 +1,571 @@
+"""The compiled GSD search: `search_pattern` does, in one call, everything `gsd_enumerate.search_topk`
+describes: the pattern's components, each one's root and DFS order, the admissible bounds, and the
+depth-first enumeration of candidate mappings with the top k kept in small arrays.
+
+The enumeration uses an explicit stack instead of recursion; each branch's children (the facts around
+the mapped entity whose relation is allowed, filtered by the current k-th best) are written into one
+pool and sorted by (partial GSD, tie, candidate rank, position). Everything runs compiled because a
+MetaQA pattern takes tens of microseconds to search: per-call Python work (planning in Python, a dozen
+numpy calls per expanded node) made the earlier Python loop slower than the reference's plain
+dictionaries; benchmarks/simgrag_enumeration_vs_reference.py times both.
+
+The wall-clock limit is checked with clock_gettime(CLOCK_MONOTONIC), the clock behind Python's
+time.perf_counter on Linux, at the first expansion and every 64 after it. Compiled code is cached
+next to this file (numba's cache), so a process pays the compilation once per machine.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["search_pattern", "MONOTONIC_IN_LOOP", "ERR_NO_ANCHOR"]
+
+#: search_pattern's error code: a component without any node that has entity candidates
+ERR_NO_ANCHOR = 1
+
+#: On Linux the loop reads CLOCK_MONOTONIC (time.perf_counter's clock) itself; elsewhere the time limit
+#: is checked between pattern components only.
+MONOTONIC_IN_LOOP = sys.platform.startswith("linux")
+
+
+@intrinsic
+def _clock_monotonic(typingctx):
+    """clock_gettime(CLOCK_MONOTONIC) in seconds, called by symbol name (so the compiled code caches)."""
+    def codegen(context, builder, signature, args):
+        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
+        ts_t = ir.LiteralStructType([i64, i64])
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, ts_t.as_pointer()]),
+                                            "clock_gettime")
+        ts = cgutils.alloca_once(builder, ts_t)
+        builder.call(fn, [ir.Constant(i32, 1), ts])  # 1: CLOCK_MONOTONIC on Linux
+        sec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 0)), f64)
+        nsec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 1)), f64)
+        return builder.fadd(sec, builder.fmul(nsec, ir.Constant(f64, 1e-9)))
+    return types.float64(), codegen
+
+
+if MONOTONIC_IN_LOOP:
+    @nb.njit(cache=True)
+    def _now():
+        return _clock_monotonic()
+else:  # pragma: no cover
+    @nb.njit(cache=True)
+    def _now():
+        return -np.inf
+
+
+@nb.njit(cache=True, inline="always")
+def _less(ca, ta, ra, pa, cb, tb, rb, pb):
+    """(cost, tie, rank, position) a < b, lexicographically."""
+    if ca != cb:
+        return ca < cb
+    if ta != tb:
+        return ta < tb
+    if ra != rb:
+        return ra < rb
+    return pa < pb
+
+
+@nb.njit(cache=True)
+def _sort_segment(order, lo, hi, cost, tie, rank, scratch):
+    """Sort order[lo:hi] (pool indices) by (cost, tie, rank, index): insertion sort when short, else merge sort."""
+    n = hi - lo
+    if n < 24:
+        for a in range(lo + 1, hi):
+            x = order[a]
+            b = a - 1
+            while b >= lo and _less(cost[x], tie[x], rank[x], x, cost[order[b]], tie[order[b]], rank[order[b]], order[b]):
+                order[b + 1] = order[b]
+                b -= 1
+            order[b + 1] = x
+        return
+    width = 1
+    src, dst = order, scratch
+    in_order = True
+    while width < n:
+        for left in range(lo, hi, 2 * width):
+            mid, right = min(left + width, hi), min(left + 2 * width, hi)
+            a, b, k = left, mid, left
+            while a < mid and b < right:
+                if _less(cost[src[b]], tie[src[b]], rank[src[b]], src[b], cost[src[a]], tie[src[a]], rank[src[a]], src[a]):
+                    dst[k] = src[b]
+                    b += 1
+                else:
+                    dst[k] = src[a]
+                    a += 1
+                k += 1
+            while a < mid:
+                dst[k] = src[a]
+                a += 1
+                k += 1
+            while b < right:
+                dst[k] = src[b]
+                b += 1
+                k += 1
+        src, dst = dst, src
+        in_order = not in_order
+        width *= 2
+    if not in_order:
+        order[lo:hi] = src[lo:hi]
+
+
+@nb.njit(cache=True, inline="always")
+def _admits(cost, tie, t_cost, t_tie):
+    return cost < t_cost or (cost == t_cost and tie < t_tie)
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+@nb.njit(cache=True)
+def _components(n_v, heads, tails):
+    """Component label per node, numbered in order of each component's smallest node (as
+    Pattern.components orders them), and the number of components."""
+    parent = np.arange(n_v)
+    for j in range(heads.size):
+        a, b = heads[j], tails[j]
+        while parent[a] != a:
+            a = parent[a]
+        while parent[b] != b:
+            b = parent[b]
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    label = np.full(n_v, -1, np.int64)
+    n_comp = 0
+    for v in range(n_v):
+        r = v
+        while parent[r] != r:
+            r = parent[r]
+        if label[r] < 0:
+            label[r] = n_comp
+            n_comp += 1
+        label[v] = label[r]
+    return label, n_comp
+
+
+@nb.njit(cache=True, inline="always")
+def _edge_first(w1, j1, w2, j2, deg, known):
+    """Is edge j1 (to w1) taken before j2 (to w2): by (-degree, not known, edge index)?"""
+    if deg[w1] != deg[w2]:
+        return deg[w1] > deg[w2]
+    if known[w1] != known[w2]:
+        return known[w1]
+    return j1 < j2
+
+
+@nb.njit(cache=True)
+def _order(comp, ci, heads, tails, deg, known, has, count):
+    """(root, steps) of component ci: the root has the fewest candidates (then the highest degree, then
+    the lowest index); steps (mapped node, other node, edge, is_tree) follow a DFS from it that takes a
+    node's edges towards higher-degree, known neighbours first (then by edge index)."""
+    n_v, n_e = comp.size, heads.size
+    root, best_c, best_d = -1, np.iinfo(np.int64).max, 0
+    for v in range(n_v):
+        if comp[v] != ci:
+            continue
+        c = count[v] if has[v] else np.iinfo(np.int64).max
+        if root < 0 or c < best_c or (c == best_c and -deg[v] < best_d):
+            root, best_c, best_d = v, c, -deg[v]
+    ptr = np.zeros(n_v + 1, np.int64)  # incidence lists: (edge, other end), in edge order
+    for j in range(n_e):
+        if comp[heads[j]] == ci:
+            ptr[heads[j] + 1] += 1
+            ptr[tails[j] + 1] += 1
+    for v in range(n_v):
+        ptr[v + 1] += ptr[v]
+    fill = ptr[:-1].copy()
+    inc_j, inc_w = np.empty(ptr[n_v], np.int64), np.empty(ptr[n_v], np.int64)
+    for j in range(n_e):
+        if comp[heads[j]] == ci:
+            h, t = heads[j], tails[j]
+            inc_j[fill[h]], inc_w[fill[h]] = j, t
+            fill[h] += 1
+            inc_j[fill[t]], inc_w[fill[t]] = j, h
+            fill[t] += 1
+    for v in range(n_v):  # insertion sort by (-degree, not known, edge)
+        for a in range(ptr[v] + 1, ptr[v + 1]):
+            j, w = inc_j[a], inc_w[a]
+            b = a - 1
+            while b >= ptr[v] and _edge_first(w, j, inc_w[b], inc_j[b], deg, known):
+                inc_j[b + 1], inc_w[b + 1] = inc_j[b], inc_w[b]
+                b -= 1
+            inc_j[b + 1], inc_w[b + 1] = j, w
+    steps = np.empty((n_e, 4), np.int64)
+    n_steps = 0
+    visited, done = np.zeros(n_v, np.bool_), np.zeros(n_e, np.bool_)
+    stack_u, stack_i = np.empty(n_v, np.int64), np.empty(n_v, np.int64)
+    stack_u[0], stack_i[0], depth, visited[root] = root, ptr[root], 1, True
+    while depth > 0:
+        u = stack_u[depth - 1]
+        a = stack_i[depth - 1]
+        if a >= ptr[u + 1]:
+            depth -= 1
+            continue
+        stack_i[depth - 1] += 1
+        j, w = inc_j[a], inc_w[a]
+        if done[j]:
+            continue
+        done[j] = True
+        steps[n_steps, 0], steps[n_steps, 1], steps[n_steps, 2] = u, w, j
+        steps[n_steps, 3] = 0 if visited[w] else 1
+        n_steps += 1
+        if not visited[w]:
+            visited[w] = True
+            stack_u[depth], stack_i[depth] = w, ptr[w]
+            depth += 1
+    return root, steps[:n_steps]
+
+
+@nb.njit(cache=True)
+def _bounds(steps, rel_min, node_min, has):
+    """lb_rest[i]: the smallest GSD the steps from i on can add (relation minimum per edge, node minimum
+    of each node a tree edge maps; a back edge's nodes are paid for already)."""
+    n = steps.shape[0]
+    lb_rest = np.zeros(n + 1)
+    for i in range(n - 1, -1, -1):
+        w, j, tree = steps[i, 1], steps[i, 2], steps[i, 3]
+        lb_rest[i] = lb_rest[i + 1] + (rel_min[j] + (node_min[w] if tree and has[w] else 0.0))
+    return lb_rest
+
+
+@nb.njit(cache=True)
+def _lookups(has, cand_ptr, cand_ids, cand_dist):
+    """Each candidate node's entities sorted by id (for lookups), with distance and rank in its list."""
+    n = cand_ids.size
+    ids, dist, rank = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
+    node_min = np.full(has.size, np.inf)
+    for v in range(has.size):
+        a, b = cand_ptr[v], cand_ptr[v + 1]
+        o = np.argsort(cand_ids[a:b], kind="mergesort")
+        for t in range(b - a):
+            ids[a + t], dist[a + t], rank[a + t] = cand_ids[a + o[t]], cand_dist[a + o[t]], o[t]
+            node_min[v] = min(node_min[v], cand_dist[a + t])
+    return ids, dist, rank, node_min
+
+
+# ----------------------------------------------------------------------------- enumeration
+
+
+@nb.njit(cache=True)
+def _expand(i, partial, tie, steps, lb_rest, inc, rel_dist, al_ptr, al_ids, edge_head, has, lk, cur, flags,
+            t_cost, t_tie, pool_top, pool):
+    """Write step i's admitted children into the pool from pool_top, sorted; returns the new pool top."""
+    indptr, nbr, rel, eid, out = inc
+    lk_ptr, lk_ids, lk_dist, lk_rank = lk
+    mapping, _, _, chosen, _, _ = cur
+    injective, same_dir, reversal_weight, dense_scan = flags
+    c_cost, c_rel, c_node, c_eid, c_tie, c_nbr, c_rank, c_ord, scratch, c_rev = pool
+    u, w, j, tree = steps[i, 0], steps[i, 1], steps[i, 2], steps[i, 3] == 1
+    x = mapping[u]
+    s, e = indptr[x], indptr[x + 1]
+    u_is_head = edge_head[j] == u
+    rest = lb_rest[i + 1]
+    lookup = tree and has[w]
+    lo_w, hi_w = (lk_ptr[w], lk_ptr[w + 1]) if lookup else (0, 0)
+    if lookup and hi_w == lo_w:
+        return pool_top
+    top = pool_top
+    dense = e - s <= dense_scan
+    for run in range(1 if dense else al_ptr[j + 1] - al_ptr[j]):
+        if dense:
+            a, b = s, e
+        else:  # the entity's facts are sorted by relation: one allowed relation's run at a time
+            r = al_ids[al_ptr[j] + run]
+            a, b = s + np.searchsorted(rel[s:e], r, "left"), s + np.searchsorted(rel[s:e], r, "right")
+        for p in range(a, b):
+            d_rel = rel_dist[j, rel[p]]
+            if not d_rel < np.inf:  # inf (or NaN) outside the edge's top-m relations
+                continue
+            y, f, o = nbr[p], eid[p], out[p]
+            if same_dir and not (o == u_is_head or y == x):  # a self-loop (stored once) runs both ways
+                continue
+            node_cost, rank, step_tie = 0.0, 0, 0
+            if tree:
+                if lookup:
+                    at = lo_w + np.searchsorted(lk_ids[lo_w:hi_w], y)
+                    if at >= hi_w or lk_ids[at] != y:
+                        continue
+                    node_cost, rank = lk_dist[at], lk_rank[at]
+                if _holds(mapping, y):
+                    if injective:
+                        continue
+                    step_tie += 1
+            elif y != mapping[w]:
+                continue
+            if _holds(chosen, f):  # a subgraph uses each fact once; a homomorphism may reuse one
+                if injective:
+                    continue
+                step_tie += 1
+            flipped = o != u_is_head and y != x
+            if flipped:
+                step_tie += reversal_weight
+            total = d_rel
+            if lookup:
+                total = total + node_cost
+            total = total + partial
+            child_tie = tie + step_tie
+            if not _admits(total + rest, child_tie, t_cost, t_tie):
+                continue
+            c_cost[top], c_rel[top], c_eid[top], c_rev[top] = total, d_rel, f, flipped
+            c_tie[top], c_nbr[top], c_node[top], c_rank[top] = child_tie, y, node_cost, rank
+            c_ord[top] = top
+            top += 1
+    _sort_segment(c_ord, pool_top, top, c_cost, c_tie, c_rank, scratch)
+    return top
+
+
+@nb.njit(cache=True, inline="always")
+def _holds(arr, value):
+    for a in range(arr.size):
+        if arr[a] == value:
+            return True
+    return False
+
+
+@nb.njit(cache=True, inline="always")
+def _same(a, b):
+    for i in range(a.size):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, inline="always")
+def _threshold(top, top_k):
+    top_cost, top_tie, state = top[0], top[1], top[9]
+    n = state[0]
+    return (top_cost[n - 1], top_tie[n - 1]) if n >= top_k else (np.inf, 0)
+
+
+@nb.njit(cache=True)
+def _fact_set(chosen, comp_edges, out):
+    """The sorted distinct fact ids of the mapped edges, -1 padded: a match's identity when distinct."""
+    n_e = comp_edges.size
+    for a in range(n_e):
+        out[a] = chosen[comp_edges[a]]
+    out[:n_e].sort()
+    n_key = 0
+    for a in range(n_e):
+        if a == 0 or out[a] != out[a - 1]:
+            out[n_key] = out[a]
+            n_key += 1
+    out[n_key:] = -1
+
+
+@nb.njit(cache=True)
+def _offer(cost, tie, cur, comp_nodes, comp_edges, distinct, top_k, top, key):
+    """Add a finished match to the top k (ranked by (cost, tie, arrival)); distinct: one per fact set."""
+    mapping, nterm, has_nterm, chosen, eterm, revs = cur
+    top_cost, top_tie, top_seq, top_nodes, top_edges, top_nterm, top_eterm, top_rev, top_keys, state = top
+    t_cost, t_tie = _threshold(top, top_k)
+    if not _admits(cost, tie, t_cost, t_tie):
+        return
+    _fact_set(chosen, comp_edges, key)
+    n_items = state[0]
+    if distinct:
+        for it in range(n_items):
+            if _same(top_keys[it], key):
+                if not _admits(cost, tie, top_cost[it], top_tie[it]):
+                    return
+                for b in range(it, n_items - 1):  # the better match replaces the old one
+                    _copy_item(top, b + 1, b)
+                n_items -= 1
+                break
+    state[1] += 1
+    pos = n_items  # after every item of lower or equal (cost, tie): those arrived earlier
+    while pos > 0 and _admits(cost, tie, top_cost[pos - 1], top_tie[pos - 1]):
+        pos -= 1
+    for b in range(min(n_items, top_k - 1), pos, -1):
+        _copy_item(top, b - 1, b)
+    top_cost[pos], top_tie[pos], top_seq[pos] = cost, tie, state[1]
+    top_nodes[pos, :] = -1
+    top_nterm[pos, :] = np.nan
+    top_edges[pos, :] = -1
+    for v in comp_nodes:
+        top_nodes[pos, v] = mapping[v]
+        if has_nterm[v]:
+            top_nterm[pos, v] = nterm[v]
+    for j in comp_edges:
+        top_edges[pos, j], top_eterm[pos, j], top_rev[pos, j] = chosen[j], eterm[j], revs[j]
+    top_keys[pos, :] = key
+    state[0] = min(n_items + 1, top_k)
+
+
+@nb.njit(cache=True, inline="always")
+def _copy_item(top, a, b):
+    top[3][b, :] = top[3][a, :]
+    top[4][b, :] = top[4][a, :]
+    top[5][b, :] = top[5][a, :]
+    top[6][b, :] = top[6][a, :]
+    top[7][b, :] = top[7][a, :]
+    top[8][b, :] = top[8][a, :]
+    top[0][b], top[1][b], top[2][b] = top[0][a], top[1][a], top[2][a]
+
+
+@nb.njit(cache=True)
+def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr, al_ids, edge_head, has, lk, cur,
+               flags, comp_nodes, comp_edges, distinct, top_k, deadline, top, pool, counters):
+    """Depth-first enumeration from each root candidate (nearest first) while its bound is admitted;
+    counters = [nodes expanded, timed out]."""
+    mapping, nterm, has_nterm, chosen, eterm, revs = cur
+    c_cost, c_rel, c_node, c_eid, c_tie, c_nbr, c_rank, c_ord = pool[:8]
+    c_rev = pool[9]
+    n_steps = steps.shape[0]
+    d_end, d_cur = np.zeros(n_steps + 1, np.int64), np.zeros(n_steps + 1, np.int64)
+    key = np.empty(top[8].shape[1], np.int64)  # a fact set, as the top k stores it
+    for rc in range(root_ids.size):
+        d = root_dist[rc]
+        t_cost, t_tie = _threshold(top, top_k)
+        if not _admits(d + lb_rest[0], 0, t_cost, t_tie):
+            return  # root candidates come nearest first
+        mapping[root], nterm[root], has_nterm[root] = root_ids[rc], d, True
+        if n_steps == 0:
+            _offer(d, 0, cur, comp_nodes, comp_edges, distinct, top_k, top, key)
+            continue
+        depth, partial, tie = 0, d, 0
+        d_cur[0] = -1
+        while depth >= 0:
+            if d_cur[depth] == -1:  # entering step `depth`: expand the node it starts from
+                counters[0] += 1
+                if (counters[0] & 63) == 1 and _now() > deadline:
+                    counters[1] = 1
+                    return
+                start = d_end[depth - 1] if depth else 0
+                t_cost, t_tie = _threshold(top, top_k)
+                d_end[depth] = _expand(depth, partial, tie, steps, lb_rest, inc, rel_dist, al_ptr, al_ids, edge_head,
+                                       has, lk, cur, flags, t_cost, t_tie, start, pool)
+                d_cur[depth] = start
+            j, w, tree = steps[depth, 2], steps[depth, 1], steps[depth, 3] == 1
+            if d_cur[depth] >= d_end[depth]:  # this step's children are done: undo it
+                chosen[j] = -1
+                if tree:
+                    mapping[w], has_nterm[w] = -1, False
+                depth -= 1
+                continue
+            c = c_ord[d_cur[depth]]
+            d_cur[depth] += 1
+            t_cost, t_tie = _threshold(top, top_k)
+            if not _admits(c_cost[c] + lb_rest[depth + 1], c_tie[c], t_cost, t_tie):
+                d_cur[depth] = d_end[depth]  # children come by (cost, tie): no later one is admitted
+                continue
+            chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c]
+            if tree:
+                mapping[w] = c_nbr[c]
+                if has[w]:
+                    nterm[w], has_nterm[w] = c_node[c], True
+            if depth + 1 == n_steps:
+                _offer(c_cost[c], c_tie[c], cur, comp_nodes, comp_edges, distinct, top_k, top, key)
+                continue
+            depth, partial, tie = depth + 1, c_cost[c], c_tie[c]
+            d_cur[depth] = -1
+        mapping[root], has_nterm[root] = -1, False
+
+
+@nb.njit(cache=True)
+def _allowed_relations(rel_dist):
+    """Per pattern edge, the KG relations with a finite distance (ascending ids), as CSR; and the minima."""
+    n_e, n_r = rel_dist.shape
+    al_ptr = np.zeros(n_e + 1, np.int64)
+    rel_min = np.full(n_e, np.inf)
+    for j in range(n_e):
+        al_ptr[j + 1] = al_ptr[j]
+        for r in range(n_r):
+            if rel_dist[j, r] < np.inf:
+                al_ptr[j + 1] += 1
+    al_ids = np.empty(al_ptr[n_e], np.int64)
+    for j in range(n_e):
+        k = al_ptr[j]
+        for r in range(n_r):
+            if rel_dist[j, r] < np.inf:
+                al_ids[k] = r
+                rel_min[j] = min(rel_min[j], rel_dist[j, r])
+                k += 1
+    return al_ptr, al_ids, rel_min
+
+
+@nb.njit(cache=True)
+def _new_top(top_k, n_v, n_e):
+    return (np.empty(top_k), np.zeros(top_k, np.int64), np.zeros(top_k, np.int64),
+            np.full((top_k, n_v), -1, np.int64), np.full((top_k, n_e), -1, np.int64), np.full((top_k, n_v), np.nan),
+            np.zeros((top_k, n_e)), np.zeros((top_k, n_e), np.bool_), np.full((top_k, max(n_e, 1)), -1, np.int64),
+            np.zeros(2, np.int64))
+
+
+@nb.njit(cache=True)
+def _store(top, ci, top_k, out_f, out_i):
+    """Copy component ci's top k into rows ci * top_k ... of the output arrays."""
+    n_v, n_e = top[3].shape[1], top[4].shape[1]
+    for it in range(top[9][0]):
+        row = ci * top_k + it
+        out_f[row, 0], out_i[row, 0] = top[0][it], top[1][it]
+        out_f[row, 1:1 + n_v], out_f[row, 1 + n_v:] = top[5][it], top[6][it]
+        out_i[row, 1:1 + n_v], out_i[row, 1 + n_v:1 + n_v + n_e] = top[3][it], top[4][it]
+        for j in range(n_e):
+            out_i[row, 1 + n_v + n_e + j] = 1 if top[7][it, j] else 0
+
+
+@nb.njit(cache=True)
+def search_pattern(inc, rel_dist, heads, tails, known, has, cand_ptr, cand_ids, cand_dist, params, deadline,
+                   out_f, out_i, out_steps, comp_info, counters):
+    """The top-k matches of every component of one pattern (see the module docstring).
+
+    params = [top_k, injective, same_dir, distinct, dense_scan, pool capacity]; per component ci:
+    comp_info[ci] = [matches found, first step row in out_steps, steps, searched, root]; the matches are rows
+    ci * top_k ... of out_f ([GSD, node terms (NaN: none), edge terms]) and out_i ([tie, entity per node
+    (-1: none), fact per edge, reversed per edge]); counters = [nodes expanded, timed out, error,
+    components] (error ERR_NO_ANCHOR: a component without candidates for any node; nothing searched).
+    """
+    top_k, injective, same_dir, distinct, dense_scan, capacity = params
+    n_v, n_e = known.size, heads.size
+    comp, n_comp = _components(n_v, heads, tails)
+    counters[3] = n_comp
+    anchored = np.zeros(n_comp, np.bool_)
+    for v in range(n_v):
+        anchored[comp[v]] |= has[v]
+    if not np.all(anchored):
+        counters[2] = ERR_NO_ANCHOR
+        return
+    deg = np.zeros(n_v, np.int64)
+    for j in range(n_e):
+        deg[heads[j]] += 1
+        deg[tails[j]] += 1
+    lk_ids, lk_dist, lk_rank, node_min = _lookups(has, cand_ptr, cand_ids, cand_dist)
+    lk = (cand_ptr, lk_ids, lk_dist, lk_rank)
+    al_ptr, al_ids, rel_min = _allowed_relations(rel_dist)
+    pool = (np.empty(capacity), np.empty(capacity), np.empty(capacity), np.empty(capacity, np.int64),
+            np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity, np.int64),
+            np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity, np.bool_))
+    cur = (np.full(n_v, -1, np.int64), np.zeros(n_v), np.zeros(n_v, np.bool_), np.full(n_e, -1, np.int64),
+           np.zeros(n_e), np.zeros(n_e, np.bool_))
+    count = np.diff(cand_ptr)
+    row = 0
+    for ci in range(n_comp):
+        root, steps = _order(comp, ci, heads, tails, deg, known, has, count)
+        lb_rest = _bounds(steps, rel_min, node_min, has)
+        n_s = steps.shape[0]
+        out_steps[row:row + n_s] = steps
+        comp_info[ci, 1], comp_info[ci, 2], comp_info[ci, 3], comp_info[ci, 4] = row, n_s, 1, root
+        row += n_s
+        comp_nodes = np.empty(1 + np.sum(steps[:, 3]), np.int64)
+        comp_nodes[0], k = root, 1
+        for i in range(n_s):
+            if steps[i, 3] == 1:
+                comp_nodes[k] = steps[i, 1]
+                k += 1
+        flags = (injective == 1, same_dir == 1, 2 * n_s + 1, dense_scan)  # one reversal outweighs all repeats
+        top = _new_top(top_k, n_v, n_e)
+        a, b = cand_ptr[root], cand_ptr[root + 1]
+        _enumerate(root, cand_ids[a:b], cand_dist[a:b], steps, lb_rest, inc, rel_dist, al_ptr, al_ids, heads, has,
+                   lk, cur, flags, comp_nodes, steps[:, 2].copy(), distinct == 1, top_k, deadline, top, pool,
+                   counters)
+        comp_info[ci, 0] = top[9][0]
+        _store(top, ci, top_k, out_f, out_i)
+        if counters[1]:
+            break
