@@ -15,7 +15,7 @@ import pandas as pd
 from .errors import ConfigError
 from .kg import KG
 
-__all__ = ["synthetic_ids", "synthetic_kg", "default_num_entities"]
+__all__ = ["synthetic_ids", "synthetic_kg", "synthetic_fact_chunks", "default_num_entities"]
 
 
 def default_num_entities(num_edges: int) -> int:
@@ -110,3 +110,25 @@ def synthetic_kg(num_edges: int, num_entities: int | None = None, num_relations:
     relation_names = np.array([f"r{i}" for i in range(n_rel)], dtype=object)
     label = name if name is not None else f"synthetic-{num_edges}"
     return KG._build(heads, rels, tails, entity_names, relation_names, label, check=False)
+
+
+def synthetic_fact_chunks(num_entities: int, num_relations: int = 300, seed: int = 0, alpha: float = 0.75,
+                          relation_alpha: float = 1.0, chunk: int = 2_000_000):
+    """An endless stream of (heads, rels, tails) chunks drawn as `synthetic_ids` draws them (self-loops
+    dropped, duplicates kept): the input of the out-of-core build, `kg_disk.write_facts`, which keeps the
+    first N distinct facts. Memory is one chunk, whatever the size of the KG."""
+    n_ent, n_rel = int(num_entities), int(num_relations)
+    if n_ent < 2 or n_rel < 1:
+        raise ConfigError(f"need at least 2 entities and 1 relation (got {n_ent} and {n_rel}).")
+    if alpha < 0 or relation_alpha < 0:
+        raise ConfigError("alpha and relation_alpha must be >= 0 (0 gives uniform sampling).")
+    rng = np.random.default_rng(seed)
+    entity_of_rank = rng.permutation(n_ent)
+    rel_p = _zipf_probabilities(n_rel, relation_alpha, rng)
+    id_dtype = np.int32 if max(n_ent, n_rel) < 2**31 - 1 else np.int64
+    while True:
+        h = entity_of_rank[_power_law_ranks(n_ent, alpha, chunk, rng)].astype(id_dtype)
+        t = entity_of_rank[_power_law_ranks(n_ent, alpha, chunk, rng)].astype(id_dtype)
+        r = rng.choice(n_rel, size=chunk, p=rel_p).astype(id_dtype)
+        ok = h != t
+        yield h[ok], r[ok], t[ok]
