@@ -1,3 +1,3 @@
 """Shared layers for the KG-RAG notebooks: settings, data, KG, embeddings, LLMs, metrics, runs."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,12 +1,10 @@
-"""Long-form score rows, shared by every method's `scores(summary, run=None)` and by the report.
+"""The long-form score row and its pieces, shared by the protocol's summary (`methods/summary.py`) and the report.
 
-A method's `summarize(records)` returns its own summary, with a few keys every summary has: `n`,
-`n_failed` (examples that failed in any way, errors included), `n_errors` (examples that raised),
-`stage_errors` ({stage: count} where the method attributes its errors) and `cost`
-({variant: {prompt_tokens_per_q, seconds_per_q, cached_share}}). Its `scores(summary, run=None)`
-turns the summary into rows with `SCORE_COLUMNS`: one row per (variant, metric), the metric's
-definition from `kgrag_utils.metrics.DEFINITIONS`, and, when `run` (a run record: params, llm,
-run_name, updated) is given, the dataset, split, LLM and run name it belongs to.
+`SCORE_COLUMNS`: one row per (run, variant, metric): method, variant, dataset, split, n, llm, metric, the
+metric's definition (`kgrag_utils.metrics.DEFINITIONS`), value, prompt tokens and seconds per question,
+cached share, run name, group (the shards of one job) and update time. `score_row` builds one, `run_fields`
+the run's own fields, `cost` the per-question cost from per-example values, `headline` the (strict,
+lenient) pair a grid summary shows (`Headline`, a method's class attribute).
 """
 
 from __future__ import annotations
