@@ -27,7 +27,7 @@ from .compare import compare_runs, diverged_at
 from .store import RunView, list_runs, open_run
 
 __all__ = ["explore", "compare_runs", "diverged_at", "open_run", "list_runs", "RunView", "display_mode",
-           "previous_run", "MODE_ENV", "MODES"]
+           "previous_run", "pick_comparison", "COMPARE_CHOICES", "MODE_ENV", "MODES"]
 
 MODE_ENV = "KGRAG_EXPLORE"
 MODES = ("auto", "widget", "static")
@@ -48,23 +48,49 @@ def display_mode(mode: str | None = None) -> str:
     return "widget" if progress._in_jupyter_kernel() and progress._have_ipywidgets() and not batch else "static"
 
 
-def previous_run(run: str | RunView, root=None) -> str | None:
-    """The newest other run of the same method and dataset that holds examples (None when there is none)."""
+def previous_run(run: str | RunView, root=None, same_method: bool = True) -> str | None:
+    """The newest other run on the same dataset that holds examples: of the same method (the default), or
+    of any method whose examples share ids with this run's (`same_method=False`: the same questions).
+    None when there is none."""
     view = run if isinstance(run, RunView) else open_run(run, root)
-    runs = list_runs(root, methods=[view.method])
+    runs = list_runs(root, methods=[view.method] if same_method else None)
     dataset = (view.run.get("params") or {}).get("dataset")
     if "params.dataset" in runs:
         runs = runs[runs["params.dataset"] == dataset]
-    others = [n for n in runs["run_name"] if n != view.name]
-    return others[0] if others else None
+    for name in runs["run_name"]:
+        if name == view.name:
+            continue
+        if same_method or set(open_run(name, root).ids) & set(view.ids):
+            return str(name)
+    return None
 
 
-def explore(run: str | None = None, *, compare: str | None = None, root=None,
+#: how `explore(compare=...)` picks the second run, besides a run name
+COMPARE_CHOICES = ("previous", "same-questions", "auto")
+
+
+def pick_comparison(view: RunView, how: str | None, root=None) -> str | None:
+    """The run to compare with: a run name as given; "previous": the newest other run of the same method
+    and dataset; "same-questions": the newest other run of any method on the same questions; "auto":
+    "previous", else "same-questions"; ""/None: none."""
+    if not how:
+        return None
+    if how == "previous":
+        return previous_run(view, root)
+    if how == "same-questions":
+        return previous_run(view, root, same_method=False)
+    if how == "auto":
+        return previous_run(view, root) or previous_run(view, root, same_method=False)
+    return how
+
+
+def explore(run=None, *, compare: str | None = None, root=None,
             passages: Mapping[str, str] | None = None, mode: str | None = None, status: str = "any",
             stage: str = "any", correct: str = "any", text: str = "", position: int | None = None):
-    """Show the explorer on `run` (a run name or folder; None: the newest run with examples) and, with
-    `compare` (a second run, or "previous"), the two runs side by side. Returns the `Explorer` widget
-    (live mode) or the `RunView` (static mode); `passages` ({passage id: text}) adds passage texts."""
+    """Show the explorer on `run` (a run name or a run folder, e.g. a recorder's `run_dir`; None: the newest
+    run with examples) and, with `compare` (another run's name, or "previous" / "same-questions" / "auto":
+    `pick_comparison`), the two runs side by side. Returns the `Explorer` widget (live mode) or the
+    `RunView` (static mode); `passages` ({passage id: text}) adds passage texts to the passage tables."""
     from IPython.display import HTML, display
 
     if run is None:
@@ -75,10 +101,15 @@ def explore(run: str | None = None, *, compare: str | None = None, root=None,
             return None
         run = str(runs["run_name"].iloc[0])
     view = open_run(run, root)
-    other = previous_run(view, root) if compare == "previous" else compare
-    # "previous": a is the earlier run, b this one (so "lost" means this run lost it); else a = run, b = compare
-    pair = None if not other else (open_run(other, root), view) if compare == "previous" else (view, open_run(other, root))
+    if root is None and os.path.isdir(str(run)):
+        root = view.run_dir.parent  # a run folder given by its path: its siblings are the runs to compare with
+    other = pick_comparison(view, compare, root)
+    # a chosen run is the earlier one (a), this run b: "lost" means this run lost it; a named run is b
+    pair = None if not other else (open_run(other, root), view) if compare in COMPARE_CHOICES else (view, open_run(other, root))
     filters = dict(status=status, stage=stage, correct=correct, text=text)
+    if compare and not pair:
+        display(HTML(f"<p><i>compare={compare!r}: no other run of {'this method on ' if compare == 'previous' else ''}"
+                     f"{(view.run.get('params') or {}).get('dataset')} to compare {view.name} with yet.</i></p>"))
     if display_mode(mode) == "static":
         from .static import show_comparison, show_run
 
@@ -86,8 +117,6 @@ def explore(run: str | None = None, *, compare: str | None = None, root=None,
         if pair:
             display(HTML(f"<h3>{pair[0].name} (a) vs {pair[1].name} (b)</h3>"))
             show_comparison(*pair)
-        elif compare == "previous":
-            display(HTML("<p><i>No earlier run of this method and dataset to compare with.</i></p>"))
         return view
     from .widget import CompareView, Explorer
 

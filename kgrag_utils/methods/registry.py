@@ -42,6 +42,16 @@ class ReportNotebook(Method):
     label: ClassVar[str] = "the reproduction report"
 
 
+class ExploreNotebook(Method):
+    """The run explorer's entry (kgrag_utils/explore): it reads other runs' records and is never scored."""
+
+    name: ClassVar[str] = "explore"
+    notebook: ClassVar[str] = "06_explore.ipynb"
+    kind: ClassVar[str] = "report"
+    headline: ClassVar[Headline] = Headline(())
+    label: ClassVar[str] = "the run explorer"
+
+
 def _classes() -> tuple[type[Method], ...]:
     """Every notebook's class, in notebook order."""
     from .compact import Compact
@@ -50,7 +60,7 @@ def _classes() -> tuple[type[Method], ...]:
     from .tour import Quickstart
     from .vector_rerank import VectorRerank
 
-    return (Quickstart, SimGRAG, Compact, VectorRerank, KGP, ReportNotebook)
+    return (Quickstart, SimGRAG, Compact, VectorRerank, KGP, ReportNotebook, ExploreNotebook)
 
 
 @dataclass(frozen=True)
