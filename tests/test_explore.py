@@ -236,10 +236,11 @@ def test_the_widget_filters_steps_and_shows_another_example(simgrag_run):
 
     ex = Explorer("sg-a")
     assert ex.position == 0 and len(ex.examples.options) == 12
-    first = [p.title for p in ex.detail.panels], ex.detail.panels[0].table.to_dict()
+    assert ex.detail.panels[0].kind == "graphs"  # the drawing first
+    first = _panel(ex.detail.panels, "table").table.to_dict()
     ex.step(+1)
     assert ex.position == 1 and ex.examples.value == 1
-    assert ex.detail.panels[0].table.to_dict() != first[1]
+    assert _panel(ex.detail.panels, "table").table.to_dict() != first
     ex.status_dd.value = "wrong"
     assert [p for _, p in ex.examples.options] == [0, 3, 6, 9] and ex.position == 0
     ex.step(+1)

@@ -97,9 +97,10 @@ def _mid(pos, e, axis: int) -> float:
     return (a + b) / 2 if e.source != e.target else a + 0.08
 
 
-def to_plotly(g: Graph, widget: bool = False, height: int = 380):
+def to_plotly(g: Graph, widget: bool = False, height: int = 380, width: int = 560):
     """The graph as a plotly figure (a `FigureWidget` with `widget=True`): nodes coloured by role,
-    relation names on the edges, arrows head → tail, the fact or the node's details on hover."""
+    relation names on the edges, arrows head → tail, the fact or the node's details on hover. The size is
+    fixed: a widget drawn while its cell is scrolled out of view has no container size to follow."""
     import plotly.graph_objects as go
 
     pos = layout_positions(g)
@@ -110,12 +111,19 @@ def to_plotly(g: Graph, widget: bool = False, height: int = 380):
         hovertext=[n.hover or n.label for n in nodes], hoverinfo="text", name="nodes", showlegend=False,
         marker=dict(size=18, color=[ROLE_COLORS.get(n.role, ROLE_COLORS["default"]) for n in nodes],
                     line=dict(width=1, color="#333333")))
-    layout = go.Layout(title=dict(text=g.title or _EMPTY, font=dict(size=13)), height=height, showlegend=False,
-                       margin=dict(l=10, r=10, t=40, b=10), hovermode="closest", dragmode="pan",
-                       xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor=None),
+    layout = go.Layout(title=dict(text=g.title or _EMPTY, font=dict(size=13)), height=height, width=width,
+                       showlegend=False, margin=dict(l=10, r=10, t=40, b=10), hovermode="closest", dragmode="pan",
+                       xaxis=dict(visible=False, range=_padded(pos, 0)),
+                       yaxis=dict(visible=False, range=_padded(pos, 1)),
                        plot_bgcolor="white")
     data = _edge_traces(g, pos) + [_arrow_trace(g, pos), node_trace]
     return go.FigureWidget(data=data, layout=layout) if widget else go.Figure(data=data, layout=layout)
+
+
+def _padded(pos, axis: int, pad: float = 0.3) -> list[float] | None:
+    """The axis range around the nodes, with room for their labels."""
+    values = [xy[axis] for xy in pos.values()]
+    return [min(values) - pad, max(values) + pad] if values else None
 
 
 def _wrap(text: str, width: int = 22) -> str:

@@ -13,6 +13,9 @@ from .store import RunView
 __all__ = ["show_panels", "show_run", "show_comparison", "table_html", "text_html"]
 
 MAX_ROWS = 40  # table rows shown per panel (the full table stays in the record)
+_STYLE = ("<style>table.kgrag-table{border-collapse:collapse;font-size:12px}table.kgrag-table th,"
+          "table.kgrag-table td{padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #ddd}"
+          "</style>")
 
 
 def table_html(table, max_rows: int = MAX_ROWS) -> str:
@@ -21,7 +24,7 @@ def table_html(table, max_rows: int = MAX_ROWS) -> str:
         return "<p><i>(empty)</i></p>"
     body = table.head(max_rows).to_html(index=False, escape=True, na_rep="", classes="kgrag-table", border=0)
     more = f"<p><i>… {len(table) - max_rows} more rows</i></p>" if len(table) > max_rows else ""
-    return body + more
+    return _STYLE + body + more
 
 
 def text_html(text: str) -> str:

@@ -42,6 +42,18 @@ def _classed(widget, *classes: str):
     return widget
 
 
+def close_tree(widget) -> None:
+    """Close a widget and everything inside it: a widget replaced without `close()` stays registered with the
+    kernel for good, and thousands of them make each garbage collection slower."""
+    for child in getattr(widget, "children", ()) or ():
+        close_tree(child)
+    for part in ("layout", "style"):  # widgets of their own, which closing the owner leaves open
+        sub = getattr(widget, part, None)
+        if hasattr(sub, "close") and hasattr(sub, "comm"):
+            sub.close()
+    widget.close()
+
+
 class ExampleView:
     """One example's panels as widgets in a VBox, rebuilt by `show(record)`."""
 
@@ -58,7 +70,9 @@ class ExampleView:
 
     def show(self, rec: Mapping) -> None:
         self.panels = panels_of(self.view, rec, self.passages)
-        self.box.children = tuple(self._panel(p) for p in self.panels)
+        old, self.box.children = self.box.children, tuple(self._panel(p) for p in self.panels)
+        for w in old:
+            close_tree(w)
 
     def _panel(self, p: Panel):
         w = _widgets()
@@ -90,7 +104,9 @@ class ExampleView:
                                       continuous_update=False), "kgrag-graph-slider")
 
         def pick(change):
-            holder.children = (self._figure(rest[change["new"] - 1]),)
+            old, holder.children = holder.children, (self._figure(rest[change["new"] - 1]),)
+            for w in old:
+                close_tree(w)
 
         slider.observe(pick, names="value")
         return w.VBox([w.HBox(pinned + [holder]), slider] if len(rest) > 1 else [w.HBox(pinned + [holder])])

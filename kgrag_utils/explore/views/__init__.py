@@ -26,7 +26,11 @@ def view_for(method: str) -> ModuleType:
 
 
 def panels_of(view: ModuleType, rec: Mapping, passages: Mapping[str, str] | None = None) -> list:
-    """A view's panels of one record (passing the passage texts to the views that show passages)."""
+    """A view's panels of one record (passing the passage texts to the views that show passages), the
+    drawing first: the example's graph, then its summary table and the rest in the view's order."""
     if passages is not None and "passages" in inspect.signature(view.panels).parameters:
-        return view.panels(rec, passages=passages)
-    return view.panels(rec)
+        panels = view.panels(rec, passages=passages)
+    else:
+        panels = view.panels(rec)
+    first = next((i for i, p in enumerate(panels) if p.kind == "graphs"), None)
+    return panels if first is None else [panels[first]] + panels[:first] + panels[first + 1:]
