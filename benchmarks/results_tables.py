@@ -905,6 +905,23 @@ def splice(text: str, t: Table | Value, body: str) -> str:
     return text[: i + len(start)] + pad + body + pad + text[j:]
 
 
+
+# the run explorer on 1,000-example runs built from each method's records (benchmarks/explore_speed.py)
+TABLES += [
+    Table("explore-speed", "docs/EXPLORE.md",
+          ("run (1,000 examples)", "examples.jsonl", "open", "filter (worst of 3)", "one record",
+           "widget step median / p90 / max", "steps under 0.5 s", "compare two runs (changed)"), [
+              Rows("explore_speed.json", "runs", "{method}", "{file_mb:.1f} MB", "{open_s:.2f} s",
+                   lambda r: f"{max(r['filter_s'].values()):.3f} s", "{record_read/max_s:.3f} s (max)",
+                   "{widget_step/p50_s:.2f} / {widget_step/p90_s:.2f} / {widget_step/max_s:.2f} s",
+                   "{widget_step/under_target} of {widget_step/n}", "{compare_s:.2f} s ({compare_changed})"),
+          ]),
+    Value("explore-speed-load", "docs/EXPLORE.md", "explore_speed.json",
+          "load average {machine/loadavg_start/0} to {machine/loadavg_end/0} on {machine/cpu_count} cores; the "
+          "widget stack's first use in a process (imports, plotly's validators) {widget_stack_first_use_s:.1f} s"),
+]
+
+
 def rendered(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | None = None) -> dict[str, str]:
     """Every document that holds a table, as it should read (doc path relative to root -> text)."""
     _CACHE.clear()
