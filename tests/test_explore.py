@@ -154,8 +154,8 @@ def test_simgrag_draws_the_pattern_beside_each_subgraph_in_the_same_places():
     assert top1.pos["Film"] == pattern.pos["UNKNOWN movie 1"] and top1.pos["Ann"] == pattern.pos["UNKNOWN writer 2"]
     assert {n.id: n.role for n in top1.nodes}["Ann"] == "answer"
     assert any("edge term 0.200 (matched reversed)" in e.hover for e in top1.edges)
-    gsd = _panel(panels, "table")
-    assert "score" in set(gsd.table["field"])
+    summary = _panel(panels, "table").table.set_index("field")["value"]
+    assert summary["gold answers"] == "Ann" and summary["predicted answers"] == "Ann" and summary["score"] == 1.0
 
 
 def test_kgp_shows_the_traversal_step_by_step():

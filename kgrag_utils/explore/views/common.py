@@ -18,11 +18,17 @@ def frame(rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None):
     return pd.DataFrame(list(rows), columns=columns)
 
 
-def summary_panel(rec: Mapping, outline_row: Mapping, fields: Iterable[str]) -> Panel:
+#: how the summary table names record keys (most methods' `answers` are the gold ones; SimGRAG says otherwise)
+LABELS = {"answers": "gold answers", "answers_gold": "gold answers", "answer_raw": "raw answer",
+          "raw_output": "raw reply", "prediction": "predicted"}
+
+
+def summary_panel(rec: Mapping, outline_row: Mapping, fields: Iterable[str], labels: Mapping | None = None) -> Panel:
     """The example at a glance: its outline (status, stage, score) and the method's main fields."""
+    labels = {**LABELS, **(labels or {})}
     rows = [("id", rec.get("id")), ("status", outline_row["status"]), ("failing stage", outline_row["stage"] or "-"),
             ("score", outline_row["score"])]
-    rows += [(k, short(_plain(rec.get(k)), 300)) for k in fields if k in rec]
+    rows += [(labels.get(k, k), short(_plain(rec.get(k)), 300)) for k in fields if k in rec]
     return Panel("Example", "table", table=frame([{"field": k, "value": v} for k, v in rows]))
 
 

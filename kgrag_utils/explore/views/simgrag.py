@@ -97,7 +97,7 @@ def panels(rec: Mapping) -> list[Panel]:
     subs = list(rec.get("subgraphs") or [])
     graphs = [pg] + [subgraph_graph(s, i, gold, pos) for i, s in enumerate(subs, 1)]
     return keep([
-        summary_panel(rec, row, _FIELDS),
+        summary_panel(rec, row, _FIELDS, labels={"answers": "predicted answers"}),
         error_panel(rec),
         Panel("Pattern beside the top-k subgraphs", "graphs", graphs=graphs, pinned=1, select_label="subgraph",
               static_pick=list(range(1, min(len(graphs), 3))),
