@@ -97,9 +97,13 @@ def test_an_unknown_run_is_refused_naming_the_closest(simgrag_run):
 
 def test_list_runs_holds_runs_with_examples_newest_first(simgrag_run):
     write_run("sg-later", "simgrag", [simgrag_rec(0)])
+    write_run("sg-empty", "simgrag", [])
+    unfinished = records.RunRecorder("simgrag", {"dataset": "sample-movies-2hop"}, run_name="sg-running")
+    unfinished.add(simgrag_rec(0))  # its run.json still counts 0 examples
     names = list(list_runs()["run_name"])
-    assert names[:2] == ["sg-later", "sg-a"]
-    assert previous_run("sg-later") == "sg-a" and previous_run("sg-a") == "sg-later"
+    assert names == ["sg-running", "sg-later", "sg-a"]
+    unfinished.close()
+    assert previous_run("sg-later") == "sg-running" and previous_run("sg-a") == "sg-running"
 
 
 # ----------------------------------------------------------------------------- outlines and filters

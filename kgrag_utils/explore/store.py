@@ -48,15 +48,23 @@ def list_runs(root: Path | str | None = None, methods: Iterable[str] | None = No
     runs = records.load_runs(root)
     if runs.empty:
         return pd.DataFrame(columns=["run_name", "method", "status", "n_examples", "updated"])
-    keep = runs["n_examples"].fillna(0).astype(float) > 0 if "n_examples" in runs else runs.index == runs.index
+    base = Path(root) if root else settings.results_dir(create=False)
+    # examples on disk, whatever run.json counted (a run still being written states 0 until it finishes)
+    keep = runs["run_name"].map(lambda n: _size(base / str(n) / records.EXAMPLES_FILE) > 0)
     if methods is not None:
         keep &= runs["method"].isin(list(methods))
     runs = runs[keep]
-    base = Path(root) if root else settings.results_dir(create=False)
     stamp = [_mtime(base / str(n) / records.RUN_FILE) for n in runs["run_name"]]  # finer than `updated` (seconds)
     order = runs["updated"].fillna("") if "updated" in runs else runs["run_name"]
     return runs.assign(_order=order, _stamp=stamp).sort_values(["_order", "_stamp", "run_name"], ascending=False) \
         .drop(columns=["_order", "_stamp"]).reset_index(drop=True)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _mtime(path: Path) -> int:
