@@ -143,6 +143,19 @@ def test_each_method_outlines_its_records_in_its_own_terms(method, rec, status, 
     assert row["correct"] == (status == "ok")
 
 
+def test_records_with_protocol_scores_are_judged_by_the_methods_headline():
+    from kgrag_utils.explore.outcome import headline_value, outline
+
+    rec = dict(simgrag_rec(0), scores={"pattern=llm": {"hits@1": 0.0, "containment": 1.0}})  # its own hits@1 says 1
+    assert headline_value("simgrag", rec) == ("pattern=llm", "hits@1", 0.0)
+    assert outline("simgrag", rec)["status"] == "wrong" and outline("simgrag", simgrag_rec(0))["status"] == "ok"
+    compact = {"id": "c", "scores": {"derived (no LLM)": {"hits@1": 1.0}, "LLM reads compact facts": {"hits@1": 0.0}}}
+    assert headline_value("compact", compact) == ("LLM reads compact facts", "hits@1", 0.0)
+    kgp = {"id": "k", "reader": False, "scores": {"traversal=nollm, graph=tfidf": {"recall@5": 1.0, "recall@30": 1.0}}}
+    assert headline_value("kgp", kgp)[1:] == ("recall@5", 1.0) and outline("kgp", kgp)["correct"]
+    assert headline_value("no-such-method", rec) is None
+
+
 # ----------------------------------------------------------------------------- panels and graphs
 def _panel(panels, kind="graphs"):
     return next(p for p in panels if p.kind == kind)

@@ -7,7 +7,9 @@
   method's stage errors: SimGRAG's pattern / retrieval / generation, compact's chain / derivation / reading,
   ...); empty when it is correct.
 - `correct`, `score`: the headline strict metric of the method (its `MethodSpec.headline`): Hits@1, EM,
-  or for retrieval without a reader recall@5, where "correct" means every gold passage retrieved.
+  or for retrieval without a reader recall@5, where "correct" means every gold passage retrieved. It is
+  read from the record's own `scores` (what the run summary averages) where the record has them; older
+  records are read by the view.
 Each method's rules live in its view (`views/<method>.py: outline`); an unknown method gets the generic one.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["STATUSES", "OUTLINE_COLUMNS", "outline", "base_outline"]
+__all__ = ["STATUSES", "OUTLINE_COLUMNS", "outline", "base_outline", "headline_value"]
 
 STATUSES = ("ok", "wrong", "failed", "error")
 OUTLINE_COLUMNS = ["position", "id", "question", "status", "stage", "correct", "score", "prediction"]
@@ -41,7 +43,35 @@ def base_outline(rec: Mapping[str, Any], score: Any, failed: bool, stage: str = 
 
 
 def outline(method: str, rec: Mapping[str, Any]) -> dict:
-    """The outline row of one record of a run of `method`."""
+    """The outline row of one record of a run of `method`: the view's reading, scored by the protocol where
+    the record carries its scores (`scores`: {variant: {metric: value}}, methods/summary.py)."""
     from .views import view_for
 
-    return view_for(method).outline(rec)
+    row = view_for(method).outline(rec)
+    value = headline_value(method, rec)
+    if value is None or row["status"] == "error":
+        return row
+    again = base_outline(rec, value[2], row["status"] == "failed", row["stage"], row["prediction"])
+    return {**row, **{k: again[k] for k in ("status", "stage", "correct", "score")}}
+
+
+def headline_value(method: str, rec: Mapping[str, Any]) -> tuple[str, str, Any] | None:
+    """(variant, metric, value) of the method's headline strict metric (`MethodSpec.headline`) in the
+    record's own scores; None for a record without scores or a method the registry does not know."""
+    scores = rec.get("scores")
+    if not isinstance(scores, Mapping) or not scores:
+        return None
+    from ..errors import ConfigError
+    from ..methods.registry import get_method
+
+    try:
+        spec = get_method(method)
+    except ConfigError:
+        return None
+    hl = spec.headline
+    variant = hl.variant if hl.variant in scores else next(iter(scores))
+    values = scores.get(variant) or {}
+    for strict, _ in hl.pairs:
+        if strict in values:
+            return str(variant), strict, values[strict]
+    return None
