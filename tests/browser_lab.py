@@ -184,7 +184,7 @@ _STATE = """() => {
   return {cells: document.querySelectorAll('.jp-Notebook .jp-CodeCell').length,
           images: imgs.length, broken_images: imgs.filter(i => !ok(i)).length,
           plots: plots.length, empty_plots: plots.filter(p => !p.querySelector('.main-svg')).length,
-          widget_errors: (text.match(/Error displaying widget|Failed to load model class|Model not found/g) || []).length,
+          widget_errors: (text.match(/Error displaying widget|Failed to load model class|Model not found|The view of this record failed/g) || []).length,
           stderr_errors: [...document.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
               .map(e => e.innerText).filter(t => /Traceback|Error:/.test(t)).slice(0, 3)};
 }"""

@@ -235,6 +235,20 @@ def test_a_graph_becomes_a_plotly_figure_with_facts_on_hover():
     assert len(fig.axes) == 2
 
 
+def test_a_view_that_fails_on_a_record_says_so_and_shows_its_fields():
+    from kgrag_utils.explore.views import VIEW_FAILED, panels_of
+
+    odd = {"id": "odd", "subgraphs": "not a list of subgraphs", "question": "q"}
+    panels = panels_of(view_for("simgrag"), odd)
+    assert panels[0].title == VIEW_FAILED and "simgrag" in panels[0].text and "Traceback" in panels[0].text
+    assert any(p.title == "Fields" for p in panels)
+    assert all(p.title != VIEW_FAILED for p in panels_of(view_for("simgrag"), simgrag_rec(0)))
+    from kgrag_utils.explore.outcome import outline
+
+    row = outline("vector_rerank", {"id": "odd", "variants": ["not", "a", "mapping"]})
+    assert row["id"] == "odd" and row["stage"].startswith("the view failed: ")
+
+
 # ----------------------------------------------------------------------------- comparison
 def test_two_runs_compared_name_the_changed_questions_and_the_stage_they_diverged_at(simgrag_run):
     rows = [simgrag_rec(i, answer="Ann" if i % 3 else "Cy", stage="generation") for i in range(12)]

@@ -47,7 +47,11 @@ def outline(method: str, rec: Mapping[str, Any]) -> dict:
     the record carries its scores (`scores`: {variant: {metric: value}}, methods/summary.py)."""
     from .views import view_for
 
-    row = view_for(method).outline(rec)
+    try:
+        row = view_for(method).outline(rec)
+    except Exception as exc:  # an odd record: listed with the failure as its stage, never dropped or fatal
+        row = view_for("generic").outline(rec)
+        row["stage"] = f"the view failed: {type(exc).__name__}"
     value = headline_value(method, rec)
     if value is None or row["status"] == "error":
         return row

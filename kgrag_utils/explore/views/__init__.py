@@ -13,7 +13,7 @@ import inspect
 from types import ModuleType
 from typing import Mapping
 
-__all__ = ["VIEWS", "view_for", "panels_of"]
+__all__ = ["VIEWS", "view_for", "panels_of", "view_failure", "VIEW_FAILED"]
 
 #: run record method name -> view module (the names `RunRecorder` records; see methods/registry.py)
 VIEWS = {"quickstart": "quickstart", "simgrag": "simgrag", "compact": "compact", "vector_rerank": "vector_rerank",
@@ -28,9 +28,25 @@ def view_for(method: str) -> ModuleType:
 def panels_of(view: ModuleType, rec: Mapping, passages: Mapping[str, str] | None = None) -> list:
     """A view's panels of one record (passing the passage texts to the views that show passages), the
     drawing first: the example's graph, then its summary table and the rest in the view's order."""
-    if passages is not None and "passages" in inspect.signature(view.panels).parameters:
-        panels = view.panels(rec, passages=passages)
-    else:
-        panels = view.panels(rec)
+    try:
+        if passages is not None and "passages" in inspect.signature(view.panels).parameters:
+            panels = view.panels(rec, passages=passages)
+        else:
+            panels = view.panels(rec)
+    except Exception:  # one odd record must not stop a notebook's last cells: the failure is shown, never hidden
+        panels = [view_failure(view, rec)] + importlib.import_module(f"{__name__}.generic").panels(rec)
     first = next((i for i, p in enumerate(panels) if p.kind == "graphs"), None)
     return panels if first is None else [panels[first]] + panels[:first] + panels[first + 1:]
+
+
+VIEW_FAILED = "The view of this record failed"
+
+
+def view_failure(view: ModuleType, rec: Mapping):
+    """A panel that says which view failed on which record, with the traceback (then the generic view)."""
+    import traceback
+
+    from ..panels import Panel
+
+    return Panel(VIEW_FAILED, "text", text=f"{view.__name__} on record {rec.get('id')!r}:\n{traceback.format_exc()}",
+                 note="please report it; the record's fields follow")
