@@ -393,3 +393,18 @@ def test_auto_index_is_flat_for_small_kgs_and_a_cached_hnsw_for_large_ones(monke
     queries = ent[:5] + 0.05 * rng.normal(size=(5, 16)).astype(np.float32)
     np.testing.assert_array_equal(first.index.search(queries, 3)[1], second.index.search(queries, 3)[1])
     assert (second.index.search(ent[:5], 1)[1][:, 0] == np.arange(5)).all()
+
+
+def test_relation_distances_with_many_relations_equal_the_exact_top_m():
+    """The inner-product preselection keeps exactly the m nearest relations, with exact distances."""
+    rng = np.random.default_rng(11)
+    rel = unit(rng, 1000, 32).astype(np.float32).astype(np.float64)  # as GSDRetriever holds them
+    queries = np.vstack([unit(rng, 3, 32), rel[[5, 700]]])  # two queries equal to a relation: distance 0
+    for m in (1, 16, 100):
+        got = gsd_search.relation_distances(queries.astype(np.float32), rel, m)
+        full = np.linalg.norm(queries.astype(np.float32).astype(np.float64)[:, None, :] - rel[None], axis=2)
+        for j in range(queries.shape[0]):
+            keep = np.flatnonzero(np.isfinite(got[j]))
+            assert sorted(keep.tolist()) == sorted(np.argsort(full[j])[:m].tolist())
+            np.testing.assert_allclose(got[j, keep], full[j, keep], rtol=0, atol=1e-12)
+        assert got[3, 5] == 0.0 and got[4, 700] == 0.0

@@ -169,7 +169,7 @@ def _smallest(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return order.astype(np.int64), d[order]
 
 
-@dataclass
+@dataclass(slots=True)
 class Subgraph:
     """One match: the pattern's nodes and edges mapped into the KG, with its GSD and terms."""
 
@@ -234,45 +234,41 @@ class SearchResult:
 # ----------------------------------------------------------------------------- the search
 
 
-def _kernel_inputs(pattern: Pattern, candidates: Candidates):
-    """The pattern and its entity candidates as flat arrays: edge heads / tails, known and
-    has-candidates flags per node, and the candidates of every known (or typed) node concatenated."""
-    n_v = len(pattern.nodes)
-    known = np.fromiter((n.known for n in pattern.nodes), dtype=bool, count=n_v)
-    heads = np.fromiter((e.head for e in pattern.edges), dtype=np.int64, count=len(pattern.edges))
-    tails = np.fromiter((e.tail for e in pattern.edges), dtype=np.int64, count=len(pattern.edges))
-    has = np.zeros(n_v, dtype=bool)
-    ptr = np.zeros(n_v + 1, dtype=np.int64)
-    ids, dist = [], []
+def _kernel_inputs(pattern: Pattern, candidates: Candidates, config: GSDConfig, capacity: int):
+    """The pattern as search_pattern's `pat` array (sizes, options, edge ends, flags, candidate offsets)
+    and the candidates of every known (or typed) node concatenated."""
+    nodes, edges = pattern.nodes, pattern.edges
     node_ids, node_dist = candidates.node_ids, candidates.node_dist
-    for v, node in enumerate(pattern.nodes):
-        typed = not node.known and v < len(node_ids) and node_ids[v] is not None
-        n = 0
-        if node.known or typed:
+    known, has, ptr, ids, dist = [], [], [0], [], []
+    for v, node in enumerate(nodes):
+        k = node.known
+        known.append(k)
+        if k or (v < len(node_ids) and node_ids[v] is not None):  # known, or typed
             if node_ids[v] is None or node_dist[v] is None:
                 raise ConfigError(f"no entity candidates for known pattern node {node.label!r}.")
             ids.append(node_ids[v])
             dist.append(node_dist[v])
-            has[v] = True
-            n = len(node_ids[v])
-        ptr[v + 1] = ptr[v] + n
+            has.append(True)
+            ptr.append(ptr[-1] + len(node_ids[v]))
+        else:
+            has.append(False)
+            ptr.append(ptr[-1])
+    pat = np.array([len(nodes), len(edges), config.top_k, config.injective, config.direction == "same",
+                    config.distinct, _DENSE_SCAN, capacity, *[e.head for e in edges], *[e.tail for e in edges],
+                    *known, *has, *ptr], dtype=np.int64)
     if len(ids) == 1:
-        flat_ids, flat_dist = np.asarray(ids[0], dtype=np.int64), np.asarray(dist[0], dtype=np.float64)
-    else:
-        flat_ids = np.concatenate(ids).astype(np.int64, copy=False) if ids else np.empty(0, dtype=np.int64)
-        flat_dist = np.concatenate(dist).astype(np.float64, copy=False) if dist else np.empty(0)
-    return heads, tails, known, has, ptr, flat_ids, flat_dist
+        return pat, np.asarray(ids[0], dtype=np.int64), np.asarray(dist[0], dtype=np.float64)
+    if not ids:
+        return pat, np.empty(0, dtype=np.int64), np.empty(0)
+    return pat, np.concatenate(ids).astype(np.int64, copy=False), np.concatenate(dist).astype(np.float64, copy=False)
 
 
-def _subgraphs(out_f: np.ndarray, out_i: np.ndarray, n_v: int, ci: int, rows: range, root: int,
-               steps: list) -> list[Subgraph]:
+def _subgraphs(f_rows: list, i_rows: list, n_v: int, n_e: int, ci: int, root: int, steps: list) -> list[Subgraph]:
     """Subgraph objects from the compiled search's output rows of component ci (layout: gsd_kernel)."""
-    n_e = out_f.shape[1] - 1 - n_v
     nodes = [root] + [w for _, w, _, tree in steps if tree]  # in the order the search maps them
     edges = [j for _, _, j, _ in steps]
     out = []
-    for r in rows:
-        f, i = out_f[r].tolist(), out_i[r].tolist()
+    for f, i in zip(f_rows, i_rows):
         mapped = {v: i[1 + v] for v in nodes}
         out.append(Subgraph(
             f[0], ci, mapped, {j: i[1 + n_v + j] for j in edges},
@@ -310,24 +306,28 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
         raise ConfigError(f"candidates hold {rel_dist.shape[0]} relation rows for a pattern of {n_e} edges.")
     if rel_dist.dtype != np.float64 or not rel_dist.flags.c_contiguous:
         rel_dist = np.ascontiguousarray(rel_dist, dtype=np.float64)
-    heads, tails, known, has, ptr, ids, dist = _kernel_inputs(pattern, candidates)
-    params = np.array([k, config.injective, config.direction == "same", config.distinct, _DENSE_SCAN,
-                       max(1, n_e * incidence.max_degree)], dtype=np.int64)
+    pat, ids, dist = _kernel_inputs(pattern, candidates, config, max(1, n_e * incidence.max_degree))
     out_f, out_i = np.empty((n_v * k, 1 + n_v + n_e)), np.empty((n_v * k, 1 + n_v + 2 * n_e), dtype=np.int64)
-    out_steps, comp_info = np.empty((n_e, 4), dtype=np.int64), np.zeros((n_v, 5), dtype=np.int64)
-    counters = np.zeros(4, dtype=np.int64)
-    gsd_kernel.search_pattern(incidence.arrays, rel_dist, heads, tails, known, has, ptr, ids, dist, params, deadline,
-                              out_f, out_i, out_steps, comp_info, counters)
-    if counters[2] == gsd_kernel.ERR_NO_ANCHOR:
+    meta = np.zeros(gsd_kernel.META_HEAD + 5 * n_v + 4 * n_e, dtype=np.int64)
+    gsd_kernel.search_pattern(incidence.arrays, rel_dist, pat, ids, dist, deadline, out_f, out_i, meta)
+    meta = meta.tolist()
+    if meta[2] == gsd_kernel.ERR_NO_ANCHOR:
         raise ConfigError("a pattern component has no known entity and no type candidates: validate the pattern "
                           "first (validate_pattern), or give the retriever entity types.")
+    head = gsd_kernel.META_HEAD
     results, orders = [], []
-    for ci in range(int(counters[3])):
-        n_items, first, n_steps, searched, root = comp_info[ci].tolist()
+    f_rows = i_rows = None
+    for ci in range(meta[3]):
+        n_items, first, n_steps, searched, root = meta[head + 5 * ci:head + 5 * ci + 5]
         if not searched:
             results.append([])
             continue
-        steps = [(u, w, j, bool(tree)) for u, w, j, tree in out_steps[first:first + n_steps].tolist()]
+        at = head + 5 * n_v + 4 * first
+        flat = meta[at:at + 4 * n_steps]
+        steps = [(flat[a], flat[a + 1], flat[a + 2], flat[a + 3] == 1) for a in range(0, 4 * n_steps, 4)]
         orders.append(steps)
-        results.append(_subgraphs(out_f, out_i, n_v, ci, range(ci * k, ci * k + n_items), root, steps))
-    return SearchResult(results, int(counters[0]), bool(counters[1]), orders=orders)
+        if n_items and f_rows is None:
+            f_rows, i_rows = out_f.tolist(), out_i.tolist()
+        rows = slice(ci * k, ci * k + n_items)
+        results.append(_subgraphs(f_rows[rows], i_rows[rows], n_v, n_e, ci, root, steps) if n_items else [])
+    return SearchResult(results, meta[0], bool(meta[1]), orders=orders)

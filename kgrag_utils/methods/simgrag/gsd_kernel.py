@@ -1,6 +1,7 @@
 """The compiled GSD search: `search_pattern` does, in one call, everything `gsd_enumerate.search_topk`
-describes: the pattern's components, each one's root and DFS order, the admissible bounds, and the
-depth-first enumeration of candidate mappings with the top k kept in small arrays.
+describes: the pattern's components, each one's root and DFS order, the admissible bounds (those three
+in gsd_plan.py), and the depth-first enumeration of candidate mappings with the top k kept in small
+arrays. The last step's children are offered unsorted, ranked as sorted visiting would have met them.
 
 The enumeration uses an explicit stack instead of recursion; each branch's children (the facts around
 the mapped entity whose relation is allowed, filtered by the current k-th best) are written into one
@@ -24,6 +25,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .gsd_plan import _allowed_relations, _bounds, _components, _lookups, _order
 
 __all__ = ["search_pattern", "MONOTONIC_IN_LOOP", "ERR_NO_ANCHOR"]
 
@@ -121,135 +124,6 @@ def _admits(cost, tie, t_cost, t_tie):
     return cost < t_cost or (cost == t_cost and tie < t_tie)
 
 
-# ----------------------------------------------------------------------------- planning
-
-
-@nb.njit(cache=True)
-def _components(n_v, heads, tails):
-    """Component label per node, numbered in order of each component's smallest node (as
-    Pattern.components orders them), and the number of components."""
-    parent = np.arange(n_v)
-    for j in range(heads.size):
-        a, b = heads[j], tails[j]
-        while parent[a] != a:
-            a = parent[a]
-        while parent[b] != b:
-            b = parent[b]
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    label = np.full(n_v, -1, np.int64)
-    n_comp = 0
-    for v in range(n_v):
-        r = v
-        while parent[r] != r:
-            r = parent[r]
-        if label[r] < 0:
-            label[r] = n_comp
-            n_comp += 1
-        label[v] = label[r]
-    return label, n_comp
-
-
-@nb.njit(cache=True, inline="always")
-def _edge_first(w1, j1, w2, j2, deg, known):
-    """Is edge j1 (to w1) taken before j2 (to w2): by (-degree, not known, edge index)?"""
-    if deg[w1] != deg[w2]:
-        return deg[w1] > deg[w2]
-    if known[w1] != known[w2]:
-        return known[w1]
-    return j1 < j2
-
-
-@nb.njit(cache=True)
-def _order(comp, ci, heads, tails, deg, known, has, count):
-    """(root, steps) of component ci: the root has the fewest candidates (then the highest degree, then
-    the lowest index); steps (mapped node, other node, edge, is_tree) follow a DFS from it that takes a
-    node's edges towards higher-degree, known neighbours first (then by edge index)."""
-    n_v, n_e = comp.size, heads.size
-    root, best_c, best_d = -1, np.iinfo(np.int64).max, 0
-    for v in range(n_v):
-        if comp[v] != ci:
-            continue
-        c = count[v] if has[v] else np.iinfo(np.int64).max
-        if root < 0 or c < best_c or (c == best_c and -deg[v] < best_d):
-            root, best_c, best_d = v, c, -deg[v]
-    ptr = np.zeros(n_v + 1, np.int64)  # incidence lists: (edge, other end), in edge order
-    for j in range(n_e):
-        if comp[heads[j]] == ci:
-            ptr[heads[j] + 1] += 1
-            ptr[tails[j] + 1] += 1
-    for v in range(n_v):
-        ptr[v + 1] += ptr[v]
-    fill = ptr[:-1].copy()
-    inc_j, inc_w = np.empty(ptr[n_v], np.int64), np.empty(ptr[n_v], np.int64)
-    for j in range(n_e):
-        if comp[heads[j]] == ci:
-            h, t = heads[j], tails[j]
-            inc_j[fill[h]], inc_w[fill[h]] = j, t
-            fill[h] += 1
-            inc_j[fill[t]], inc_w[fill[t]] = j, h
-            fill[t] += 1
-    for v in range(n_v):  # insertion sort by (-degree, not known, edge)
-        for a in range(ptr[v] + 1, ptr[v + 1]):
-            j, w = inc_j[a], inc_w[a]
-            b = a - 1
-            while b >= ptr[v] and _edge_first(w, j, inc_w[b], inc_j[b], deg, known):
-                inc_j[b + 1], inc_w[b + 1] = inc_j[b], inc_w[b]
-                b -= 1
-            inc_j[b + 1], inc_w[b + 1] = j, w
-    steps = np.empty((n_e, 4), np.int64)
-    n_steps = 0
-    visited, done = np.zeros(n_v, np.bool_), np.zeros(n_e, np.bool_)
-    stack_u, stack_i = np.empty(n_v, np.int64), np.empty(n_v, np.int64)
-    stack_u[0], stack_i[0], depth, visited[root] = root, ptr[root], 1, True
-    while depth > 0:
-        u = stack_u[depth - 1]
-        a = stack_i[depth - 1]
-        if a >= ptr[u + 1]:
-            depth -= 1
-            continue
-        stack_i[depth - 1] += 1
-        j, w = inc_j[a], inc_w[a]
-        if done[j]:
-            continue
-        done[j] = True
-        steps[n_steps, 0], steps[n_steps, 1], steps[n_steps, 2] = u, w, j
-        steps[n_steps, 3] = 0 if visited[w] else 1
-        n_steps += 1
-        if not visited[w]:
-            visited[w] = True
-            stack_u[depth], stack_i[depth] = w, ptr[w]
-            depth += 1
-    return root, steps[:n_steps]
-
-
-@nb.njit(cache=True)
-def _bounds(steps, rel_min, node_min, has):
-    """lb_rest[i]: the smallest GSD the steps from i on can add (relation minimum per edge, node minimum
-    of each node a tree edge maps; a back edge's nodes are paid for already)."""
-    n = steps.shape[0]
-    lb_rest = np.zeros(n + 1)
-    for i in range(n - 1, -1, -1):
-        w, j, tree = steps[i, 1], steps[i, 2], steps[i, 3]
-        lb_rest[i] = lb_rest[i + 1] + (rel_min[j] + (node_min[w] if tree and has[w] else 0.0))
-    return lb_rest
-
-
-@nb.njit(cache=True)
-def _lookups(has, cand_ptr, cand_ids, cand_dist):
-    """Each candidate node's entities sorted by id (for lookups), with distance and rank in its list."""
-    n = cand_ids.size
-    ids, dist, rank = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
-    node_min = np.full(has.size, np.inf)
-    for v in range(has.size):
-        a, b = cand_ptr[v], cand_ptr[v + 1]
-        o = np.argsort(cand_ids[a:b], kind="mergesort")
-        for t in range(b - a):
-            ids[a + t], dist[a + t], rank[a + t] = cand_ids[a + o[t]], cand_dist[a + o[t]], o[t]
-            node_min[v] = min(node_min[v], cand_dist[a + t])
-    return ids, dist, rank, node_min
-
-
 # ----------------------------------------------------------------------------- enumeration
 
 
@@ -317,7 +191,8 @@ def _expand(i, partial, tie, steps, lb_rest, inc, rel_dist, al_ptr, al_ids, edge
             c_tie[top], c_nbr[top], c_node[top], c_rank[top] = child_tie, y, node_cost, rank
             c_ord[top] = top
             top += 1
-    _sort_segment(c_ord, pool_top, top, c_cost, c_tie, c_rank, scratch)
+    if i + 1 < steps.shape[0]:  # the last step's children are offered unsorted (_offer_leaves)
+        _sort_segment(c_ord, pool_top, top, c_cost, c_tie, c_rank, scratch)
     return top
 
 
@@ -359,32 +234,45 @@ def _fact_set(chosen, comp_edges, out):
     out[n_key:] = -1
 
 
+@nb.njit(cache=True, inline="always")
+def _before(cost, tie, major, minor, top, it):
+    """Does (cost, tie, major, minor) rank before item `it` of the top k?"""
+    c, t, seq = top[0][it], top[1][it], top[2]
+    if cost != c:
+        return cost < c
+    if tie != t:
+        return tie < t
+    if major != seq[it, 0]:
+        return major < seq[it, 0]
+    return minor < seq[it, 1]
+
+
 @nb.njit(cache=True)
-def _offer(cost, tie, cur, comp_nodes, comp_edges, distinct, top_k, top, key):
-    """Add a finished match to the top k (ranked by (cost, tie, arrival)); distinct: one per fact set."""
+def _offer(cost, tie, major, minor, cur, comp_nodes, comp_edges, distinct, top_k, top, key):
+    """Add a finished match to the top k, ranked by (cost, tie, major, minor): major numbers the leaf
+    expansions in DFS order, minor is (candidate rank, position) within one, so the order is that of
+    visiting every branch's children sorted; distinct: one match per fact set, the best-ranked."""
     mapping, nterm, has_nterm, chosen, eterm, revs = cur
     top_cost, top_tie, top_seq, top_nodes, top_edges, top_nterm, top_eterm, top_rev, top_keys, state = top
-    t_cost, t_tie = _threshold(top, top_k)
-    if not _admits(cost, tie, t_cost, t_tie):
+    n_items = state[0]
+    if n_items >= top_k and not _before(cost, tie, major, minor, top, n_items - 1):
         return
     _fact_set(chosen, comp_edges, key)
-    n_items = state[0]
     if distinct:
         for it in range(n_items):
             if _same(top_keys[it], key):
-                if not _admits(cost, tie, top_cost[it], top_tie[it]):
+                if not _before(cost, tie, major, minor, top, it):
                     return
                 for b in range(it, n_items - 1):  # the better match replaces the old one
                     _copy_item(top, b + 1, b)
                 n_items -= 1
                 break
-    state[1] += 1
-    pos = n_items  # after every item of lower or equal (cost, tie): those arrived earlier
-    while pos > 0 and _admits(cost, tie, top_cost[pos - 1], top_tie[pos - 1]):
+    pos = n_items
+    while pos > 0 and _before(cost, tie, major, minor, top, pos - 1):
         pos -= 1
     for b in range(min(n_items, top_k - 1), pos, -1):
         _copy_item(top, b - 1, b)
-    top_cost[pos], top_tie[pos], top_seq[pos] = cost, tie, state[1]
+    top_cost[pos], top_tie[pos], top_seq[pos, 0], top_seq[pos, 1] = cost, tie, major, minor
     top_nodes[pos, :] = -1
     top_nterm[pos, :] = np.nan
     top_edges[pos, :] = -1
@@ -406,7 +294,30 @@ def _copy_item(top, a, b):
     top[6][b, :] = top[6][a, :]
     top[7][b, :] = top[7][a, :]
     top[8][b, :] = top[8][a, :]
-    top[0][b], top[1][b], top[2][b] = top[0][a], top[1][a], top[2][a]
+    top[2][b, :] = top[2][a, :]
+    top[0][b], top[1][b] = top[0][a], top[1][a]
+
+
+@nb.njit(cache=True)
+def _offer_leaves(depth, start, end, steps, has, cur, pool, comp_nodes, comp_edges, distinct, top_k, top, key):
+    """Offer the last step's children in pool order, each ranked as if they came sorted (see _offer)."""
+    mapping, nterm, has_nterm, chosen, eterm, revs = cur
+    c_cost, c_rel, c_node, c_eid, c_tie, c_nbr, c_rank = pool[:7]
+    c_rev = pool[9]
+    j, w, tree = steps[depth, 2], steps[depth, 1], steps[depth, 3] == 1
+    top[9][1] += 1
+    major = top[9][1]
+    for c in range(start, end):
+        t_cost, t_tie = _threshold(top, top_k)
+        if c_cost[c] > t_cost or (c_cost[c] == t_cost and c_tie[c] > t_tie):
+            continue
+        chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c]
+        if tree:
+            mapping[w] = c_nbr[c]
+            if has[w]:
+                nterm[w], has_nterm[w] = c_node[c], True
+        _offer(c_cost[c], c_tie[c], major, (c_rank[c] << 31) | (c - start), cur, comp_nodes, comp_edges, distinct,
+               top_k, top, key)
 
 
 @nb.njit(cache=True)
@@ -427,7 +338,8 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
             return  # root candidates come nearest first
         mapping[root], nterm[root], has_nterm[root] = root_ids[rc], d, True
         if n_steps == 0:
-            _offer(d, 0, cur, comp_nodes, comp_edges, distinct, top_k, top, key)
+            top[9][1] += 1
+            _offer(d, 0, top[9][1], 0, cur, comp_nodes, comp_edges, distinct, top_k, top, key)
             continue
         depth, partial, tie = 0, d, 0
         d_cur[0] = -1
@@ -442,6 +354,10 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
                 d_end[depth] = _expand(depth, partial, tie, steps, lb_rest, inc, rel_dist, al_ptr, al_ids, edge_head,
                                        has, lk, cur, flags, t_cost, t_tie, start, pool)
                 d_cur[depth] = start
+                if depth + 1 == n_steps:  # the last step: offer its children as they come, unsorted
+                    _offer_leaves(depth, start, d_end[depth], steps, has, cur, pool, comp_nodes, comp_edges,
+                                  distinct, top_k, top, key)
+                    d_cur[depth] = d_end[depth]
             j, w, tree = steps[depth, 2], steps[depth, 1], steps[depth, 3] == 1
             if d_cur[depth] >= d_end[depth]:  # this step's children are done: undo it
                 chosen[j] = -1
@@ -460,39 +376,14 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
                 mapping[w] = c_nbr[c]
                 if has[w]:
                     nterm[w], has_nterm[w] = c_node[c], True
-            if depth + 1 == n_steps:
-                _offer(c_cost[c], c_tie[c], cur, comp_nodes, comp_edges, distinct, top_k, top, key)
-                continue
             depth, partial, tie = depth + 1, c_cost[c], c_tie[c]
             d_cur[depth] = -1
         mapping[root], has_nterm[root] = -1, False
 
 
 @nb.njit(cache=True)
-def _allowed_relations(rel_dist):
-    """Per pattern edge, the KG relations with a finite distance (ascending ids), as CSR; and the minima."""
-    n_e, n_r = rel_dist.shape
-    al_ptr = np.zeros(n_e + 1, np.int64)
-    rel_min = np.full(n_e, np.inf)
-    for j in range(n_e):
-        al_ptr[j + 1] = al_ptr[j]
-        for r in range(n_r):
-            if rel_dist[j, r] < np.inf:
-                al_ptr[j + 1] += 1
-    al_ids = np.empty(al_ptr[n_e], np.int64)
-    for j in range(n_e):
-        k = al_ptr[j]
-        for r in range(n_r):
-            if rel_dist[j, r] < np.inf:
-                al_ids[k] = r
-                rel_min[j] = min(rel_min[j], rel_dist[j, r])
-                k += 1
-    return al_ptr, al_ids, rel_min
-
-
-@nb.njit(cache=True)
 def _new_top(top_k, n_v, n_e):
-    return (np.empty(top_k), np.zeros(top_k, np.int64), np.zeros(top_k, np.int64),
+    return (np.empty(top_k), np.zeros(top_k, np.int64), np.zeros((top_k, 2), np.int64),
             np.full((top_k, n_v), -1, np.int64), np.full((top_k, n_e), -1, np.int64), np.full((top_k, n_v), np.nan),
             np.zeros((top_k, n_e)), np.zeros((top_k, n_e), np.bool_), np.full((top_k, max(n_e, 1)), -1, np.int64),
             np.zeros(2, np.int64))
@@ -511,26 +402,34 @@ def _store(top, ci, top_k, out_f, out_i):
             out_i[row, 1 + n_v + n_e + j] = 1 if top[7][it, j] else 0
 
 
+#: search_pattern's `meta` output: [nodes expanded, timed out, error, components], then 5 numbers per
+#: component (matches found, first step row, steps, searched, root), then 4 per step (u, w, edge, tree)
+META_HEAD = 4
+
+
 @nb.njit(cache=True)
-def search_pattern(inc, rel_dist, heads, tails, known, has, cand_ptr, cand_ids, cand_dist, params, deadline,
-                   out_f, out_i, out_steps, comp_info, counters):
+def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, deadline, out_f, out_i, meta):
     """The top-k matches of every component of one pattern (see the module docstring).
 
-    params = [top_k, injective, same_dir, distinct, dense_scan, pool capacity]; per component ci:
-    comp_info[ci] = [matches found, first step row in out_steps, steps, searched, root]; the matches are rows
-    ci * top_k ... of out_f ([GSD, node terms (NaN: none), edge terms]) and out_i ([tie, entity per node
-    (-1: none), fact per edge, reversed per edge]); counters = [nodes expanded, timed out, error,
-    components] (error ERR_NO_ANCHOR: a component without candidates for any node; nothing searched).
+    pat = [n_v, n_e, top_k, injective, same_dir, distinct, dense_scan, pool capacity, edge heads (n_e),
+    edge tails (n_e), known (n_v), has candidates (n_v), candidate offsets (n_v + 1)]; component ci's
+    matches are rows ci * top_k ... of out_f ([GSD, node terms (NaN: none), edge terms]) and out_i ([tie,
+    entity per node (-1: none), fact per edge, reversed per edge]); `meta` as META_HEAD says (error
+    ERR_NO_ANCHOR: a component without candidates for any node; nothing is searched then).
     """
-    top_k, injective, same_dir, distinct, dense_scan, capacity = params
-    n_v, n_e = known.size, heads.size
+    n_v, n_e, top_k, injective, same_dir, distinct, dense_scan, capacity = pat[:8]
+    heads, tails = pat[8:8 + n_e], pat[8 + n_e:8 + 2 * n_e]
+    known, has = pat[8 + 2 * n_e:8 + 2 * n_e + n_v] == 1, pat[8 + 2 * n_e + n_v:8 + 2 * n_e + 2 * n_v] == 1
+    cand_ptr = pat[8 + 2 * n_e + 2 * n_v:8 + 2 * n_e + 3 * n_v + 1]
+    comp_info = meta[META_HEAD:META_HEAD + 5 * n_v].reshape(n_v, 5)
+    out_steps = meta[META_HEAD + 5 * n_v:META_HEAD + 5 * n_v + 4 * n_e].reshape(n_e, 4)
     comp, n_comp = _components(n_v, heads, tails)
-    counters[3] = n_comp
+    meta[3] = n_comp
     anchored = np.zeros(n_comp, np.bool_)
     for v in range(n_v):
         anchored[comp[v]] |= has[v]
     if not np.all(anchored):
-        counters[2] = ERR_NO_ANCHOR
+        meta[2] = ERR_NO_ANCHOR
         return
     deg = np.zeros(n_v, np.int64)
     for j in range(n_e):
@@ -563,9 +462,8 @@ def search_pattern(inc, rel_dist, heads, tails, known, has, cand_ptr, cand_ids, 
         top = _new_top(top_k, n_v, n_e)
         a, b = cand_ptr[root], cand_ptr[root + 1]
         _enumerate(root, cand_ids[a:b], cand_dist[a:b], steps, lb_rest, inc, rel_dist, al_ptr, al_ids, heads, has,
-                   lk, cur, flags, comp_nodes, steps[:, 2].copy(), distinct == 1, top_k, deadline, top, pool,
-                   counters)
+                   lk, cur, flags, comp_nodes, steps[:, 2].copy(), distinct == 1, top_k, deadline, top, pool, meta)
         comp_info[ci, 0] = top[9][0]
         _store(top, ci, top_k, out_f, out_i)
-        if counters[1]:
+        if meta[1]:
             break
