@@ -949,6 +949,39 @@ def stale(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | 
     return bad
 
 
+
+# ----------------------------------------------------------------------------- the peers (docs/PEERS.md)
+PEERS_DOC = "docs/PEERS.md"
+
+
+def _peer_pct(key: str) -> Callable[[dict], str]:
+    """A peers.json score with its 95% interval, in percent: '62.2 [52.9, 70.6]'."""
+    def cell(r: dict) -> str:
+        ci = r.get(f"{key}_ci95")
+        value = r["ours" if key == "ours" else "peer_score"]
+        return f"{100 * value:.1f}" + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+    return cell
+
+
+def _peer_diff(r: dict) -> str:
+    d = r["difference"]
+    ci = d.get("ci95")
+    return f"{100 * d['mean']:+.1f}" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+
+
+def _peer_rows(peer: str, *label_cells) -> Rows:
+    return Rows("peers.json", "rows", *label_cells, "{metric}", _peer_pct("ours"), _peer_pct("peer"), _peer_diff,
+                "{n}", where=lambda r: r["peer"] == peer)
+
+
+_PEER_COLS = ("metric", "ours [95%]", "peer [95%]", "ours - peer [95%, paired]", "n")
+TABLES += [
+    Table("peers-kgp", PEERS_DOC, ("dataset", "ours", "reference") + _PEER_COLS,
+          [_peer_rows("kgp-ref", lambda r: r["dataset"].split(" (")[0], lambda r: r["ours_variant"].split(" (")[0],
+                      lambda r: r["peer_variant"].split(",")[0])]),
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 when a committed table differs from its JSON")
