@@ -64,7 +64,7 @@ def test_merge_rows_replaces_only_the_same_rows(tmp_path):
 def test_llm_server_is_started_answers_and_is_stopped(tmp_path):
     port = common.free_port()
     cmd = [sys.executable, str(ROOT / "tests" / "fake_openai.py"), "--port", str(port), "--model", "m"]
-    with common.llm_server("m", tmp_path / "server.log", command=cmd, port=port, timeout_s=120) as url:
+    with common.llm_server("m", tmp_path / "server.log", command=cmd, port=port, timeout_s=600) as url:
         assert url == f"http://127.0.0.1:{port}/v1"
         models = json.loads(urllib.request.urlopen(url + "/models", timeout=10).read())
         assert models["data"][0]["id"] == "m"
@@ -75,7 +75,7 @@ def test_llm_server_is_started_answers_and_is_stopped(tmp_path):
 def test_a_server_that_dies_at_start_is_reported_with_its_log(tmp_path):
     cmd = [sys.executable, "-c", "import sys; print('no model file here'); sys.exit(3)"]
     with pytest.raises(RuntimeError, match="exited with 3.*no model file here"):
-        with common.llm_server("m", tmp_path / "server.log", command=cmd, timeout_s=60):
+        with common.llm_server("m", tmp_path / "server.log", command=cmd, timeout_s=600):
             pass
 
 
