@@ -143,7 +143,7 @@ def test_kgp_passage_graph_labels_do_not_overlap():
     from kgrag_utils.methods.kgp import KGP, KGPConfig, figures as plots
 
     ds = load_dataset("sample-passages", split="test", limit=2, seed=0)
-    kgp = KGP(KGPConfig(graph="tfidf", traversal="nollm"), ds)
+    kgp = KGP.prepare(KGPConfig(graph="tfidf", traversal="nollm"), ds)
     q = ds.items[0]
     prep = kgp.prepare_question(q)
     res = kgp.retrieve(q, prep)

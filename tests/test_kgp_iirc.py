@@ -33,16 +33,16 @@ def test_iirc_pages_are_articles_elsewhere_documents():
     assert page_key_for("iirc") == "title" and page_key_for("fixture-iirc") == "title"
     assert page_key_for("musique") == "passage" and page_key_for("sample-passages") == "passage"
     sample = load_dataset("sample-passages", split="all", limit=1)
-    dset = KGP(KGPConfig(set_passages=0), sample).prepare_question(sample.items[0]).dset
+    dset = KGP.prepare(KGPConfig(set_passages=0), sample).prepare_question(sample.items[0]).dset
     assert dset.page_index is None and np.array_equal(dset.pages, dset.doc_index)  # unchanged elsewhere
 
 
 def test_a_question_set_is_its_linked_documents_plus_whole_distractor_articles(train):
     q = next(x for x in train.items if x.qid == "q-train-0")
-    own_only = KGP(KGPConfig(set_passages=0), train).prepare_question(q).dset
+    own_only = KGP.prepare(KGPConfig(set_passages=0), train).prepare_question(q).dset
     assert sorted(own_only.pids) == sorted(p.pid for p in q.paragraphs)
     assert len(own_only) == len(q.paragraphs) == 7 and own_only.summary()["pages"] == 3
-    dset = KGP(KGPConfig(set_passages=len(q.paragraphs) + 1), train).prepare_question(q).dset
+    dset = KGP.prepare(KGPConfig(set_passages=len(q.paragraphs) + 1), train).prepare_question(q).dset
     own_titles = {p.title for p in q.paragraphs}
     added = {t for t in dset.titles if t not in own_titles}
     assert added, "the target asks for distractors"
@@ -57,7 +57,7 @@ def test_a_question_set_is_its_linked_documents_plus_whole_distractor_articles(t
 
 def test_structural_page_nodes_join_the_paragraphs_of_one_article(train):
     q = train.items[0]
-    prep = KGP(KGPConfig(set_passages=0, graph="tfidf", structural=True, traversal="nollm"), train).prepare_question(q)
+    prep = KGP.prepare(KGPConfig(set_passages=0, graph="tfidf", structural=True, traversal="nollm"), train).prepare_question(q)
     dset, graph = prep.dset, prep.graph
     assert graph.n_doc_nodes == dset.n_pages < dset.n_docs
     for i in range(len(dset)):
@@ -66,7 +66,7 @@ def test_structural_page_nodes_join_the_paragraphs_of_one_article(train):
 
 
 def test_gold_units_are_the_supporting_paragraphs(train):
-    kgp = KGP(KGPConfig(set_passages=0), train)
+    kgp = KGP.prepare(KGPConfig(set_passages=0), train)
     for q in train.items:
         prep = kgp.prepare_question(q)
         assert prep.gold.kind == "document" and prep.gold.units == q.supporting

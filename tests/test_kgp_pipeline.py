@@ -87,7 +87,7 @@ def _fake(gold_by_question: dict[str, str]):
 def test_kgp_record_holds_every_stage(sample):
     q = sample.items[0]
     llm = _fake({q.question: q.answers[0]})
-    kgp = KGP(KGPConfig(traversal="llm", graph="tfidf", keyword_max_df=0.2, budget=8, branching=2,
+    kgp = KGP.prepare(KGPConfig(traversal="llm", graph="tfidf", keyword_max_df=0.2, budget=8, branching=2,
                                 set_passages=30), sample, llm=llm)
     rec = kgp.run_one(q)
     assert not rec["failed"], rec.get("traceback")
@@ -112,14 +112,14 @@ def test_no_llm_variants_never_load_a_model(sample):
             raise AssertionError("the LLM must not be used")
 
     for traversal, graph in (("nollm", "tfidf"), ("tfidf", "entity")):
-        kgp = KGP(KGPConfig(traversal=traversal, graph=graph, reader=False), sample, llm=Boom(), embedder=Boom())
+        kgp = KGP.prepare(KGPConfig(traversal=traversal, graph=graph, reader=False), sample, llm=Boom(), embedder=Boom())
         rec = kgp.run_one(sample.items[1])
         assert not rec["failed"], rec.get("traceback")
         assert "answer" not in rec and rec["tokens"]["agent_prompt"] == 0
 
 
 def test_whole_corpus_shares_one_graph(sample):
-    kgp = KGP(KGPConfig(traversal="nollm", graph="tfidf", whole_corpus=True, reader=False), sample)
+    kgp = KGP.prepare(KGPConfig(traversal="nollm", graph="tfidf", whole_corpus=True, reader=False), sample)
     a, b = kgp.prepare_question(sample.items[0]), kgp.prepare_question(sample.items[1])
     assert a.graph is b.graph and len(a.dset) == len(sample.corpus)
     assert a.gold.units != b.gold.units
@@ -129,7 +129,7 @@ def test_an_exception_becomes_a_failed_record(sample):
     def broken(prompt: str) -> str:
         raise RuntimeError("model crashed")
 
-    kgp = KGP(KGPConfig(traversal="llm", graph="entity", budget=10), sample, llm=load_llm("fake", responses=broken, cache=False))
+    kgp = KGP.prepare(KGPConfig(traversal="llm", graph="entity", budget=10), sample, llm=load_llm("fake", responses=broken, cache=False))
     rec = kgp.run_one(sample.items[0])
     assert rec["failed"] and "model crashed" in rec["error"] and rec["id"] == sample.items[0].qid
     s = summarize([rec])

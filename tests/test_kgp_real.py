@@ -9,7 +9,7 @@ from kgrag_utils.methods.kgp import KGP, KGPConfig, summarize
 
 
 def _run(ds, cfg):
-    kgp = KGP(cfg, ds)
+    kgp = KGP.prepare(cfg, ds)
     rows = kgp.run(ds.items, progress=False)
     assert not any(r["failed"] for r in rows), [r.get("error") for r in rows if r["failed"]][:1]
     return rows, summarize(rows)

@@ -35,7 +35,7 @@ def test_graph_gold_stats_on_a_known_graph():
 
 
 def test_density_grows_with_keywords_and_rows_are_complete(sample):
-    kgp = KGP(KGPConfig(traversal="nollm", reader=False, set_passages=40, keyword_max_df=0.5), sample)
+    kgp = KGP.prepare(KGPConfig(traversal="nollm", reader=False, set_passages=40, keyword_max_df=0.5), sample)
     rows = density_sweep(kgp, sample.items, "tfidf", values=[1, 3, 10])
     assert [r["value"] for r in rows] == [1, 3, 10] and all(r["n"] == 4 for r in rows)
     dens = [r["density"] for r in rows]
@@ -45,7 +45,7 @@ def test_density_grows_with_keywords_and_rows_are_complete(sample):
 
 
 def test_branching_sweep_trades_seeds_for_branches(sample):
-    kgp = KGP(KGPConfig(traversal="nollm", graph="tfidf", reader=False, budget=12), sample)
+    kgp = KGP.prepare(KGPConfig(traversal="nollm", graph="tfidf", reader=False, budget=12), sample)
     rows = branching_sweep(kgp, sample.items, values=[1, 2, 5])
     assert [r["n_seeds"] for r in rows] == [6, 4, 2]
     assert kgp.config.branching == 3  # the sweep restores the config
