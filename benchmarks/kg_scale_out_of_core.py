@@ -45,7 +45,7 @@ from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
 from kgrag_utils.methods.simgrag.gsd_enumerate import GSDConfig, Incidence
 from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
 from kgrag_utils.methods.simgrag.scale_retriever import ScaleRetriever
-from kgrag_utils.records import write_result
+from kgrag_utils.records import atomic_write_json, write_result
 from kgrag_utils.synthetic import synthetic_fact_chunks
 from kgrag_utils.synthetic_vectors import StructuredVectors
 
@@ -66,9 +66,7 @@ class State:
 
     def record(self, stage: str, seconds: float, **extra) -> None:
         self.data[stage] = {"s": round(seconds, 2), "peak_rss_gb": peak_rss_gb(), **extra}
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1) + "\n")
-        os.replace(tmp, self.path)
+        atomic_write_json(self.path, self.data)
         print(f"[{time.strftime('%H:%M:%S')}] {stage}: {self.data[stage]}", flush=True)
 
 
