@@ -152,3 +152,33 @@ def test_a_file_dataset_still_trains_on_its_own_file(tmp_path):
     ds = load_dataset("pq-file", split="test", path=str(tmp_path / "WC-P2.txt"))
     train = training_dataset(ds)
     assert train.split == "train" and train.info["options"]["path"] == str(tmp_path / "WC-P2.txt")
+
+
+# ----------------------------------------------------------------------------- case 11: the other scripts
+def test_kgp_retrieval_never_resumes_another_question_files_records(tmp_path, monkeypatch):
+    """kgp_retrieval keys its RunRecorder by its own code path: same ids, other questions, one --run-name."""
+    bench = benchmark_module("kgp_retrieval")
+    common = ["--dataset", "sample-passages", "--traversal", "tfidf", "--limit", "4", "--run-name", "kgp-shared",
+              "--no-progress"]
+    other = _same_ids_other_questions(tmp_path)
+    bench.main(common + ["--option", f"questions={other}", "--out", str(tmp_path / "other.json")])
+    bench.main(common + ["--out", str(tmp_path / "after.json")])
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "fresh-results"))
+    bench.main(common + ["--out", str(tmp_path / "fresh.json")])
+    got = {k: json.loads((tmp_path / f"{k}.json").read_text()) for k in ("other", "after", "fresh")}
+    [after], [fresh], [first] = (got[k]["results"] for k in ("after", "fresh", "other"))
+    assert after["n_resumed"] == 0 and fresh["n_resumed"] == 0
+    assert got["after"]["outcomes"] == got["fresh"]["outcomes"]  # its own questions, not the other file's
+    assert got["other"]["outcomes"] != got["fresh"]["outcomes"]
+    assert first["run_name"] == after["run_name"] == "kgp-shared"
+
+
+def test_every_resuming_benchmark_keys_its_runs_by_the_evaluated_data():
+    """A script that takes --dataset/--option and resumes through RunRecorder puts evaluation_params into the key."""
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    missing = [p.name for p in sorted(root.glob("*.py"))
+               if "add_dataset_arguments(" in (text := p.read_text(encoding="utf-8")) and "RunRecorder(" in text
+               and not re.search(r"\bevaluation_params(_from_args)?\(", text)]
+    assert not missing, missing
