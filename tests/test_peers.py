@@ -79,6 +79,23 @@ def test_a_server_that_dies_at_start_is_reported_with_its_log(tmp_path):
             pass
 
 
+def test_server_threads_follow_the_projects_llm_threads_setting(monkeypatch):
+    import kgrag_utils.llm.gguf_assets as gguf_assets
+
+    monkeypatch.setattr(gguf_assets, "assemble", lambda spec: Path("/models/m.gguf"))
+
+    def flag(cmd, name):
+        return cmd[cmd.index(name) + 1]
+
+    monkeypatch.setenv("KGRAG_LLM_THREADS", "1")
+    cmd = common.server_command("qwen2.5-coder-1.5b", 8080)
+    assert flag(cmd, "--n_threads") == "1" and flag(cmd, "--n_threads_batch") == "1"
+    monkeypatch.setenv("KGRAG_LLM_THREADS", "3")
+    cmd = common.server_command("qwen2.5-coder-1.5b", 8080)
+    assert flag(cmd, "--n_threads") == "3" and flag(cmd, "--n_threads_batch") == "3"
+    assert flag(common.server_command("qwen2.5-coder-1.5b", 8080, threads=2), "--n_threads_batch") == "2"
+
+
 def test_missing_peer_environment_names_the_setup_command(tmp_path, monkeypatch):
     monkeypatch.setenv("PEERS_HOME", str(tmp_path))
     with pytest.raises(SystemExit, match="benchmarks/peers/setup.sh vector-graph-rag"):

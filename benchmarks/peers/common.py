@@ -81,10 +81,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_command(preset: str, port: int, n_ctx: int = 8192, threads: int = 2) -> list[str]:
-    """llama-cpp-python's OpenAI-compatible server on the packaged GGUF of `preset`, served as `preset`."""
+def server_command(preset: str, port: int, n_ctx: int = 8192, threads: int | None = None) -> list[str]:
+    """llama-cpp-python's OpenAI-compatible server on the packaged GGUF of `preset`, served as `preset`.
+
+    `threads` (prompt and generation threads alike): default `settings.llm_threads()`, i.e. KGRAG_LLM_THREADS,
+    the same knob the project's own llama.cpp backend follows, so both sides of a comparison decode alike.
+    """
     from kgrag_utils.llm.gguf_assets import assemble
     from kgrag_utils.llm.presets import get_preset
+    from kgrag_utils.settings import llm_threads
+
+    threads = llm_threads() if threads is None else threads
 
     spec = get_preset(preset)
     if spec.gguf is None:
