@@ -982,6 +982,121 @@ TABLES += [
 ]
 
 
+# ----------------------------------------------------------------------------- demonstrations (docs/DEMONSTRATIONS.md)
+DEMOS_DOC = "docs/DEMONSTRATIONS.md"
+DEMO_HOPS = ("1",)  # the hops whose nearest-8 run has a result file (docs/DEMONSTRATIONS.md says how far each got)
+PAIRED_HOPS = ()  # the hops with a fixed-8 run on the same seeded questions
+
+
+def _rate_ci(subset: str, metric: str) -> Callable[[Any], str]:
+    """A cell: a simgrag_e2e rate in percent with its Wilson 95% interval, from the summary's rate and n."""
+    from kgrag_utils.metrics import wilson_interval
+
+    def cell(data: Any) -> str:
+        part = lookup(data, f"summary/{subset}", "summary")
+        n = part["n"]
+        w = wilson_interval(round(part[metric] * n), n)
+        return f"{fmt(part[metric], '%.1f')} [{fmt(w['low'], '%.1f')}, {fmt(w['high'], '%.1f')}]"
+    return cell
+
+
+def _tokens_per_q(data: Any) -> str:
+    t, n = data["summary"]["tokens"], data["n_questions"]
+    return (f"{t['pattern_prompt'] / n:,.0f} + {t['pattern_completion'] / n:,.0f} / "
+            f"{t['answer_prompt'] / n:,.0f} + {t['answer_completion'] / n:,.0f}")
+
+
+def _llm_seconds(data: Any) -> str:
+    s = data["seconds"]
+    return f"{s['llm_s_per_uncached_question']:.1f} ({s['n_uncached_questions']})" if s.get("n_uncached_questions") else "-"
+
+
+def _demo_row(file: str, hop: str, setting: str | None, questions: str) -> Row:
+    return Row(file, hop, setting or "{setting}", questions, _rate_ci("all", "hits@1"), _rate_ci("all", "containment"),
+               _rate_ci("answerable", "hits@1"), "{summary/answerable/n}",
+               "{summary/failed_stage/pattern} / {summary/failed_stage/retrieval} / {summary/failed_stage/generation}",
+               _tokens_per_q, _llm_seconds)
+
+
+_DEMO_COLS = ("hop", "setting", "questions", "strict Hits@1 [95%]", "lenient [95%]", "strict, answerable [95%]",
+              "answerable", "wrong at pattern / retrieval / generation",
+              "tokens / q: pattern in + out / answer in + out", "LLM s / q (questions computed)")
+_FIXED50 = "fixed 8 (the paper's shots), schema, anchor"
+_OTHER50 = "50: the first of the seeded 100 (other questions)"
+TABLES += [
+    Table("demos-simgrag-metaqa", DEMOS_DOC, _DEMO_COLS, [
+        row for hop in DEMO_HOPS for row in (
+            _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json", f"{hop}-hop", None,
+                      "{n_questions}: the first of the seeded {n_planned}"),
+            _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_schema_anchor.json", f"{hop}-hop", _FIXED50, _OTHER50))
+    ]),
+]
+
+
+class QtypeRows(Row):
+    """One row per question type of a simgrag_e2e run (its report's by_qtype), most frequent first."""
+
+    def __init__(self, file: str, hop: str):
+        super().__init__(file)
+        self.hop = hop
+
+    def render(self, results: Path) -> list[list[str]]:
+        by_type = lookup(_load(results, self.file), "report/by_qtype", self.file)
+        return [[self.hop, qtype.replace("_", " "), str(r["n"]), str(r["hits@1"]),
+                 f"{r['pattern']} / {r['retrieval']} / {r['generation']}"] for qtype, r in by_type.items()]
+
+
+TABLES += [
+    Table("demos-simgrag-qtypes", DEMOS_DOC, ("hop", "question type", "n", "strict Hits@1", "wrong at pattern / "
+                                              "retrieval / generation"),
+          [QtypeRows(f"simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json", f"{hop}-hop") for hop in DEMO_HOPS]),
+]
+
+
+def _sign_test_p(b: int, c: int) -> float:
+    """Two-sided exact sign test (McNemar's exact test) of b against c discordant pairs."""
+    from math import comb
+
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(0, min(b, c) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+class PairedRow(Row):
+    """Two simgrag_e2e runs on the same questions (the ids both recorded): strict Hits@1 of each, paired."""
+
+    def __init__(self, hop: str, fixed: str, nearest: str):
+        super().__init__(None)
+        self.hop, self.fixed, self.nearest = hop, fixed, nearest
+
+    def render(self, results: Path) -> list[list[str]]:
+        a = lookup(_load(results, self.fixed), "outcomes/simgrag", self.fixed)
+        b = lookup(_load(results, self.nearest), "outcomes/simgrag", self.nearest)
+        ids = [i for i in a if i in b]
+        if not ids:
+            raise TableError(f"{self.fixed} and {self.nearest} share no question")
+        right_a = sum(a[i]["hits@1"] == 1.0 for i in ids)
+        right_b = sum(b[i]["hits@1"] == 1.0 for i in ids)
+        only_b = sum(b[i]["hits@1"] == 1.0 and a[i]["hits@1"] != 1.0 for i in ids)
+        only_a = sum(a[i]["hits@1"] == 1.0 and b[i]["hits@1"] != 1.0 for i in ids)
+        pattern = [sum(o[i]["failed_stage"] == "pattern" for i in ids) for o in (a, b)]
+        n = len(ids)
+        return [[self.hop, str(n), fmt(right_a / n, "%.1f"), fmt(right_b / n, "%.1f"),
+                 fmt((right_b - right_a) / n, "%+.1f"), f"{only_b} / {only_a}", f"{_sign_test_p(only_b, only_a):.2g}",
+                 f"{pattern[0]} / {pattern[1]}"]]
+
+
+_PAIRED = [(hop, f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", f"simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json")
+           for hop in PAIRED_HOPS]
+TABLES += [
+    Table("demos-simgrag-paired", DEMOS_DOC,
+          ("hop", "same questions", "fixed 8: strict Hits@1", "nearest 8: strict Hits@1", "nearest - fixed",
+           "right only with nearest / only with fixed", "exact sign test p", "wrong at pattern: fixed / nearest"),
+          [PairedRow(f"{hop}-hop", f, n) for hop, f, n in _PAIRED]),
+]
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 when a committed table differs from its JSON")
