@@ -13,7 +13,7 @@ from pydantic import model_validator
 from ...errors import ConfigError
 from ..base import MethodConfig
 
-__all__ = ["VARIANTS", "VARIANT_LABELS", "KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "RECALL_KS", "VectorRerankConfig", "PUBLISHED_RECALL5", "MEASURED_NAIVE_MUSIQUE",
+__all__ = ["VARIANTS", "VARIANT_LABELS", "KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "RECALL_KS", "VectorRerankConfig", "MEASURED_NAIVE_MUSIQUE",
            "parse_variants", "gold_key_for"]
 
 #: the named variants, cheapest first (rerank-filled is ours: it isolates the LLM's reordering of the
@@ -27,9 +27,6 @@ VARIANT_LABELS = {
     "rerank-padded": "rerank-padded: rerank topped up with naive passages (as the published evaluation did)",
     "rerank-filled": "rerank-filled: the LLM's choices, then its other candidates by similarity (graph only, no naive)",
 }
-
-#: the authors' published Recall@5 (in `published`; re-exported here for older imports)
-from .published import PUBLISHED_RECALL5  # noqa: E402
 
 #: naive MiniLM dense retrieval over the 1,890-passage MuSiQue corpus, 100 questions
 #: (docs/METHODS.md#vector-rerank-measurements; benchmarks/results/vector_rerank_musique.json)
