@@ -408,3 +408,17 @@ def test_relation_distances_with_many_relations_equal_the_exact_top_m():
             assert sorted(keep.tolist()) == sorted(np.argsort(full[j])[:m].tolist())
             np.testing.assert_allclose(got[j, keep], full[j, keep], rtol=0, atol=1e-12)
         assert got[3, 5] == 0.0 and got[4, 700] == 0.0
+
+
+def test_time_limit_clock_is_the_threads_cpu_time_so_load_cannot_cut_a_search():
+    """The compiled loop's clock is time.thread_time's: sleeping (a descheduled process) does not advance it."""
+    import time as _time
+
+    from kgrag_utils.methods.simgrag import gsd_kernel
+
+    if not gsd_kernel.CPU_CLOCK_IN_LOOP:
+        pytest.skip("the in-loop clock is Linux-only")
+    a, t = gsd_kernel._now(), _time.thread_time()
+    assert abs(a - t) < 0.05  # the same clock as time.thread_time
+    _time.sleep(0.3)
+    assert gsd_kernel._now() - a < 0.1  # a wall clock would have moved 0.3 s

@@ -37,7 +37,7 @@ class GSDConfig:
     injective: bool = False  # True: no KG entity or fact serves two pattern nodes / edges (no walks)
     direction: str = "any"  # "any": a pattern edge matches a fact either way; "same": only its own way
     distinct: bool = True  # mappings that use the same facts count once
-    time_limit_s: float | None = 2.0
+    time_limit_s: float | None = 2.0  # CPU seconds of the searching thread (not wall time: load-independent)
     type_topk: int = 16  # entity types per UNKNOWN node of an unanchored component (reference: 16)
 
     def __post_init__(self):
@@ -298,7 +298,7 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
     mapped node, then the KG's fact order. The bound on (GSD, tie) is admissible because both parts
     only grow along a branch. The compiled loop (gsd_kernel.py) does all of it.
     """
-    t0 = time.perf_counter() if start is None else start
+    t0 = time.thread_time() if start is None else start  # CPU time of this thread (gsd_kernel.py: why)
     deadline = t0 + config.time_limit_s if config.time_limit_s is not None else np.inf
     n_v, n_e, k = len(pattern.nodes), len(pattern.edges), config.top_k
     rel_dist = candidates.rel_dist
