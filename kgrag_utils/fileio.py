@@ -67,6 +67,7 @@ def open_in_folder(folder: Path | str, name: str, flags: int, mode: int = 0o666)
             if exc.errno == errno.ENXIO:  # a FIFO nobody reads
                 raise UnsafeFileError(f"{folder / name} is not a regular file: kgrag writes only plain files in "
                                       f"a results folder; move it away and rerun.") from None
+            exc.filename = str(folder / name)  # opened relative to dir_fd: name the whole path in messages
             raise
         finally:
             os.close(dfd)

@@ -168,3 +168,43 @@ def test_reusing_a_run_name_with_other_parameters_is_refused_and_force_keeps_the
     rows, _ = records.read_examples(results / "reused" / records.EXAMPLES_FILE)
     assert {r["word"] for r in rows} == {"second"}
     assert json.loads(sorted((results / "reused").glob("run.json.replaced-*"))[0].read_text())["status"] == "ok"
+
+
+# ----------------------------------------------------------------------------- case 2: a permission error
+def _without_dac_override() -> list[str]:
+    """A prefix under which a folder's permission bits bind (root ignores them: drop CAP_DAC_OVERRIDE), or skip."""
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
+
+
+@pytest.mark.slow
+def test_a_forbidden_run_folder_is_one_line_and_the_grid_goes_on(tmp_path):
+    nb = toy_notebook(tmp_path / "nbs")
+    grid = tmp_path / "forbidden.yaml"
+    grid.write_text(f"name: forbidden\nruns:\n  - notebook: {nb}\n    parameters: {{limit: 1}}\n"
+                    f"    grid: {{word: [a, b]}}\n", encoding="utf-8")
+    runs = runner.expand_grid(runner.load_grid(grid))
+    names = [runner.run_name_for(p, runner.check_run_parameters(p, prm)) for p, prm in runs]
+    results = Path(os.environ["KGRAG_RESULTS_DIR"])
+    forbidden = results / names[0]
+    forbidden.mkdir(parents=True)
+    forbidden.chmod(0o555)  # someone else's run folder in a shared results folder: not writable for us
+    prefix = _without_dac_override()
+    probe = subprocess.run([*prefix, "sh", "-c", f"touch '{forbidden}/probe'"], capture_output=True, text=True)
+    if probe.returncode == 0 or (prefix and "setpriv" in probe.stderr):
+        pytest.skip(f"a permission error cannot be made here (root keeps CAP_DAC_OVERRIDE: {probe.stderr.strip()})")
+    cmd = [*prefix, sys.executable, "-m", "kgrag_utils.cli"]
+    try:
+        one = subprocess.run([*cmd, "run", str(nb), "-p", "limit=1", "-p", "word=a", "--run-name", names[0]],
+                             env=_env(), capture_output=True, text=True, timeout=WAIT_S)
+        done = subprocess.run([*cmd, "grid", str(grid)], env=_env(), capture_output=True, text=True, timeout=WAIT_S)
+    finally:
+        forbidden.chmod(0o755)
+    assert one.returncode == 2 and "Traceback" not in one.stderr, one.stderr[-3000:]
+    [line] = _error_lines(one.stderr)
+    assert str(forbidden) in line and "permission denied" in line and "EACCES" in line, line
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    summary = (Path(os.environ["KGRAG_RUNS_DIR"]) / "forbidden" / "summary.csv").read_text(encoding="utf-8")
+    rows = {line.split(",")[1]: line for line in summary.splitlines()[1:] if line.count(",") > 3}
+    assert ",failed," in rows[names[0]] and "EACCES" in rows[names[0]], summary
+    assert ",ok," in rows[names[1]], summary  # the grid went on past the forbidden folder
+    assert records.read_run(results / names[1])["status"] == "ok"
