@@ -20,7 +20,7 @@ from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
 from kgrag_utils.methods.simgrag.oracle import oracle_pattern
-from kgrag_utils.methods.simgrag.demos import pattern_demo, pattern_demo_pool
+from kgrag_utils.methods.simgrag.demos import pattern_demo, pattern_demo_pool, requested_demos
 from kgrag_utils.methods.simgrag.pattern import load_prompt_file, render_pattern_answer
 from kgrag_utils.methods.simgrag.samples import merge_samples, vote
 
@@ -361,3 +361,14 @@ def test_the_preset_default_uses_nearest_demos_only_where_the_dataset_has_them(m
         SimGRAG.prepare(config.replace(split="dev", demos="nearest"), dev, embedder=WordsEmbedder())
     # a preset without the field's override (the fake test double) keeps the fixed shots
     assert SimGRAG.prepare(config.replace(llm_preset="fake"), movies2, embedder=WordsEmbedder()).demos_mode == "fixed"
+
+
+def test_the_packaged_presets_default_demonstrations_are_the_measured_ones():
+    """docs/DEMONSTRATIONS.md#defaults: the 1.5B measured better with nearest demonstrations on every MetaQA hop;
+    the other presets were not measured and keep the paper's fixed shots."""
+    from kgrag_utils.llm.presets import PRESETS
+
+    assert PRESETS["qwen2.5-coder-1.5b"].demos == "nearest"
+    assert {name for name, p in PRESETS.items() if p.demos == "nearest"} == {"qwen2.5-coder-1.5b"}
+    config = SimGRAGConfig(llm_preset="qwen2.5-coder-1.5b")
+    assert requested_demos(config) == "nearest" and requested_demos(config.replace(demos="fixed")) == "fixed"

