@@ -66,6 +66,9 @@ else:  # pragma: no cover
         return -np.inf
 
 
+_DEG_CAP = (1 << 31) - 1  # degrees above it rank as equal (c_rank = rank * 2**31 + cap - degree)
+
+
 @nb.njit(cache=True, inline="always")
 def _less(ca, ta, ra, pa, cb, tb, rb, pb):
     """(cost, tie, rank, position) a < b, lexicographically."""
@@ -190,7 +193,9 @@ def _expand(i, partial, tie, steps, lb_rest, inc, rel_dist, al_ptr, al_ids, edge
             if not _admits(total + rest, child_tie, t_cost, t_tie):
                 continue
             c_cost[top], c_rel[top], c_eid[top], c_rev[top] = total, d_rel, f, flipped
-            c_tie[top], c_nbr[top], c_node[top], c_rank[top] = child_tie, y, node_cost, rank
+            # ties: the better-ranked candidate, then the entity with more facts (a popularity prior)
+            popular = _DEG_CAP - min(indptr[y + 1] - indptr[y], _DEG_CAP) if tree else 0
+            c_tie[top], c_nbr[top], c_node[top], c_rank[top] = child_tie, y, node_cost, rank * (_DEG_CAP + 1) + popular
             c_ord[top] = top
             top += 1
     if i + 1 < steps.shape[0]:  # the last step's children are offered unsorted (_offer_leaves)
@@ -237,8 +242,8 @@ def _fact_set(chosen, comp_edges, out):
 
 
 @nb.njit(cache=True, inline="always")
-def _before(cost, tie, major, minor, top, it):
-    """Does (cost, tie, major, minor) rank before item `it` of the top k?"""
+def _before(cost, tie, major, minor, pos, top, it):
+    """Does (cost, tie, major, minor, pos) rank before item `it` of the top k?"""
     c, t, seq = top[0][it], top[1][it], top[2]
     if cost != c:
         return cost < c
@@ -246,35 +251,38 @@ def _before(cost, tie, major, minor, top, it):
         return tie < t
     if major != seq[it, 0]:
         return major < seq[it, 0]
-    return minor < seq[it, 1]
+    if minor != seq[it, 1]:
+        return minor < seq[it, 1]
+    return pos < seq[it, 2]
 
 
 @nb.njit(cache=True)
-def _offer(cost, tie, major, minor, cur, comp_nodes, comp_edges, distinct, top_k, top, key):
+def _offer(cost, tie, major, minor, pos_, cur, comp_nodes, comp_edges, distinct, top_k, top, key):
     """Add a finished match to the top k, ranked by (cost, tie, major, minor): major numbers the leaf
-    expansions in DFS order, minor is (candidate rank, position) within one, so the order is that of
-    visiting every branch's children sorted; distinct: one match per fact set, the best-ranked."""
+    expansions in DFS order, minor (candidate rank, then more facts first) and pos the order within one,
+    so the order is that of visiting every branch's children sorted; distinct: one match per fact set."""
     mapping, nterm, has_nterm, chosen, eterm, revs = cur
     top_cost, top_tie, top_seq, top_nodes, top_edges, top_nterm, top_eterm, top_rev, top_keys, state = top
     n_items = state[0]
-    if n_items >= top_k and not _before(cost, tie, major, minor, top, n_items - 1):
+    if n_items >= top_k and not _before(cost, tie, major, minor, pos_, top, n_items - 1):
         return
     _fact_set(chosen, comp_edges, key)
     if distinct:
         for it in range(n_items):
             if _same(top_keys[it], key):
-                if not _before(cost, tie, major, minor, top, it):
+                if not _before(cost, tie, major, minor, pos_, top, it):
                     return
                 for b in range(it, n_items - 1):  # the better match replaces the old one
                     _copy_item(top, b + 1, b)
                 n_items -= 1
                 break
     pos = n_items
-    while pos > 0 and _before(cost, tie, major, minor, top, pos - 1):
+    while pos > 0 and _before(cost, tie, major, minor, pos_, top, pos - 1):
         pos -= 1
     for b in range(min(n_items, top_k - 1), pos, -1):
         _copy_item(top, b - 1, b)
-    top_cost[pos], top_tie[pos], top_seq[pos, 0], top_seq[pos, 1] = cost, tie, major, minor
+    top_cost[pos], top_tie[pos] = cost, tie
+    top_seq[pos, 0], top_seq[pos, 1], top_seq[pos, 2] = major, minor, pos_
     top_nodes[pos, :] = -1
     top_nterm[pos, :] = np.nan
     top_edges[pos, :] = -1
@@ -318,8 +326,8 @@ def _offer_leaves(depth, start, end, steps, has, cur, pool, comp_nodes, comp_edg
             mapping[w] = c_nbr[c]
             if has[w]:
                 nterm[w], has_nterm[w] = c_node[c], True
-        _offer(c_cost[c], c_tie[c], major, (c_rank[c] << 31) | (c - start), cur, comp_nodes, comp_edges, distinct,
-               top_k, top, key)
+        _offer(c_cost[c], c_tie[c], major, c_rank[c], c - start, cur, comp_nodes, comp_edges, distinct, top_k, top,
+               key)
 
 
 @nb.njit(cache=True)
@@ -341,7 +349,7 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
         mapping[root], nterm[root], has_nterm[root] = root_ids[rc], d, True
         if n_steps == 0:
             top[9][1] += 1
-            _offer(d, 0, top[9][1], 0, cur, comp_nodes, comp_edges, distinct, top_k, top, key)
+            _offer(d, 0, top[9][1], 0, 0, cur, comp_nodes, comp_edges, distinct, top_k, top, key)
             continue
         depth, partial, tie = 0, d, 0
         d_cur[0] = -1
@@ -385,7 +393,7 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
 
 @nb.njit(cache=True)
 def _new_top(top_k, n_v, n_e):
-    return (np.empty(top_k), np.zeros(top_k, np.int64), np.zeros((top_k, 2), np.int64),
+    return (np.empty(top_k), np.zeros(top_k, np.int64), np.zeros((top_k, 3), np.int64),
             np.full((top_k, n_v), -1, np.int64), np.full((top_k, n_e), -1, np.int64), np.full((top_k, n_v), np.nan),
             np.zeros((top_k, n_e)), np.zeros((top_k, n_e), np.bool_), np.full((top_k, max(n_e, 1)), -1, np.int64),
             np.zeros(2, np.int64))
