@@ -422,3 +422,27 @@ def test_time_limit_clock_is_the_threads_cpu_time_so_load_cannot_cut_a_search():
     assert abs(a - t) < 0.05  # the same clock as time.thread_time
     _time.sleep(0.3)
     assert gsd_kernel._now() - a < 0.1  # a wall clock would have moved 0.3 s
+
+
+def _as_tuples(result):
+    return [[(sg.gsd, sg.nodes, sg.edges, sg.node_terms, sg.edge_terms, sg.reversed) for sg in comp]
+            for comp in result.components]
+
+
+def test_reused_search_buffers_give_the_results_of_fresh_ones():
+    """The incidence keeps the compiled search's output rows and child pool between calls: patterns of
+    other shapes and sizes searched in between must not leak into a later search's results."""
+    rng = np.random.default_rng(7)
+    kg = random_kg(rng, 9, 3, 30)
+    ent_vecs, rel_vecs = unit(rng, 9, 4), unit(rng, 3, 4)
+    cases = []
+    for shape in sorted(SHAPES) * 2:
+        pattern = random_pattern(rng, shape)
+        cases.append((pattern, random_candidates(rng, kg, pattern, ent_vecs, rel_vecs, 4)))
+    shared = Incidence(kg)
+    for config in CONFIGS[:3]:
+        for pattern, cand in cases:
+            got = search_topk(shared, pattern, cand, config)
+            fresh = search_topk(Incidence(kg), pattern, cand, config)
+            assert _as_tuples(got) == _as_tuples(fresh)
+            assert got.nodes_expanded == fresh.nodes_expanded and got.dfs_ms >= 0.0

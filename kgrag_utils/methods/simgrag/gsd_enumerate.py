@@ -77,6 +77,7 @@ class Incidence:
         np.cumsum(counts, out=self.indptr[1:])
         self.num_relations = kg.num_relations
         self._max_degree = None
+        self._pool, self._out = None, {}
 
     @classmethod
     def from_arrays(cls, indptr, nbr, rel, eid, out, num_relations: int) -> "Incidence":
@@ -86,6 +87,7 @@ class Incidence:
         self.indptr, self.nbr, self.rel, self.eid, self.out = indptr, nbr, rel, eid, out
         self.num_relations = int(num_relations)
         self._max_degree = None
+        self._pool, self._out = None, {}
         return self
 
     @property
@@ -103,6 +105,22 @@ class Incidence:
         if self._max_degree is None:
             self._max_degree = int(np.diff(self.indptr).max()) if self.indptr.size > 1 else 0
         return self._max_degree
+
+    def buffers(self, n_v: int, n_e: int, top_k: int) -> tuple[np.ndarray, ...]:
+        """The compiled search's output rows, its `meta` and its child pool (room for n_e * max degree
+        children), for a pattern of n_v nodes and n_e edges; allocated once per shape and reused, since
+        fresh ones per call (page faults, allocator work) cost a small pattern's search more than the
+        search itself. The caller copies out what it keeps before the next search; the compiled call holds
+        the GIL, so searches from several threads never use them at the same time."""
+        rows = max(1, n_e * self.max_degree)
+        if self._pool is None or self._pool[0].size < gsd_kernel.POOL_F * rows:
+            self._pool = (np.empty(gsd_kernel.POOL_F * rows), np.empty(gsd_kernel.POOL_I * rows, dtype=np.int64))
+        out = self._out.get((n_v, n_e, top_k))
+        if out is None:
+            out = self._out[(n_v, n_e, top_k)] = (
+                np.empty((n_v * top_k, 1 + n_v + n_e)), np.empty((n_v * top_k, 1 + n_v + 2 * n_e), dtype=np.int64),
+                np.zeros(gsd_kernel.META_HEAD + 5 * n_v + 4 * n_e, dtype=np.int64))
+        return (*out, *self._pool)
 
     def around(self, x: int, allowed_mask: np.ndarray, allowed_sorted: np.ndarray) -> np.ndarray:
         """Positions of the facts around entity x whose relation is allowed."""
@@ -211,6 +229,7 @@ class SearchResult:
     components: list[list[Subgraph]]
     nodes_expanded: int = 0
     timed_out: bool = False
+    dfs_ms: float = 0.0  # the compiled depth-first enumeration alone (no planning, set-up or result objects)
     timings: dict = field(default_factory=dict)
     orders: list[list[tuple[int, int, int, bool]]] = field(default_factory=list)
     candidates: Candidates | None = None
@@ -234,7 +253,7 @@ class SearchResult:
 # ----------------------------------------------------------------------------- the search
 
 
-def _kernel_inputs(pattern: Pattern, candidates: Candidates, config: GSDConfig, capacity: int):
+def _kernel_inputs(pattern: Pattern, candidates: Candidates, config: GSDConfig):
     """The pattern as search_pattern's `pat` array (sizes, options, edge ends, flags, candidate offsets)
     and the candidates of every known (or typed) node concatenated."""
     nodes, edges = pattern.nodes, pattern.edges
@@ -254,7 +273,7 @@ def _kernel_inputs(pattern: Pattern, candidates: Candidates, config: GSDConfig, 
             has.append(False)
             ptr.append(ptr[-1])
     pat = np.array([len(nodes), len(edges), config.top_k, config.injective, config.direction == "same",
-                    config.distinct, _DENSE_SCAN, capacity, *[e.head for e in edges], *[e.tail for e in edges],
+                    config.distinct, _DENSE_SCAN, *[e.head for e in edges], *[e.tail for e in edges],
                     *known, *has, *ptr], dtype=np.int64)
     if len(ids) == 1:
         return pat, np.asarray(ids[0], dtype=np.int64), np.asarray(dist[0], dtype=np.float64)
@@ -267,14 +286,19 @@ def _subgraphs(f_rows: list, i_rows: list, n_v: int, n_e: int, ci: int, root: in
     """Subgraph objects from the compiled search's output rows of component ci (layout: gsd_kernel)."""
     nodes = [root] + [w for _, w, _, tree in steps if tree]  # in the order the search maps them
     edges = [j for _, _, j, _ in steps]
+    n_nodes = len(nodes)
+    at_nodes = [1 + v for v in nodes]
+    at_edges = [1 + n_v + j for j in edges]
+    at_rev = [1 + n_v + n_e + j for j in edges]
     out = []
     for f, i in zip(f_rows, i_rows):
-        mapped = {v: i[1 + v] for v in nodes}
+        entities = [i[a] for a in at_nodes]
+        terms = [f[a] for a in at_nodes]
         out.append(Subgraph(
-            f[0], ci, mapped, {j: i[1 + n_v + j] for j in edges},
-            {v: f[1 + v] for v in nodes if f[1 + v] == f[1 + v]},  # NaN: no term (an UNKNOWN node)
-            {j: f[1 + n_v + j] for j in edges}, {j: i[1 + n_v + n_e + j] == 1 for j in edges},
-            len(set(mapped.values())) == len(mapped)))
+            f[0], ci, dict(zip(nodes, entities)), dict(zip(edges, [i[a] for a in at_edges])),
+            {v: t for v, t in zip(nodes, terms) if t == t},  # NaN: no term (an UNKNOWN node)
+            dict(zip(edges, [f[a] for a in at_edges])), dict(zip(edges, [i[a] == 1 for a in at_rev])),
+            len(set(entities)) == n_nodes))
     return out
 
 
@@ -309,10 +333,9 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
         raise ConfigError(f"candidates hold {rel_dist.shape[0]} relation rows for a pattern of {n_e} edges.")
     if rel_dist.dtype != np.float64 or not rel_dist.flags.c_contiguous:
         rel_dist = np.ascontiguousarray(rel_dist, dtype=np.float64)
-    pat, ids, dist = _kernel_inputs(pattern, candidates, config, max(1, n_e * incidence.max_degree))
-    out_f, out_i = np.empty((n_v * k, 1 + n_v + n_e)), np.empty((n_v * k, 1 + n_v + 2 * n_e), dtype=np.int64)
-    meta = np.zeros(gsd_kernel.META_HEAD + 5 * n_v + 4 * n_e, dtype=np.int64)
-    gsd_kernel.search_pattern(incidence.arrays, rel_dist, pat, ids, dist, deadline, out_f, out_i, meta)
+    pat, ids, dist = _kernel_inputs(pattern, candidates, config)
+    out_f, out_i, meta, pool_f, pool_i = incidence.buffers(n_v, n_e, k)
+    gsd_kernel.search_pattern(incidence.arrays, rel_dist, pat, ids, dist, deadline, out_f, out_i, meta, pool_f, pool_i)
     meta = meta.tolist()
     if meta[2] == gsd_kernel.ERR_NO_ANCHOR:
         raise ConfigError("a pattern component has no known entity and no type candidates: validate the pattern "
@@ -333,4 +356,4 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
             f_rows, i_rows = out_f.tolist(), out_i.tolist()
         rows = slice(ci * k, ci * k + n_items)
         results.append(_subgraphs(f_rows[rows], i_rows[rows], n_v, n_e, ci, root, steps) if n_items else [])
-    return SearchResult(results, meta[0], bool(meta[1]), orders=orders)
+    return SearchResult(results, meta[0], bool(meta[1]), meta[4] * 1e-6, orders=orders)

@@ -30,7 +30,7 @@ from numba.extending import intrinsic
 
 from .gsd_plan import _allowed_relations, _bounds, _components, _lookups, _order
 
-__all__ = ["search_pattern", "CPU_CLOCK_IN_LOOP", "ERR_NO_ANCHOR"]
+__all__ = ["search_pattern", "CPU_CLOCK_IN_LOOP", "ERR_NO_ANCHOR", "META_HEAD", "POOL_F", "POOL_I"]
 
 #: search_pattern's error code: a component without any node that has entity candidates
 ERR_NO_ANCHOR = 1
@@ -40,29 +40,44 @@ ERR_NO_ANCHOR = 1
 CPU_CLOCK_IN_LOOP = sys.platform.startswith("linux")
 
 
-@intrinsic
-def _clock_thread_cpu(typingctx):
-    """clock_gettime(CLOCK_THREAD_CPUTIME_ID) in seconds, called by symbol name (so the compiled code caches)."""
-    def codegen(context, builder, signature, args):
-        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
-        ts_t = ir.LiteralStructType([i64, i64])
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, ts_t.as_pointer()]),
-                                            "clock_gettime")
-        ts = cgutils.alloca_once(builder, ts_t)
-        builder.call(fn, [ir.Constant(i32, 3), ts])  # 3: CLOCK_THREAD_CPUTIME_ID on Linux
-        sec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 0)), f64)
-        nsec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 1)), f64)
-        return builder.fadd(sec, builder.fmul(nsec, ir.Constant(f64, 1e-9)))
-    return types.float64(), codegen
+def _clock_intrinsic(clock_id: int, doc: str):
+    """An intrinsic reading clock_gettime(clock_id) in seconds, called by symbol name (so the compiled code
+    caches)."""
+    def clock(typingctx):
+        def codegen(context, builder, signature, args):
+            i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
+            ts_t = ir.LiteralStructType([i64, i64])
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, ts_t.as_pointer()]),
+                                                "clock_gettime")
+            ts = cgutils.alloca_once(builder, ts_t)
+            builder.call(fn, [ir.Constant(i32, clock_id), ts])
+            sec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 0)), f64)
+            nsec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 1)), f64)
+            return builder.fadd(sec, builder.fmul(nsec, ir.Constant(f64, 1e-9)))
+        return types.float64(), codegen
+    clock.__doc__ = doc
+    return intrinsic(clock)
+
+
+_clock_thread_cpu = _clock_intrinsic(3, "clock_gettime(CLOCK_THREAD_CPUTIME_ID): the time limit's clock")
+_clock_monotonic = _clock_intrinsic(1, "clock_gettime(CLOCK_MONOTONIC), time.perf_counter's: the DFS clock")
 
 
 if CPU_CLOCK_IN_LOOP:
     @nb.njit(cache=True)
     def _now():
         return _clock_thread_cpu()
+
+    @nb.njit(cache=True)
+    def _wall():
+        return _clock_monotonic()
 else:  # pragma: no cover
     @nb.njit(cache=True)
     def _now():
+        return -np.inf
+
+    @nb.njit(cache=True)
+    def _wall():
         return -np.inf
 
 
@@ -321,7 +336,7 @@ def _offer_leaves(depth, start, end, steps, has, cur, pool, comp_nodes, comp_edg
         t_cost, t_tie = _threshold(top, top_k)
         if c_cost[c] > t_cost or (c_cost[c] == t_cost and c_tie[c] > t_tie):
             continue
-        chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c]
+        chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c] != 0
         if tree:
             mapping[w] = c_nbr[c]
             if has[w]:
@@ -381,7 +396,7 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
             if not _admits(c_cost[c] + lb_rest[depth + 1], c_tie[c], t_cost, t_tie):
                 d_cur[depth] = d_end[depth]  # children come by (cost, tie): no later one is admitted
                 continue
-            chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c]
+            chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c] != 0
             if tree:
                 mapping[w] = c_nbr[c]
                 if has[w]:
@@ -412,25 +427,32 @@ def _store(top, ci, top_k, out_f, out_i):
             out_i[row, 1 + n_v + n_e + j] = 1 if top[7][it, j] else 0
 
 
-#: search_pattern's `meta` output: [nodes expanded, timed out, error, components], then 5 numbers per
-#: component (matches found, first step row, steps, searched, root), then 4 per step (u, w, edge, tree)
-META_HEAD = 4
+#: search_pattern's `meta` output: [nodes expanded, timed out, error, components, nanoseconds in the
+#: depth-first enumeration], then 5 numbers per component (matches found, first step row, steps, searched,
+#: root), then 4 per step (u, w, edge, tree)
+META_HEAD = 5
+
+#: the child pool's columns: float64 (cost, relation term, node term) and int64 (fact, tie, neighbour,
+#: rank, order, merge scratch, reversed); search_pattern takes them as two flat arrays of capacity rows each
+POOL_F, POOL_I = 3, 7
 
 
 @nb.njit(cache=True)
-def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, deadline, out_f, out_i, meta):
+def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, deadline, out_f, out_i, meta, pool_f, pool_i):
     """The top-k matches of every component of one pattern (see the module docstring).
 
-    pat = [n_v, n_e, top_k, injective, same_dir, distinct, dense_scan, pool capacity, edge heads (n_e),
-    edge tails (n_e), known (n_v), has candidates (n_v), candidate offsets (n_v + 1)]; component ci's
+    pat = [n_v, n_e, top_k, injective, same_dir, distinct, dense_scan, edge heads (n_e), edge tails (n_e),
+    known (n_v), has candidates (n_v), candidate offsets (n_v + 1)]; pool_f / pool_i: the child pool
+    (POOL_F / POOL_I columns of n_e * max degree rows, reused between calls); component ci's
     matches are rows ci * top_k ... of out_f ([GSD, node terms (NaN: none), edge terms]) and out_i ([tie,
     entity per node (-1: none), fact per edge, reversed per edge]); `meta` as META_HEAD says (error
     ERR_NO_ANCHOR: a component without candidates for any node; nothing is searched then).
     """
-    n_v, n_e, top_k, injective, same_dir, distinct, dense_scan, capacity = pat[:8]
-    heads, tails = pat[8:8 + n_e], pat[8 + n_e:8 + 2 * n_e]
-    known, has = pat[8 + 2 * n_e:8 + 2 * n_e + n_v] == 1, pat[8 + 2 * n_e + n_v:8 + 2 * n_e + 2 * n_v] == 1
-    cand_ptr = pat[8 + 2 * n_e + 2 * n_v:8 + 2 * n_e + 3 * n_v + 1]
+    meta[:] = 0
+    n_v, n_e, top_k, injective, same_dir, distinct, dense_scan = pat[:7]
+    heads, tails = pat[7:7 + n_e], pat[7 + n_e:7 + 2 * n_e]
+    known, has = pat[7 + 2 * n_e:7 + 2 * n_e + n_v] == 1, pat[7 + 2 * n_e + n_v:7 + 2 * n_e + 2 * n_v] == 1
+    cand_ptr = pat[7 + 2 * n_e + 2 * n_v:7 + 2 * n_e + 3 * n_v + 1]
     comp_info = meta[META_HEAD:META_HEAD + 5 * n_v].reshape(n_v, 5)
     out_steps = meta[META_HEAD + 5 * n_v:META_HEAD + 5 * n_v + 4 * n_e].reshape(n_e, 4)
     comp, n_comp = _components(n_v, heads, tails)
@@ -448,9 +470,10 @@ def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, deadline, out_f, out
     lk_ids, lk_dist, lk_rank, node_min = _lookups(has, cand_ptr, cand_ids, cand_dist)
     lk = (cand_ptr, lk_ids, lk_dist, lk_rank)
     al_ptr, al_ids, rel_min = _allowed_relations(rel_dist)
-    pool = (np.empty(capacity), np.empty(capacity), np.empty(capacity), np.empty(capacity, np.int64),
-            np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity, np.int64),
-            np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(capacity, np.bool_))
+    cap = pool_f.size // POOL_F
+    pool = (pool_f[:cap], pool_f[cap:2 * cap], pool_f[2 * cap:3 * cap], pool_i[:cap], pool_i[cap:2 * cap],
+            pool_i[2 * cap:3 * cap], pool_i[3 * cap:4 * cap], pool_i[4 * cap:5 * cap], pool_i[5 * cap:6 * cap],
+            pool_i[6 * cap:7 * cap])
     cur = (np.full(n_v, -1, np.int64), np.zeros(n_v), np.zeros(n_v, np.bool_), np.full(n_e, -1, np.int64),
            np.zeros(n_e), np.zeros(n_e, np.bool_))
     count = np.diff(cand_ptr)
@@ -469,10 +492,15 @@ def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, deadline, out_f, out
                 comp_nodes[k] = steps[i, 1]
                 k += 1
         flags = (injective == 1, same_dir == 1, 2 * n_s + 1, dense_scan)  # one reversal outweighs all repeats
-        top = _new_top(top_k, n_v, n_e)
         a, b = cand_ptr[root], cand_ptr[root + 1]
+        comp_edges = steps[:, 2].copy()
+        t_start = _wall()  # the DFS clock (wall, as the reference's): the empty top k, the DFS from every root
+        top = _new_top(top_k, n_v, n_e)
         _enumerate(root, cand_ids[a:b], cand_dist[a:b], steps, lb_rest, inc, rel_dist, al_ptr, al_ids, heads, has,
-                   lk, cur, flags, comp_nodes, steps[:, 2].copy(), distinct == 1, top_k, deadline, top, pool, meta)
+                   lk, cur, flags, comp_nodes, comp_edges, distinct == 1, top_k, deadline, top, pool, meta)
+        elapsed = _wall() - t_start
+        if elapsed == elapsed and elapsed < np.inf:  # (NaN where the loop has no clock)
+            meta[4] += int(elapsed * 1e9)
         comp_info[ci, 0] = top[9][0]
         _store(top, ci, top_k, out_f, out_i)
         if meta[1]:
