@@ -168,8 +168,10 @@ class _FixedIndex:
 
 def retrieve_one(retriever: ScaleRetriever, config: GSDConfig, q: dict, node, rels) -> dict:
     pattern = pattern_of(q)
+    c0 = time.thread_time()
     cand = retriever.candidates(pattern, config, node, rels)
     result = retriever.search(pattern, config, cand)
+    cpu_ms = (time.thread_time() - c0) * 1e3
     best = result.best
     top1 = int(best.nodes[pattern.answer]) if best is not None else None
     t = result.timings
@@ -177,7 +179,7 @@ def retrieve_one(retriever: ScaleRetriever, config: GSDConfig, q: dict, node, re
             "top1_is_walk_end": top1 == q["walk"][-1], "start_in_candidates": int(q["start"]) in set(
                 cand.node_ids[0].tolist()), "timed_out": result.timed_out, "nodes_expanded": result.nodes_expanded,
             "node_search_ms": t["node_search_ms"], "relation_ms": t["relation_ms"], "enumerate_ms": t["enumerate_ms"],
-            "total_ms": t["node_search_ms"] + t["relation_ms"] + t["enumerate_ms"]}
+            "total_ms": t["node_search_ms"] + t["relation_ms"] + t["enumerate_ms"], "cpu_ms": cpu_ms}
 
 
 def stage_retrieval(args, work: Path, state: State, questions: list[dict]) -> list[dict]:
@@ -193,6 +195,7 @@ def stage_retrieval(args, work: Path, state: State, questions: list[dict]) -> li
     config = GSDConfig(top_k=3, entity_topk=16, relation_topk=16, time_limit_s=args.time_limit)
     path = work / f"retrieval_nprobe{args.nprobe}.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()] if path.is_file() else []
+    load_start = [round(x, 2) for x in os.getloadavg()]
     t0 = time.perf_counter()
     with open(path, "a") as f:
         for i in range(len(rows), len(questions)):
@@ -203,7 +206,8 @@ def stage_retrieval(args, work: Path, state: State, questions: list[dict]) -> li
             if (i + 1) % 100 == 0:
                 f.flush()
                 print(f"  retrieval {i + 1}/{len(questions)}", flush=True)
-    state.record(f"retrieval_nprobe{args.nprobe}", time.perf_counter() - t0, index_params=index.params)
+    state.record(f"retrieval_nprobe{args.nprobe}", time.perf_counter() - t0, index_params=index.params,
+                 load_average_start=load_start, load_average_end=[round(x, 2) for x in os.getloadavg()])
     return rows
 
 
@@ -243,6 +247,7 @@ def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> di
     exact_rate = float(np.mean([by_q[i]["hit"] for i in sub])) if sub else None
     build_stages = ("facts", "incidence", "index")
     total = [r["total_ms"] for r in rows]
+    cpu = [r["cpu_ms"] for r in rows if "cpu_ms" in r]
     return {
         "benchmark": "kg_scale_out_of_core", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -254,6 +259,7 @@ def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> di
         "peak_rss_gb": max(v["peak_rss_gb"] for v in state.data.values()),
         "build_s": round(sum(state.data[s]["s"] for s in build_stages), 1),
         "retrieval_ms_median": pct(total, 50), "retrieval_ms_p95": pct(total, 95),
+        "retrieval_cpu_ms_median": pct(cpu, 50) if cpu else None, "retrieval_cpu_ms_p95": pct(cpu, 95) if cpu else None,
         "planted_hit_rate": round(float(np.mean([r["hit"] for r in rows])), 4),
         "planted_hit_rate_subset_compressed": round(compressed_sub, 4) if sub else None,
         "planted_hit_rate_subset_exact": round(exact_rate, 4) if sub else None,
@@ -274,10 +280,42 @@ def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> di
             "planted_hit_rate": "share of questions whose top-1 subgraph's answer node is a planted answer: an "
                                 "entity the walk's relation chain (relations and directions) reaches from its start",
             "retrieval_ms": "per question, one at a time, wall clock: entity index search + exact re-scoring of "
-                            "its candidates + relation distances + enumeration (vectors given: no embedder)",
+                            "its candidates + relation distances + enumeration (vectors given: no embedder); on a "
+                            "shared machine it includes the time the process waits for a core",
+            "retrieval_cpu_ms": "the same span in the thread's CPU time (time.thread_time; FAISS runs with one "
+                                "thread, in the calling one): what it costs without waiting for a core, "
+                                "not counting page-ins from disk",
             "peak_rss_gb": "largest ru_maxrss over the stages' processes (memory-mapped pages they touched count)",
             "vectors": "structured synthetic vectors (kgrag_utils/synthetic_vectors.py), not an embedder's",
         },
+    }
+
+
+def status(args, work: Path, state: State) -> dict:
+    """What exists under WORK while a build is unfinished: the stages done (seconds, peak RSS), how many
+    vectors the index holds at its last checkpoint, the bytes on disk. No retrieval figure is made up."""
+    kg_meta_path, index_meta_path = work / "kg" / "meta.json", work / "entities.faiss.json"
+    kg_meta = json.loads(kg_meta_path.read_text()) if kg_meta_path.is_file() else {}
+    index_meta = json.loads(index_meta_path.read_text()) if index_meta_path.is_file() else {}
+    kg_bytes = sum(f.stat().st_size for f in (work / "kg").glob("*.npy")) if (work / "kg").is_dir() else 0
+    index_file = work / "entities.faiss"
+    return {
+        "benchmark": "kg_scale_out_of_core", "complete": False, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 cwd=Path(__file__).resolve().parent).stdout.strip() or None,
+        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "edges": kg_meta.get("num_edges"), "entities": kg_meta.get("num_entities"),
+        "relations": kg_meta.get("num_relations"), "max_degree": kg_meta.get("max_degree"),
+        "stages_done": list(state.data), "stages": state.data,
+        "peak_rss_gb_so_far": max((v["peak_rss_gb"] for v in state.data.values()), default=None),
+        "build_s_so_far": round(sum(v["s"] for v in state.data.values()), 1),
+        "index_factory": index_meta.get("factory"), "index_train_s": index_meta.get("train_s"),
+        "index_vectors_added": index_meta.get("added", 0), "index_vectors_total": args.entities,
+        "index_add_s_so_far": index_meta.get("add_s"),
+        "bytes_on_disk": {"kg": kg_bytes, "index": index_file.stat().st_size if index_file.is_file() else 0},
+        "retrieval_ms_median": None, "retrieval_ms_p95": None, "planted_hit_rate": None,
     }
 
 
@@ -305,11 +343,19 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, required=True, help="folder for the KG, the index and the rows")
     ap.add_argument("--build-only", action="store_true",
                     help="stop after the KG and the index are built (run the timed stages later, unniced)")
+    ap.add_argument("--status", action="store_true",
+                    help="write what an unfinished build has done so far to --out (runs no stage)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     args.entities = args.entities or max(10, args.edges // 5)
     args.work.mkdir(parents=True, exist_ok=True)
     state = State(args.work)
+    if args.status:
+        result = status(args, args.work, state)
+        print(json.dumps({k: v for k, v in result.items() if k not in ("params", "stages")}, indent=1))
+        if args.out is not None:
+            print(f"wrote {write_result(args.out, result)}")
+        return 0
     stage_build(args, args.work, state)
     if args.build_only:
         return 0
