@@ -991,6 +991,8 @@ TABLES += [
     Value("scale-100M-added", "docs/SCALE.md", _100M, "{index_vectors_added:,}"),
     Value("scale-100M-total", "docs/SCALE.md", _100M, "{index_vectors_total:,}"),
     Value("scale-100M-created", "docs/SCALE.md", _100M, "{created}"),
+    Value("scale-100M-train", "docs/SCALE.md", _100M, "{index_train_s:,.0f}"),
+    Value("scale-100M-add", "docs/SCALE.md", _100M, "{index_add_s_so_far:,.0f}"),
     Table("kg-scale-sizing", "docs/SCALE.md",
           ("KG (1,000 relations, 5 facts per entity)", "edges", "entities", "facts + incidence on disk, GB",
            "compressed entity index (OPQ+IVF+PQ48), GB"),
