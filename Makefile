@@ -42,11 +42,16 @@ $(STAMP): pyproject.toml Makefile cmake/llama_cpp_lean.cmake
 demo: setup
 	$(BIN)/kgrag grid demo
 
+# The suite runs on every core, at most 8 workers (pytest-xdist; tests/conftest.py gives each worker its share of
+# the threads). One process: make test PYTEST_WORKERS=0.
+PYTEST_WORKERS ?= auto
+PYTEST_XDIST := -n $(PYTEST_WORKERS) $(if $(filter auto logical,$(PYTEST_WORKERS)),--maxprocesses 8)
+
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_XDIST)
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest $(PYTEST_XDIST) -m "not slow"
 
 grid-real: setup
 	$(BIN)/kgrag grid real_cpu

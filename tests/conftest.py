@@ -10,6 +10,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _share_the_cores_between_workers() -> None:
+    """Under pytest-xdist (`make test` runs `-n auto`), each worker gets its share of the cores.
+
+    BLAS/OpenMP pools (numpy, torch, FAISS) and llama.cpp default to every core; two workers each running two
+    threads on two cores wait on each other (a descheduled llama.cpp thread stalls the rest). A value already set
+    in the environment wins. Thread counts are execution parameters: no result or cache key depends on them.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if workers <= 1:
+        return
+    share = str(max(1, (os.cpu_count() or 1) // workers))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+                "KGRAG_LLM_THREADS"):
+        os.environ.setdefault(var, share)
+
+
+_share_the_cores_between_workers()
+
+
 def _real_data_dir() -> Path | None:
     env = os.environ.get("KGRAG_DATA_DIR")
     for cand in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "data", ROOT / "data" / "real"]:

@@ -19,6 +19,7 @@ import urllib.request
 
 import pytest
 
+from kgrag_utils import settings
 from kgrag_utils.errors import BackendUnavailableError, ConfigError
 from kgrag_utils.llm import ResponseCache, load_llm
 
@@ -111,7 +112,8 @@ def test_real_llama_cpp_server_with_smollm2(tmp_path):
     log = open(tmp_path / "server.log", "wb")  # a file, not a pipe: the server logs a lot and would block
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", "smollm2",
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", str(settings.llm_threads()),
+         "--n_threads_batch", str(settings.llm_threads())],
         stdout=log, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
