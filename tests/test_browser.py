@@ -17,8 +17,9 @@ import pytest
 
 from browser_lab import Lab, launch, missing_browser, run_all, screenshot_at
 
-# one JupyterLab server and one browser for all of them: under pytest-xdist (`--dist loadgroup`) they run on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
+# one JupyterLab server and one browser for all of them: under pytest-xdist this file runs on one worker
+# (tests/conftest.py ONE_WORKER_FILES)
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 #: tiny runs: the fake LLM (a test double, plumbing only) on sample data; the explorer test reads the first two
 METHOD_RUNS = {
