@@ -28,31 +28,6 @@ def _share_the_cores_between_workers() -> None:
 
 _share_the_cores_between_workers()
 
-#: test files whose tests share a session-scoped server that one worker should start once: all their tests go to
-#: one worker, in file order (every other test is scheduled on its own)
-ONE_WORKER_FILES = ("tests/test_browser.py",)
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadgroup` (pyproject's addopts): each test is its own unit except ONE_WORKER_FILES, one unit each.
-
-    pytest-xdist's own loadgroup reads `xdist_group` marks by renaming node ids, which pytest 9.2 no longer
-    allows (the marks are silently ignored), so the groups are named here by file.
-    """
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    missing = [f for f in ONE_WORKER_FILES if not (ROOT / f).is_file()]
-    if missing:
-        raise pytest.UsageError(f"tests/conftest.py ONE_WORKER_FILES names missing files {missing}: update it")
-    from xdist.scheduler import LoadScopeScheduling
-
-    class OneWorkerFiles(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return path if path in ONE_WORKER_FILES else nodeid
-
-    return OneWorkerFiles(config, log)
-
 
 def _real_data_dir() -> Path | None:
     env = os.environ.get("KGRAG_DATA_DIR")

@@ -17,8 +17,7 @@ import pytest
 
 from browser_lab import Lab, launch, missing_browser, run_all, screenshot_at
 
-# one JupyterLab server and one browser for all of them: under pytest-xdist this file runs on one worker
-# (tests/conftest.py ONE_WORKER_FILES)
+# one JupyterLab server and one browser for all of them: under pytest-xdist (--dist loadfile) this file runs on one worker
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 #: tiny runs: the fake LLM (a test double, plumbing only) on sample data; the explorer test reads the first two
