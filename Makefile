@@ -44,8 +44,12 @@ demo: setup
 
 # The suite runs on every core, at most 8 workers (pytest-xdist; tests/conftest.py gives each worker its share of
 # the threads). One process: make test PYTEST_WORKERS=0.
+# --dist loadfile: each test file on one worker, so module- and session-scoped fixtures (a loaded model, the browser
+# tests' one JupyterLab) are made once, as in one process. --no-loadscope-reorder: files go out in collection order
+# (xdist would send the files with the most tests first, leaving the few long ones, browser and notebooks, for the end).
 PYTEST_WORKERS ?= auto
-PYTEST_XDIST := -n $(PYTEST_WORKERS) $(if $(filter auto logical,$(PYTEST_WORKERS)),--maxprocesses 8)
+PYTEST_XDIST := -n $(PYTEST_WORKERS) $(if $(filter auto logical,$(PYTEST_WORKERS)),--maxprocesses 8) \
+  $(if $(filter 0,$(PYTEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_XDIST)

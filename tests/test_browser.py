@@ -17,7 +17,8 @@ import pytest
 
 from browser_lab import Lab, launch, missing_browser, run_all, screenshot_at
 
-# one JupyterLab server and one browser for all of them: under pytest-xdist (--dist loadfile) this file runs on one worker
+# one JupyterLab server and one browser for all of them: under pytest-xdist (make test: --dist loadfile) this file runs
+# on one worker
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 #: tiny runs: the fake LLM (a test double, plumbing only) on sample data; the explorer test reads the first two
