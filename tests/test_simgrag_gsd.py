@@ -446,3 +446,22 @@ def test_reused_search_buffers_give_the_results_of_fresh_ones():
             fresh = search_topk(Incidence(kg), pattern, cand, config)
             assert _as_tuples(got) == _as_tuples(fresh)
             assert got.nodes_expanded == fresh.nodes_expanded and got.dfs_ms >= 0.0
+
+
+def test_searches_from_several_threads_give_the_sequential_results():
+    """Each thread has its own reused buffers: concurrent searches on one incidence do not mix results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(11)
+    kg = random_kg(rng, 9, 3, 30)
+    ent_vecs, rel_vecs = unit(rng, 9, 4), unit(rng, 3, 4)
+    cases = []
+    for shape in sorted(SHAPES) * 3:
+        pattern = random_pattern(rng, shape)
+        cases.append((pattern, random_candidates(rng, kg, pattern, ent_vecs, rel_vecs, 4)))
+    config = CONFIGS[2]
+    shared = Incidence(kg)
+    expected = [_as_tuples(search_topk(Incidence(kg), p, c, config)) for p, c in cases]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda pc: _as_tuples(search_topk(shared, pc[0], pc[1], config)), cases * 4))
+    assert got == expected * 4

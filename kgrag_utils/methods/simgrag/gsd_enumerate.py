@@ -9,6 +9,7 @@ become `Subgraph`s here.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -77,7 +78,7 @@ class Incidence:
         np.cumsum(counts, out=self.indptr[1:])
         self.num_relations = kg.num_relations
         self._max_degree = None
-        self._pool, self._out = None, {}
+        self._pool, self._out = {}, {}
 
     @classmethod
     def from_arrays(cls, indptr, nbr, rel, eid, out, num_relations: int) -> "Incidence":
@@ -87,7 +88,7 @@ class Incidence:
         self.indptr, self.nbr, self.rel, self.eid, self.out = indptr, nbr, rel, eid, out
         self.num_relations = int(num_relations)
         self._max_degree = None
-        self._pool, self._out = None, {}
+        self._pool, self._out = {}, {}
         return self
 
     @property
@@ -108,19 +109,22 @@ class Incidence:
 
     def buffers(self, n_v: int, n_e: int, top_k: int) -> tuple[np.ndarray, ...]:
         """The compiled search's output rows, its `meta` and its child pool (room for n_e * max degree
-        children), for a pattern of n_v nodes and n_e edges; allocated once per shape and reused, since
-        fresh ones per call (page faults, allocator work) cost a small pattern's search more than the
-        search itself. The caller copies out what it keeps before the next search; the compiled call holds
-        the GIL, so searches from several threads never use them at the same time."""
+        children), for a pattern of n_v nodes and n_e edges; allocated once per thread and shape and
+        reused, since fresh ones per call (page faults, allocator work) cost a small pattern's search more
+        than the search itself. One set per thread: a thread copies its results out after the compiled
+        call returns, and another thread's search must not overwrite them in between."""
         rows = max(1, n_e * self.max_degree)
-        if self._pool is None or self._pool[0].size < gsd_kernel.POOL_F * rows:
-            self._pool = (np.empty(gsd_kernel.POOL_F * rows), np.empty(gsd_kernel.POOL_I * rows, dtype=np.int64))
-        out = self._out.get((n_v, n_e, top_k))
+        thread = threading.get_ident()
+        pool = self._pool.get(thread)
+        if pool is None or pool[0].size < gsd_kernel.POOL_F * rows:
+            pool = self._pool[thread] = (np.empty(gsd_kernel.POOL_F * rows),
+                                         np.empty(gsd_kernel.POOL_I * rows, dtype=np.int64))
+        out = self._out.get((thread, n_v, n_e, top_k))
         if out is None:
-            out = self._out[(n_v, n_e, top_k)] = (
+            out = self._out[(thread, n_v, n_e, top_k)] = (
                 np.empty((n_v * top_k, 1 + n_v + n_e)), np.empty((n_v * top_k, 1 + n_v + 2 * n_e), dtype=np.int64),
                 np.zeros(gsd_kernel.META_HEAD + 5 * n_v + 4 * n_e, dtype=np.int64))
-        return (*out, *self._pool)
+        return (*out, *pool)
 
     def around(self, x: int, allowed_mask: np.ndarray, allowed_sorted: np.ndarray) -> np.ndarray:
         """Positions of the facts around entity x whose relation is allowed."""
