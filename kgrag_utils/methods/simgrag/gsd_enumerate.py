@@ -10,7 +10,6 @@ become `Subgraph`s here.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -306,8 +305,7 @@ def _subgraphs(f_rows: list, i_rows: list, n_v: int, n_e: int, ci: int, root: in
     return out
 
 
-def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, config: GSDConfig,
-                start: float | None = None) -> SearchResult:
+def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, config: GSDConfig) -> SearchResult:
     """Enumerate the top-k subgraphs of each pattern component (see gsd_search.py's docstring).
 
     Components are searched in order of their first node. In each, the root is the node with the
@@ -329,8 +327,9 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
     KB file is reordered), then to the KG's fact order. The bound on (GSD, tie) is admissible because both parts
     only grow along a branch. The compiled loop (gsd_kernel.py) does all of it.
     """
-    t0 = time.thread_time() if start is None else start  # CPU time of this thread (gsd_kernel.py: why)
-    deadline = t0 + config.time_limit_s if config.time_limit_s is not None else np.inf
+    # the compiled call starts its own clock (the thread's CPU time) on entry: a first call's compilation
+    # or cache load is not part of the search's budget
+    time_limit = float(config.time_limit_s) if config.time_limit_s is not None else np.inf
     n_v, n_e, k = len(pattern.nodes), len(pattern.edges), config.top_k
     rel_dist = candidates.rel_dist
     if rel_dist.shape[0] != n_e:
@@ -339,7 +338,7 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
         rel_dist = np.ascontiguousarray(rel_dist, dtype=np.float64)
     pat, ids, dist = _kernel_inputs(pattern, candidates, config)
     out_f, out_i, meta, pool_f, pool_i = incidence.buffers(n_v, n_e, k)
-    gsd_kernel.search_pattern(incidence.arrays, rel_dist, pat, ids, dist, deadline, out_f, out_i, meta, pool_f, pool_i)
+    gsd_kernel.search_pattern(incidence.arrays, rel_dist, pat, ids, dist, time_limit, out_f, out_i, meta, pool_f, pool_i)
     meta = meta.tolist()
     if meta[2] == gsd_kernel.ERR_NO_ANCHOR:
         raise ConfigError("a pattern component has no known entity and no type candidates: validate the pattern "

@@ -438,7 +438,7 @@ POOL_F, POOL_I = 3, 7
 
 
 @nb.njit(cache=True)
-def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, deadline, out_f, out_i, meta, pool_f, pool_i):
+def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, time_limit, out_f, out_i, meta, pool_f, pool_i):
     """The top-k matches of every component of one pattern (see the module docstring).
 
     pat = [n_v, n_e, top_k, injective, same_dir, distinct, dense_scan, edge heads (n_e), edge tails (n_e),
@@ -448,6 +448,7 @@ def search_pattern(inc, rel_dist, pat, cand_ids, cand_dist, deadline, out_f, out
     entity per node (-1: none), fact per edge, reversed per edge]); `meta` as META_HEAD says (error
     ERR_NO_ANCHOR: a component without candidates for any node; nothing is searched then).
     """
+    deadline = _now() + time_limit  # time_limit: CPU seconds of this thread from here (inf: none)
     meta[:] = 0
     n_v, n_e, top_k, injective, same_dir, distinct, dense_scan = pat[:7]
     heads, tails = pat[7:7 + n_e], pat[7 + n_e:7 + 2 * n_e]

@@ -355,7 +355,7 @@ class GSDRetriever:
     # -------------------------------------------------------------- search
     def search(self, pattern: Pattern, config: GSDConfig, candidates: Candidates) -> SearchResult:
         t0, c0 = time.perf_counter(), time.thread_time()
-        result = search_topk(self.incidence, pattern, candidates, config, start=c0)
+        result = search_topk(self.incidence, pattern, candidates, config)
         result.candidates = candidates
         result.timings = {**candidates.timings, "enumerate_ms": (time.perf_counter() - t0) * 1e3,
                           "enumerate_cpu_ms": (time.thread_time() - c0) * 1e3}
