@@ -315,7 +315,8 @@ def test_tables_label_the_anchored_schema_mode_apart_from_schema_and_free_text()
     assert label({"llm_structured": "off", "relation_vocabulary": True}) == "off"
 
 
-def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch):
+@pytest.mark.realdata
+def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch, real_data):
     bench = _bench_module("simgrag_e2e")
     seen = {}
 
