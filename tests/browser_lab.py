@@ -27,7 +27,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 SCREENSHOTS = ROOT / "results" / "browser"  # git-ignored; for a person to look at
 START_TIMEOUT_S = 300     # a JupyterLab server on two busy cores
 RUN_TIMEOUT_MS = 900_000  # running every cell of a notebook: generous, waiting is fine
-RENDER_TIMEOUT_MS = 120_000  # outputs and widgets drawing after the last cell ran
+RENDER_TIMEOUT_MS = 300_000  # outputs, widgets, plotly graphs drawing (busy cores: make test runs two workers)
 
 # JupyterLab settings for an unattended browser: no news or update checks (the network is closed), every cell
 # kept in the page (no windowing), no autosave racing the test's own save.

@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from browser_lab import Lab, launch, missing_browser, run_all, screenshot_at
+from browser_lab import RENDER_TIMEOUT_MS, Lab, launch, missing_browser, run_all, screenshot_at
 
 # one JupyterLab server and one browser for all of them: under pytest-xdist (make test: --dist loadfile) this file runs
 # on one worker
@@ -58,7 +58,7 @@ def browser(lab):
 def page(browser, lab):
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     pg = context.new_page()
-    pg.set_default_timeout(120_000)
+    pg.set_default_timeout(RENDER_TIMEOUT_MS)
     yield pg
     context.close()
     lab.shutdown_kernels()
@@ -86,7 +86,7 @@ def test_method_notebook_runs_in_jupyterlab(lab, page, stem):
     # the explorer cell opened the run just made as a live widget, its graphs drawn by plotly
     assert page.locator(".kgrag-explorer").count() == 1, f"{stem}: the explorer widget is missing"
     assert page.locator(".kgrag-explorer .kgrag-example-list select option").count() == METHOD_RUNS[stem]["limit"]
-    page.wait_for_selector(".kgrag-explorer .kgrag-graph .main-svg", timeout=120_000)
+    page.wait_for_selector(".kgrag-explorer .kgrag-graph .main-svg", timeout=RENDER_TIMEOUT_MS)
     screenshot_at(page, ".kgrag-explorer", f"{stem}-explorer")
 
 
@@ -100,7 +100,7 @@ def _table_text(page) -> str:
 
 def _wait_changed(page, js_value: str, before: str) -> None:
     page.wait_for_function(f"(before) => {{ const v = {js_value}; return v !== null && v !== before; }}", arg=before,
-                           timeout=120_000, polling=500)
+                           timeout=RENDER_TIMEOUT_MS, polling=500)
 
 
 _GRAPH = "(document.querySelector('.kgrag-explorer .kgrag-graph .main-svg') || {}).textContent || null"
@@ -117,9 +117,9 @@ def test_the_explorer_notebook_follows_the_selected_example_and_compares_two_run
     _assert_clean(state, "06_explore", lab)
     explorer = page.locator(".kgrag-explorer")
     assert explorer.count() == 1 and explorer.locator(".kgrag-example-list select option").count() == 3
-    page.wait_for_selector(".kgrag-explorer .kgrag-graph .main-svg", state="attached", timeout=120_000)
+    page.wait_for_selector(".kgrag-explorer .kgrag-graph .main-svg", state="attached", timeout=RENDER_TIMEOUT_MS)
     explorer.locator(".kgrag-graph").first.scroll_into_view_if_needed()
-    page.wait_for_selector(".kgrag-explorer .kgrag-graph .main-svg", timeout=120_000)
+    page.wait_for_selector(".kgrag-explorer .kgrag-graph .main-svg", timeout=RENDER_TIMEOUT_MS)
     graph0, table0 = page.evaluate(f"() => {_GRAPH}"), _table_text(page)
     screenshot_at(page, ".kgrag-explorer", "explorer-first")
     # pick the third example in the list: the drawn graph and the example's table follow
