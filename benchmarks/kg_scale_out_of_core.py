@@ -94,8 +94,10 @@ def stage_build(args, work: Path, state: State) -> None:
         meta = build_compressed_index(work / "entities.faiss", ent.rows, args.entities, args.dim, nlist=args.nlist,
                                       m=args.pq_m, train_size=args.train_size, chunk=args.vector_chunk,
                                       threads=args.threads, progress=None)
-        state.record("index", time.perf_counter() - t0, **{k: meta[k] for k in ("factory", "bytes_per_vector",
-                                                                                 "train_s", "add_s")})
+        # the stage's seconds are the index's own train + add seconds, which add up over resumed processes
+        # (this process alone may have added only the last vectors)
+        state.record("index", meta["train_s"] + meta["add_s"], s_this_process=round(time.perf_counter() - t0, 2),
+                     **{k: meta[k] for k in ("factory", "bytes_per_vector", "train_s", "add_s")})
 
 
 def chain_answers(inc: Incidence, start: int, chain: list[tuple[int, bool]], cap: int = 2_000_000) -> np.ndarray:
