@@ -303,3 +303,12 @@ def test_display_mode_reads_the_environment(monkeypatch):
     monkeypatch.setenv("KGRAG_EXPLORE", "wigdet")
     with pytest.raises(ConfigError, match="not one of auto, widget, static"):
         display_mode()
+
+
+def test_the_first_figure_freezes_the_long_lived_objects_so_a_later_click_skips_them():
+    """After a figure exists, plotly's objects are in gc's permanent generation (a full collection during
+    a click walked them: about a second on a loaded machine)."""
+    import gc
+
+    to_plotly(_panel(view_for("simgrag").panels(simgrag_rec(0))).graphs[1])
+    assert gc.get_freeze_count() > 10_000

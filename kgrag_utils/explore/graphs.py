@@ -10,6 +10,8 @@ networkx (already a dependency), seeded, so a view draws the same way twice.
 
 from __future__ import annotations
 
+import gc
+
 from typing import Sequence
 
 from .panels import ROLE_COLORS, Graph
@@ -117,7 +119,23 @@ def to_plotly(g: Graph, widget: bool = False, height: int = 380, width: int = 56
                        yaxis=dict(visible=False, range=_padded(pos, 1)),
                        plot_bgcolor="white")
     data = _edge_traces(g, pos) + [_arrow_trace(g, pos), node_trace]
-    return go.FigureWidget(data=data, layout=layout) if widget else go.Figure(data=data, layout=layout)
+    figure = go.FigureWidget(data=data, layout=layout) if widget else go.Figure(data=data, layout=layout)
+    _freeze_long_lived()
+    return figure
+
+
+_FROZEN = False
+
+
+def _freeze_long_lived() -> None:
+    """Once per process, after plotly's first figure: move every object alive then (plotly's validators and
+    the widget stack, ~170,000 long-lived objects) into the permanent generation (`gc.freeze`), so that a
+    full collection during a later click does not walk them (it took ~1 s on a loaded machine: docs/EXPLORE.md)."""
+    global _FROZEN
+    if not _FROZEN:
+        _FROZEN = True
+        gc.collect()
+        gc.freeze()
 
 
 def _padded(pos, axis: int, pad: float = 0.3) -> list[float] | None:
