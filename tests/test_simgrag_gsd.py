@@ -429,16 +429,22 @@ def _as_tuples(result):
             for comp in result.components]
 
 
-def test_reused_search_buffers_give_the_results_of_fresh_ones():
-    """The incidence keeps the compiled search's output rows and child pool between calls: patterns of
-    other shapes and sizes searched in between must not leak into a later search's results."""
-    rng = np.random.default_rng(7)
+def _random_cases(seed: int, repeats: int):
+    """A random KG and (pattern, candidates) pairs of every shape, `repeats` times each."""
+    rng = np.random.default_rng(seed)
     kg = random_kg(rng, 9, 3, 30)
     ent_vecs, rel_vecs = unit(rng, 9, 4), unit(rng, 3, 4)
     cases = []
-    for shape in sorted(SHAPES) * 2:
+    for shape in sorted(SHAPES) * repeats:
         pattern = random_pattern(rng, shape)
         cases.append((pattern, random_candidates(rng, kg, pattern, ent_vecs, rel_vecs, 4)))
+    return kg, cases
+
+
+def test_reused_search_buffers_give_the_results_of_fresh_ones():
+    """The incidence keeps the compiled search's output rows and child pool between calls: patterns of
+    other shapes and sizes searched in between must not leak into a later search's results."""
+    kg, cases = _random_cases(7, 2)
     shared = Incidence(kg)
     for config in CONFIGS[:3]:
         for pattern, cand in cases:
@@ -452,13 +458,7 @@ def test_searches_from_several_threads_give_the_sequential_results():
     """Each thread has its own reused buffers: concurrent searches on one incidence do not mix results."""
     from concurrent.futures import ThreadPoolExecutor
 
-    rng = np.random.default_rng(11)
-    kg = random_kg(rng, 9, 3, 30)
-    ent_vecs, rel_vecs = unit(rng, 9, 4), unit(rng, 3, 4)
-    cases = []
-    for shape in sorted(SHAPES) * 3:
-        pattern = random_pattern(rng, shape)
-        cases.append((pattern, random_candidates(rng, kg, pattern, ent_vecs, rel_vecs, 4)))
+    kg, cases = _random_cases(11, 3)
     config = CONFIGS[2]
     shared = Incidence(kg)
     expected = [_as_tuples(search_topk(Incidence(kg), p, c, config)) for p, c in cases]
