@@ -39,14 +39,18 @@ def _wording(family: str) -> tuple[dict, dict]:
     return spec.get("relations") or {}, spec.get("types") or {}
 
 
-def pattern_demo(item: Any, family: str = "movies") -> dict:
+def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None) -> dict:
     """{"id", "question", "phrases", "triples"} of one training question, in the fixed shots' form.
 
     Step i of the chain goes from node i-1 (the topic, then `UNKNOWN <type> i-1`) to `UNKNOWN <type> i`;
     the KG fact of the step is (prev, r, next) forward or (next, r, prev) backward, then written with
     the family's wording of r (in the KG's direction with the name's underscores as spaces when the
-    family has none)."""
+    family has none). `wording` ({KG relation: {"words", "subject", "forward", "backward"}}) replaces the
+    prompt file's entries of those relations, key by key (benchmarks/simgrag_demo_wording.py compares
+    wordings this way, without editing the file)."""
     relations, type_names = _wording(family)
+    if wording:
+        relations = {**relations, **{r: {**relations.get(r, {}), **spec} for r, spec in wording.items()}}
     chain = list(item.chain)
     kinds = [type_names.get(k, k) for k in qtype_node_types(getattr(item, "qtype", None), len(chain))]
     names = [str(item.topic_entities[0])] + [f"UNKNOWN {k} {i}" for i, k in enumerate(kinds, 1)]
