@@ -234,7 +234,8 @@ def peer_sandbox(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_simgrag_ref_harness_runs_the_reference_stages_and_scores_both_sides(peer_sandbox):
+@pytest.mark.parametrize("ours_from", ["harness", "existing run"])
+def test_simgrag_ref_harness_runs_the_reference_stages_and_scores_both_sides(peer_sandbox, ours_from):
     from kgrag_utils.datasets import load_dataset
 
     tmp = peer_sandbox
@@ -261,7 +262,18 @@ def test_simgrag_ref_harness_runs_the_reference_stages_and_scores_both_sides(pee
     with FakeOpenAIServer(reply=reply, models=("fake",)) as srv:
         argv = ["--reference-dir", str(ref), "--dataset", "sample-movies-1hop", "--limit", "8", "--take", "4",
                 "--preset", "fake", "--base-url", srv.base_url, "--peer-python", sys.executable,
-                "--ours-args", "--structured off", "--out", str(out), "--chunk", "3"]
+                "--out", str(out), "--chunk", "3"]
+        if ours_from == "harness":
+            argv += ["--ours-args", "--structured off"]
+        else:  # our side from a run made before, of the whole seeded 8 (the peer's 4 are its first 4)
+            sys.path.insert(0, str(ROOT / "benchmarks"))
+            import simgrag_e2e
+
+            simgrag_e2e.main(["--dataset", "sample-movies-1hop", "--limit", "8", "--seed", "0", "--preset", "fake",
+                              "--run-name", "mine", "--out", str(tmp / "mine.json")])
+            with pytest.raises(SystemExit, match="seed=0, not 1"):  # another draw of questions is refused
+                simgrag_ref.main([*argv, "--ours-run", "mine", "--seed", "1"])
+            argv += ["--ours-run", "mine"]
         assert simgrag_ref.main(argv) == 0  # a first chunk: 3 of 4 questions on each side
         assert not out.exists()
         assert simgrag_ref.main(argv) == 0
@@ -283,6 +295,7 @@ def test_simgrag_ref_harness_runs_the_reference_stages_and_scores_both_sides(pee
     assert compare[items[0].qid]["peer"]["stage_strict"] == "retrieval"  # the gold pattern finds no gold either
     assert compare[items[0].qid]["peer"]["stage_lenient"] is None
     note = json.loads(out.read_text())["runs"]["simgrag-ref/sample-movies-1hop"]
+    assert (note["ours_run"] == "mine") == (ours_from == "existing run")
     assert note["peer"]["failed_stage_strict"] == {"pattern": 1, "retrieval": 1, "generation": 1}
     assert note["ours"]["failed_stage_strict"] == {"pattern": 0, "retrieval": 0, "generation": 0}
     assert len(list((tmp / "peers" / "work" / "simgrag-ref").glob("processed-metaqa-*-minilm/built"))) == 1

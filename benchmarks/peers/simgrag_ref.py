@@ -62,6 +62,8 @@ def parse_args(argv=None):
     ap.add_argument("--sides", default="peer,ours")
     ap.add_argument("--index-only", action="store_true", help="build the reference's index (no LLM) and stop")
     ap.add_argument("--ours-args", default="", help="extra arguments for benchmarks/simgrag_e2e.py (our setting)")
+    ap.add_argument("--ours-run", default="", help="score an existing run of benchmarks/simgrag_e2e.py (its --run-name) "
+                    "as our side instead of running one; it must hold these questions and the same dataset, seed and preset")
     ap.add_argument("--base-url", default=None, help="an OpenAI-compatible server already running (tests)")
     ap.add_argument("--peer-python", default=None)
     ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/simgrag-ref")
@@ -160,11 +162,31 @@ def run_peer(args, ds, run_dir: Path) -> None:
 
 
 def ours_run_name(args) -> str:
+    if args.ours_run:
+        return args.ours_run
     tag = re.sub(r"[^A-Za-z0-9.]+", "-", args.ours_args).strip("-")
     return f"peers-simgrag-{args.dataset}-n{args.take}of{args.limit}-{args.preset}" + (f"-{tag}" if tag else "")
 
 
+def check_ours_run(args) -> None:
+    """An existing run given by --ours-run must be of the same questions' draw and model; else say so."""
+    from kgrag_utils import settings
+
+    run_json = settings.results_dir() / args.ours_run / "run.json"
+    if not run_json.exists():
+        raise SystemExit(f"--ours-run {args.ours_run}: no {run_json}; run benchmarks/simgrag_e2e.py with --run-name "
+                         f"{args.ours_run} first (same --dataset, --limit, --seed, --preset)")
+    params = json.loads(run_json.read_text()).get("params") or {}
+    want = {"dataset": args.dataset, "limit": args.limit, "seed": args.seed, "llm_preset": args.preset}
+    wrong = {k: (params.get(k), v) for k, v in want.items() if params.get(k) != v}
+    if wrong:
+        raise SystemExit(f"--ours-run {args.ours_run}: its " + ", ".join(f"{k}={got!r}, not {v!r}" for k, (got, v)
+                                                                    in wrong.items()) + "; pick a run of these questions")
+
+
 def run_ours(args) -> None:
+    if args.ours_run:  # scored as it is (checked in main before anything ran)
+        return
     sys.path.insert(0, str(common.REPO / "benchmarks"))
     import simgrag_e2e
 
@@ -187,6 +209,8 @@ def main(argv=None) -> int:
         f"-max{args.max_tokens}"
     run_dir.mkdir(parents=True, exist_ok=True)
     sides = set(args.sides.split(","))
+    if args.ours_run:
+        check_ours_run(args)
     if "peer" in sides or args.index_only:
         run_peer(args, ds, run_dir)
     if args.index_only:
