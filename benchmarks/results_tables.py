@@ -1053,7 +1053,18 @@ def _peer_rows(peer: str, *label_cells) -> Rows:
 
 
 _PEER_COLS = ("metric", "ours [95%]", "peer [95%]", "ours - peer [95%, paired]", "n")
+def _ours_simgrag(r: dict) -> str:
+    """The SimGRAG row's own setting, short: 'nearest 8 after 4 fixed, schema, anchor'."""
+    v = r["ours_variant"]
+    demos = re.search(r"demos=nearest \((\d+) chosen after (\d+) fixed\)", v)
+    shots = f"nearest {demos[1]} after {demos[2]} fixed" if demos else "fixed " + (re.search(r"shots=(\d+)", v) or ["", "?"])[1]
+    return ", ".join([shots, *(["schema"] if "structured=schema" in v else []), *(["anchor"] if "anchor_entity=True" in v else [])])
+
+
 TABLES += [
+    Table("peers-simgrag", PEERS_DOC, ("dataset", "questions", "ours", "reference") + _PEER_COLS,
+          [_peer_rows("simgrag-ref", "{dataset}", "{subset}", _ours_simgrag,
+                      lambda r: f"its pipeline, {r['peer_variant'].split(': ')[1].split(', retriever')[0]}")]),
     Table("peers-kgp", PEERS_DOC, ("dataset", "ours", "reference") + _PEER_COLS,
           [_peer_rows("kgp-ref", lambda r: r["dataset"].split(" (")[0], lambda r: r["ours_variant"].split(" (")[0],
                       lambda r: r["peer_variant"].split(",")[0])]),
