@@ -1094,7 +1094,7 @@ DEMO_HOPS = ("1", "2", "3")  # the hops whose nearest-8 run with "acted in" demo
 PAIRED_HOPS = ("1", "2", "3")  # the hops with a fixed-8 run on the same seeded questions
 # the hops whose nearest-8 run was made again after the demonstrations' wording became "starred in" (32542bc):
 # simgrag_e2e_metaqa-<hop>hop_1.5b_nearest.json; the runs before it are ..._nearest_actedin.json
-STARRED_HOPS = ("1",)
+STARRED_HOPS = ("1", "2", "3")
 _NEAREST = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json"
 _ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
 _STARRED_LABEL = "{setting}, demonstrations 'starred in'"
