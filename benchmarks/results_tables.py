@@ -1053,6 +1053,8 @@ def _peer_rows(peer: str, *label_cells) -> Rows:
 
 
 _PEER_COLS = ("metric", "ours [95%]", "peer [95%]", "ours - peer [95%, paired]", "n")
+
+
 def _ours_simgrag(r: dict) -> str:
     """The SimGRAG row's own setting, short: 'nearest 8 after 4 fixed, schema, anchor'."""
     v = r["ours_variant"]
@@ -1090,11 +1092,10 @@ TABLES += [
 
 # ----------------------------------------------------------------------------- demonstrations (docs/DEMONSTRATIONS.md)
 DEMOS_DOC = "docs/DEMONSTRATIONS.md"
-DEMO_HOPS = ("1", "2", "3")  # the hops whose nearest-8 run with "acted in" demonstrations has a result file
+DEMO_HOPS = ("1", "2", "3")  # the hops whose nearest-8 runs (both wordings) have result files
 PAIRED_HOPS = ("1", "2", "3")  # the hops with a fixed-8 run on the same seeded questions
-# the hops whose nearest-8 run was made again after the demonstrations' wording became "starred in" (32542bc):
+# every hop's nearest-8 run was made again after the demonstrations' wording became "starred in" (32542bc):
 # simgrag_e2e_metaqa-<hop>hop_1.5b_nearest.json; the runs before it are ..._nearest_actedin.json
-STARRED_HOPS = ("1", "2", "3")
 _NEAREST = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json"
 _ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
 _STARRED_LABEL = "{setting}, demonstrations 'starred in'"
@@ -1139,8 +1140,7 @@ _OTHER50 = "50: the first of the seeded 100 (other questions)"
 TABLES += [
     Table("demos-simgrag-metaqa", DEMOS_DOC, _DEMO_COLS, [
         row for hop in DEMO_HOPS for row in (
-            *([_demo_row(_NEAREST.format(hop=hop), f"{hop}-hop", _STARRED_LABEL,
-                         "{n_questions}: the first of the seeded {n_planned}")] if hop in STARRED_HOPS else []),
+            _demo_row(_NEAREST.format(hop=hop), f"{hop}-hop", _STARRED_LABEL, "{n_questions}: the first of the seeded {n_planned}"),
             _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
                       "{n_questions}: the first of the seeded {n_planned}"),
             *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", f"{hop}-hop", None,
@@ -1166,7 +1166,7 @@ class QtypeRows(Row):
 TABLES += [
     Table("demos-simgrag-qtypes", DEMOS_DOC, ("hop", "question type", "n", "strict Hits@1", "wrong at pattern / "
                                               "retrieval / generation"),
-          [QtypeRows((_NEAREST if hop in STARRED_HOPS else _ACTEDIN).format(hop=hop), f"{hop}-hop") for hop in DEMO_HOPS]),
+          [QtypeRows(_NEAREST.format(hop=hop), f"{hop}-hop") for hop in DEMO_HOPS]),
 ]
 
 
@@ -1215,7 +1215,7 @@ TABLES += [
           ("hop", "same questions", "nearest 8, 'acted in': strict Hits@1", "nearest 8, 'starred in': strict Hits@1",
            "'starred in' - 'acted in'", "right only with 'starred in' / only with 'acted in'", "exact sign test p",
            "wrong at pattern: 'acted in' / 'starred in'"),
-          [PairedRow(f"{hop}-hop", _ACTEDIN.format(hop=hop), _NEAREST.format(hop=hop)) for hop in STARRED_HOPS]),
+          [PairedRow(f"{hop}-hop", _ACTEDIN.format(hop=hop), _NEAREST.format(hop=hop)) for hop in DEMO_HOPS]),
 ]
 
 def main(argv: list[str] | None = None) -> int:

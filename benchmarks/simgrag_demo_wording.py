@@ -41,7 +41,7 @@ from kgrag_utils.embeddings import load_embedder
 from kgrag_utils.metrics import normalize_answer
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import SimGRAGConfig
-from kgrag_utils.methods.simgrag.demos import _wording, pattern_demo
+from kgrag_utils.methods.simgrag.demos import demo_wording, pattern_demo
 from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever, embedding_text
 from kgrag_utils.methods.simgrag.oracle import oracle_pattern
 from kgrag_utils.methods.simgrag.pattern import Pattern, validate_pattern
@@ -49,18 +49,13 @@ from kgrag_utils.methods.simgrag.pattern import Pattern, validate_pattern
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
 
 #: candidate wordings: {label: {KG relation: the entry keys that replace the prompt file's}}
+_ACTOR_WORDS = (("starred in", "tail"), ("starred", "tail"), ("starred actor in", "tail"), ("is an actor of", "tail"),
+                ("actor of", "tail"), ("appeared in", "tail"), ("stars", "head"), ("starring", "head"),
+                ("starred actors", "head"), ("has actor", "head"))
 CANDIDATES: dict[str, dict] = {
     "acted in": {"starred_actors": {"words": "acted in", "subject": "tail", "backward": "movies {x} acted in"}},
-    "starred in": {"starred_actors": {"words": "starred in", "subject": "tail"}},
-    "starred": {"starred_actors": {"words": "starred", "subject": "tail"}},
-    "starred actor in": {"starred_actors": {"words": "starred actor in", "subject": "tail"}},
-    "is an actor of": {"starred_actors": {"words": "is an actor of", "subject": "tail"}},
-    "actor of": {"starred_actors": {"words": "actor of", "subject": "tail"}},
-    "appeared in": {"starred_actors": {"words": "appeared in", "subject": "tail"}},
-    "stars (movie -> actor)": {"starred_actors": {"words": "stars", "subject": "head"}},
-    "starring (movie -> actor)": {"starred_actors": {"words": "starring", "subject": "head"}},
-    "starred actors (movie -> actor)": {"starred_actors": {"words": "starred actors", "subject": "head"}},
-    "has actor (movie -> actor)": {"starred_actors": {"words": "has actor", "subject": "head"}},
+    **{(w if s == "tail" else f"{w} (movie -> actor)"): {"starred_actors": {"words": w, "subject": s}}
+       for w, s in _ACTOR_WORDS},
     "directed by (movie -> director)": {"directed_by": {"words": "directed by", "subject": "head"}},
     "written by (movie -> writer)": {"written_by": {"words": "written by", "subject": "head"}},
 }
@@ -196,7 +191,7 @@ def main(argv=None) -> int:
         label, _, spec = text.partition("=")
         extra[label.strip()] = json.loads(spec)
     wordings.update({k: v for k, v in extra.items() if args.only is None or k in args.only})
-    file_relations, _ = _wording("movies")
+    file_relations, _ = demo_wording("movies")
     # the effective entries (the file's, with each candidate's keys over them), recorded as measured
     effective = {label: {r: {**file_relations.get(r, {}), **w.get(r, {})} for r in {**file_relations, **w}}
                  for label, w in wordings.items()}

@@ -34,7 +34,8 @@ def _plural(kind: str) -> str:
     return kind if kind.endswith("s") else kind + "s"
 
 
-def _wording(family: str) -> tuple[dict, dict]:
+def demo_wording(family: str) -> tuple[dict, dict]:
+    """The prompt file's demonstration wording of one KG family: ({KG relation: entry}, {question type: word})."""
     spec = (load_prompt_file("simgrag_pattern.yaml").get("demonstrations") or {}).get(family) or {}
     return spec.get("relations") or {}, spec.get("types") or {}
 
@@ -48,7 +49,7 @@ def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None)
     family has none). `wording` ({KG relation: {"words", "subject", "forward", "backward"}}) replaces the
     prompt file's entries of those relations, key by key (benchmarks/simgrag_demo_wording.py compares
     wordings this way, without editing the file)."""
-    relations, type_names = _wording(family)
+    relations, type_names = demo_wording(family)
     if wording:
         relations = {**relations, **{r: {**relations.get(r, {}), **spec} for r, spec in wording.items()}}
     chain = list(item.chain)
