@@ -219,16 +219,17 @@ def main(argv=None) -> int:
             settings_params.pop(opt, None)
     default = SimGRAGConfig()
     from kgrag_utils.embeddings import load_embedder
-    from kgrag_utils.methods.simgrag.demos import default_pool
+    from kgrag_utils.methods.simgrag.demos import default_pool, wording_key
     from kgrag_utils.methods.simgrag.pattern import pattern_family
 
-    pool, demos_note = default_pool(method_settings, data, load_embedder(args.embedder),
-                                    pattern_family(data.name, data.kg.relation_names.tolist()))
+    family = pattern_family(data.name, data.kg.relation_names.tolist())
+    pool, demos_note = default_pool(method_settings, data, load_embedder(args.embedder), family)
     if pool is None or requested_demos(method_settings) == "fixed":
         settings_params.pop("demos", None)  # fixed shots (the historical behaviour): earlier run keys hold
         settings_params.pop("fixed_shots", None)  # unused with fixed demos
     else:
         settings_params["demos"] = "nearest"
+        settings_params["demo_wording"] = wording_key(family)  # another wording starts the run afresh, never a mix
         print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split ({demos_note})", flush=True)
     if args.samples == 1:
         settings_params.pop("sample_temperature", None)  # unused with one (greedy) sample

@@ -117,6 +117,18 @@ def test_a_demonstration_is_written_from_the_gold_chain_like_the_fixed_shots(mov
     assert pattern_demo(other, family="people")["triples"] == [["Tobias Wrenfield", "spouse of", "UNKNOWN entity 1"]]
 
 
+def test_wording_key_follows_the_prompt_files_wording(monkeypatch):
+    """A nearest-demonstration run's key holds the wording's hash: another wording is another run, not a resume."""
+    from kgrag_utils.methods.simgrag import demos
+
+    key = demos.wording_key("movies")
+    assert key == demos.wording_key("movies") and len(key) == 8
+    relations, types = demos.demo_wording("movies")
+    acted = {**relations, "starred_actors": {**relations["starred_actors"], "words": "acted in"}}
+    monkeypatch.setattr(demos, "demo_wording", lambda family: (acted, types))
+    assert demos.wording_key("movies") != key
+
+
 def _gold_pattern_llm(data):
     gold = {q.question: render_pattern_answer(["p"], [(h, r.replace("_", " "), t) for h, r, t in oracle_pattern(q).triples()])
             for q in data.items}
@@ -251,6 +263,10 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     records = [json.loads(line) for line in lines]
     assert len(records) == 4 and all(len(r["pattern_demos"]) == 2 and len(r["samples"]) == 2 for r in records)
     assert all(r["hits@1"] == 1.0 for r in records)  # gold patterns replayed: the plumbing loses nothing
+    from kgrag_utils.methods.simgrag.demos import wording_key
+
+    run = json.loads((settings.results_dir() / result["run"] / "run.json").read_text())
+    assert run["params"]["demo_wording"] == wording_key("movies")  # in the resume key
 
 
 def test_vector_rerank_nearest_demos_on_kg_questions(movies2):

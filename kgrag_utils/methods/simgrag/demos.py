@@ -18,7 +18,7 @@ from .oracle import oracle_pattern, qtype_node_types
 from .pattern import load_prompt_file
 
 __all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "default_pool",
-           "DEMO_NEED"]
+           "DEMO_NEED", "demo_wording", "wording_key"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
 DEMO_NEED = "a gold relation chain and a topic entity"
@@ -38,6 +38,15 @@ def demo_wording(family: str) -> tuple[dict, dict]:
     """The prompt file's demonstration wording of one KG family: ({KG relation: entry}, {question type: word})."""
     spec = (load_prompt_file("simgrag_pattern.yaml").get("demonstrations") or {}).get(family) or {}
     return spec.get("relations") or {}, spec.get("types") or {}
+
+
+def wording_key(family: str) -> str:
+    """A short hash of one family's demonstration wording: part of a nearest-demonstration run's key, so that a run
+    resumed after the prompt file's wording changed is refused instead of mixing two wordings in one record."""
+    from ...records import params_hash
+
+    relations, types = demo_wording(family)
+    return params_hash({"relations": relations, "types": types})[:8]
 
 
 def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None) -> dict:
