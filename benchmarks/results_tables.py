@@ -1067,12 +1067,15 @@ def _readme_peer_row(r: dict) -> bool:
     """README's rows: SimGRAG's strict Hits@1 on all questions; KGP's recall@30 on the entity graph and flat TF-IDF."""
     if r["peer"] == "simgrag-ref":
         return r["metric"] == "hits@1 (strict)" and r.get("subset") == "all"
+    if r["peer"] == "vector-graph-rag":
+        return r["metric"] == "recall@5"
     return r["peer"] == "kgp-ref" and r["metric"] == "recall@30" and ("entity graph" in r["ours_variant"]
                                                                       or r["ours_variant"].startswith("TF-IDF"))
 
 
 _README_PEER = {"simgrag-ref": "SimGRAG: pattern graph + GSD answers MetaQA (YZ-Cai/SimGRAG: its MetaQA pipeline, the 1.5B)",
-                "kgp-ref": "KGP: graph traversal beats flat retrieval (KG-LLM-MDQA, no-LLM retrievers)"}
+                "kgp-ref": "KGP: graph traversal beats flat retrieval (KG-LLM-MDQA, no-LLM retrievers)",
+                "vector-graph-rag": "Graph + LLM rerank beats naive retrieval (vector-graph-rag 0.4.0, the 1.5B)"}
 TABLES += [
     Table("peers-readme", "README.md", ("claim (authors' code)", "dataset", "ours", "metric", "ours [95%]",
                                         "authors' code [95%]", "ours - theirs [95%, paired]", "n"),
@@ -1084,6 +1087,9 @@ TABLES += [
     Table("peers-simgrag", PEERS_DOC, ("dataset", "questions", "ours", "reference") + _PEER_COLS,
           [_peer_rows("simgrag-ref", "{dataset}", "{subset}", _ours_simgrag,
                       lambda r: f"its pipeline, {r['peer_variant'].split(': ')[1].split(', retriever')[0]}")]),
+    Table("peers-vgr", PEERS_DOC, ("dataset", "ours", "vector-graph-rag") + _PEER_COLS,
+          [_peer_rows("vector-graph-rag", "{dataset}", lambda r: r["ours_variant"].split(" (")[0],
+                      lambda r: r["peer_variant"].split(" (")[0])]),
     Table("peers-kgp", PEERS_DOC, ("dataset", "ours", "reference") + _PEER_COLS,
           [_peer_rows("kgp-ref", lambda r: r["dataset"].split(" (")[0], lambda r: r["ours_variant"].split(" (")[0],
                       lambda r: r["peer_variant"].split(",")[0])]),

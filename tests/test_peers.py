@@ -464,3 +464,19 @@ def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
     peer = [json.loads(x) for x in (run_dir / "peer.jsonl").read_text().splitlines()]
     for p in peer:  # padded = the rerank's passages, then naive ones; the unpadded list is its prefix
         assert p["padded"][: len(p["rerank"])] == p["rerank"] and len(p["padded"]) == 5
+    # the complete run's peer outcomes (passage ids, no texts) let ours be scored again without the peer
+    kept = peer_sandbox / "peers_vgr_sample-passages_n4.json"
+    record = json.loads(kept.read_text())
+    assert [q["id"] for q in record["questions"]] == [p["id"] for p in peer]
+    assert all(q["rerank"] == p["rerank"] and "candidates" not in q for q, p in zip(record["questions"], peer))
+    for f in run_dir.glob("peer.*"):
+        f.unlink()
+    monkeypatch.delenv("PEER_PYTHONPATH")  # no peer package at all now
+    again = peer_sandbox / "again.json"
+    assert vgr.main([*argv[:-1], "0", "--sides", "ours", "--peer-from", str(kept), "--out", str(again),
+                     "--peer-python", "/nonexistent/python"]) == 0
+    rows2 = {(r["metric"], r["ours_variant"].split()[0]): r for r in json.loads(again.read_text())["rows"]}
+    assert {k: (r["ours"], r["peer_score"]) for k, r in rows2.items()} == \
+        {k: (r["ours"], r["peer_score"]) for k, r in rows.items()}
+    with pytest.raises(SystemExit, match="other settings"):
+        vgr.main([*argv[:-1], "0", "--sides", "ours", "--peer-from", str(kept), "--limit", "3", "--out", str(again)])

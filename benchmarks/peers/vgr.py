@@ -3,6 +3,8 @@
     benchmarks/peers/setup.sh vector-graph-rag                  # once: its own environment
     python benchmarks/peers/vgr.py --index-only                 # once: the peer's index, no LLM (outside the lock)
     flock /tmp/kgrag-llm.lock python benchmarks/peers/vgr.py --chunk 50    # repeat until it says "complete"
+    python benchmarks/peers/vgr.py --sides ours --peer-from benchmarks/results/peers_vgr_musique_n100.json
+                                   # ours again against the committed peer outcomes (no peer, no peer environment)
 
 The peer gets the MuSiQue corpus with the released OpenIE triples through `add_documents_with_triplets`,
 the packaged MiniLM through its HuggingFace embedding provider, and the packaged Qwen2.5-Coder-1.5B
@@ -30,6 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
+from worker_io import append_jsonl  # noqa: E402
 
 PEER = "vector-graph-rag"
 LLM_LABEL = "{preset} (packaged GGUF, llama.cpp, greedy)"
@@ -60,6 +63,10 @@ def parse_args(argv=None):
     ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/vector-graph-rag")
     ap.add_argument("--out", default=common.RESULTS_FILE)
     ap.add_argument("--n-ctx", type=int, default=16384)
+    ap.add_argument("--peer-from", type=Path, default=None,
+                    help="a peer outcomes file an earlier complete run wrote (peers_vgr_<dataset>_n<N>.json beside "
+                         "--out): the peer's passage lists come from it instead of the peer, e.g. to score ours again "
+                         "after a change, on a machine whose peer records are gone")
     return ap.parse_args(argv)
 
 
@@ -91,6 +98,48 @@ def write_inputs(ds, work: Path) -> tuple[Path, Path]:
         for q in ds.items:
             f.write(json.dumps({"id": q.qid, "question": q.question}) + "\n")
     return corpus, questions
+
+
+# what the outcomes file keeps of each peer line: the passage lists the rows score, and stage counts (no texts)
+OUTCOME_KEYS = tuple(key for _, key, _ in PAIRS) + ("failed", "n_candidates")
+
+
+def outcomes_path(args, n: int) -> Path:
+    out = Path(args.out) if Path(args.out).is_absolute() else common.REPO / args.out
+    return out.parent / f"peers_vgr_{args.dataset}_n{n}.json"
+
+
+def outcomes(args, ds, peer_path: Path, version: str) -> dict:
+    """The peer's per-question passage ids (the committed record of a complete run, so that ours can be scored
+    against it again without the peer); the same questions in the same order as the rows."""
+    peer = common.by_id(common.read_jsonl(peer_path))
+    return {"benchmark": "peers_vgr", "peer": PEER, "peer_version": version, "dataset": args.dataset,
+            "limit": args.limit, "seed": args.seed, "preset": args.preset, "setting": setting_tag(args),
+            "about": "vector-graph-rag's passage ids per question and list (naive, padded, rerank, expand_unpadded), "
+                     "the number of candidate relations, and failed; benchmarks/peers/vgr.py --peer-from reads it",
+            "questions": [{"id": q.qid, **{k: peer[q.qid].get(k) for k in OUTCOME_KEYS if k in peer[q.qid]}}
+                          for q in ds.items]}
+
+
+def restore_peer(args, ds, peer_path: Path) -> int:
+    """Lines of peer.jsonl from an outcomes file (refused when it is of other questions or settings)."""
+    data = json.loads(Path(args.peer_from).read_text(encoding="utf-8"))
+    want = {"dataset": args.dataset, "limit": args.limit, "seed": args.seed, "preset": args.preset,
+            "setting": setting_tag(args)}
+    wrong = {k: (data.get(k), v) for k, v in want.items() if data.get(k) != v}
+    if wrong:
+        raise SystemExit(f"--peer-from {args.peer_from}: made with other settings ({wrong}, as (file, this run)); "
+                         "pass the same --dataset/--limit/--seed/--preset/--peer-setting as the run that wrote it.")
+    have, rows = common.done_ids(peer_path), {r["id"]: r for r in data["questions"]}
+    missing = [q.qid for q in ds.items if q.qid not in rows]
+    if missing:
+        raise SystemExit(f"--peer-from {args.peer_from}: no outcome for {len(missing)} questions (e.g. {missing[0]}).")
+    added = 0
+    for q in ds.items:
+        if q.qid not in have:
+            append_jsonl(peer_path, {**rows[q.qid], "restored_from": str(args.peer_from)})
+            added += 1
+    return added
 
 
 def run_peer(args, ds, run_dir: Path) -> Path:
@@ -179,6 +228,9 @@ def main(argv=None) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     sides = set(args.sides.split(","))
     t0 = time.perf_counter()
+    if args.peer_from is not None:
+        print(f"peer: {restore_peer(args, ds, run_dir / 'peer.jsonl')} questions restored from {args.peer_from}",
+              flush=True)
     peer_path = run_peer(args, ds, run_dir) if "peer" in sides or args.index_only else run_dir / "peer.jsonl"
     if args.index_only:
         return 0
@@ -189,12 +241,17 @@ def main(argv=None) -> int:
     if not ours_done or peer_done < len(ds.items):
         print("not complete yet: run the same command again", flush=True)
         return 0
-    version = common.peer_versions(common.peer_python(PEER, args.peer_python), ["vector-graph-rag"])["vector-graph-rag"]
+    version = (json.loads(Path(args.peer_from).read_text(encoding="utf-8"))["peer_version"] if args.peer_from else
+               common.peer_versions(common.peer_python(PEER, args.peer_python), ["vector-graph-rag"])["vector-graph-rag"])
     rows = score(args, ds, peer_path, ours_run, version or "?")
     note = {f"{PEER}/{args.dataset}/{setting_tag(args)}": {
         "peer_records": str(peer_path), "ours_run": ours_run, "llm": f"{args.preset} (packaged GGUF; peer: llama.cpp "
         "OpenAI-compatible server, ours: llama.cpp in-process), greedy", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}}
     print(f"wrote {common.merge_rows(rows, args.out, note)}: complete")
+    if args.peer_from is None:
+        from kgrag_utils.records import write_result
+
+        print(f"wrote {write_result(outcomes_path(args, len(ds.items)), outcomes(args, ds, peer_path, version), args)}")
     for r in rows:
         print(f"{r['metric']:>9}  ours {r['ours']:.3f}  peer {r['peer_score']:.3f}  {r['ours_variant'][:40]}")
     return 0
