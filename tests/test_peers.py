@@ -329,6 +329,7 @@ def test_vgr_harness_with_the_real_package_on_sample_passages(peer_sandbox, monk
     # the same MiniLM over the same passage texts: naive retrieval agrees on both sides
     assert rows[("recall@5", "naive")]["ours"] == pytest.approx(rows[("recall@5", "naive")]["peer_score"])
     assert any("Relationship descriptions" in r["body"]["messages"][-1]["content"] for r in srv.requests)
+    assert all(r["body"].get("max_tokens") == vgr.PEER_MAX_TOKENS for r in srv.requests)  # the harness's budget
 
 
 # ----------------------------------------------------------------------------- the KGP-reference harness
@@ -396,11 +397,11 @@ STAND_IN_VGR = {
                     self.seen[key] = self._call(question, ids, texts)
                 return self.seen[key]
             def _call(self, question, ids, texts):
+                from openai.resources.chat.completions import Completions
                 lines = "\\n".join(f"[{i}] {t}" for i, t in zip(ids, texts))
-                body = {"model": self.settings.llm_model, "messages": [{"role": "user", "content": question + "\\n" + lines}]}
-                req = urllib.request.Request(self.settings.openai_base_url + "/chat/completions",
-                                             data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-                reply = json.loads(urllib.request.urlopen(req, timeout=30).read())["choices"][0]["message"]["content"]
+                reply = Completions(self.settings.openai_base_url).create(
+                    model=self.settings.llm_model, messages=[{"role": "user", "content": question + "\\n" + lines}])
+                reply = reply.choices[0].message.content
                 chosen = [x for x in json.loads(reply)["useful_relations"] if x in ids]
                 return chosen, [texts[ids.index(x)] for x in chosen]
         class VectorGraphRAG:
@@ -434,6 +435,23 @@ STAND_IN_VGR = {
                 return pids, [text[p] for p in pids]
         """,
     "vector_graph_rag/config.py": "import types\n\ndef Settings(**kw):\n    return types.SimpleNamespace(**kw)\n",
+    # the one openai interface the harness wraps (its reply budget), posting as the client does
+    "openai/__init__.py": "",
+    "openai/resources/__init__.py": "",
+    "openai/resources/chat/__init__.py": "",
+    "openai/resources/chat/completions.py": """
+        import json, types, urllib.request
+        class Completions:
+            def __init__(self, base_url): self.base_url = base_url
+            def create(self, **body):
+                req = urllib.request.Request(self.base_url + "/chat/completions", data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json"})
+                out = json.loads(urllib.request.urlopen(req, timeout=30).read())
+                choice = out["choices"][0]
+                return types.SimpleNamespace(choices=[types.SimpleNamespace(
+                    finish_reason=choice.get("finish_reason"), message=types.SimpleNamespace(**choice["message"]))],
+                    usage=types.SimpleNamespace(**out.get("usage", {})))
+        """,
     "vector_graph_rag/llm/__init__.py": "",
     "vector_graph_rag/llm/cache.py": "class LLMCache:\n    def __init__(self, d): pass\n\ndef set_llm_cache(c): pass\n",
 }
@@ -457,6 +475,7 @@ def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
         assert vgr.main(argv) == 0 and not out.exists()  # 3 of 4 questions: not complete yet
         assert vgr.main(argv) == 0
     assert sum("[r" in r["body"]["messages"][-1]["content"] for r in srv.requests) == 4  # one rerank per question
+    assert {r["body"].get("max_tokens") for r in srv.requests} == {vgr.PEER_MAX_TOKENS}  # the package sets none
     data = json.loads(out.read_text())
     rows = {(r["metric"], r["ours_variant"].split()[0]): r for r in data["rows"]}
     assert len(rows) == 8 and all(r["n"] == 4 and r["peer"] == "vector-graph-rag" for r in rows.values())
@@ -464,6 +483,7 @@ def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
     peer = [json.loads(x) for x in (run_dir / "peer.jsonl").read_text().splitlines()]
     for p in peer:  # padded = the rerank's passages, then naive ones; the unpadded list is its prefix
         assert p["padded"][: len(p["rerank"])] == p["rerank"] and len(p["padded"]) == 5
+        assert len(p["llm_calls"]) == 1 and p["llm_calls"][0]["finish"] is not None
     # the complete run's peer outcomes (passage ids, no texts) let ours be scored again without the peer
     kept = peer_sandbox / "peers_vgr_sample-passages_n4.json"
     record = json.loads(kept.read_text())

@@ -98,7 +98,7 @@ def server_command(preset: str, port: int, n_ctx: int = 8192, threads: int | Non
         raise SystemExit(f"preset {preset!r} has no packaged GGUF: use qwen2.5-coder-1.5b (or -0.5b, smollm2-135m).")
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(assemble(spec.gguf)), "--model_alias", preset,
             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-            "--n_threads_batch", str(threads), "--seed", "0", "--verbose", "false"]
+            "--n_threads_batch", str(threads), "--seed", "0", "--verbose", "true"]  # verbose: per-call timings in the log
 
 
 def wait_for_server(base_url: str, proc: subprocess.Popen | None, log: Path | None, timeout_s: float) -> None:

@@ -15,8 +15,9 @@ through `openai_base_url`: llama.cpp's OpenAI-compatible server, which this scri
 same GGUF. Both sides' per-question outputs are kept (ours: results/<run>/examples.jsonl; the
 peer's: results/peers/<run>/peer.jsonl), and the rows (Recall@2 / @5, like with like: naive,
 graph without LLM, graph + rerank, graph + rerank padded with naive passages) go to
-benchmarks/results/peers.json. The peer's replies are not capped in length: the package sets no
-max_tokens (ours: rerank 128, entities 64).
+benchmarks/results/peers.json. The package sets no max_tokens; the harness gives its calls a
+budget of --peer-max-tokens (1024), which only a looping reply reaches (ours: rerank 128, entities 64), and
+records each call's finish reason.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from worker_io import append_jsonl  # noqa: E402
 PEER = "vector-graph-rag"
 LLM_LABEL = "{preset} (packaged GGUF, llama.cpp, greedy)"
 KS = (2, 5)
+# the package passes no max_tokens: a looping greedy reply ran to the 16k context (over 4 minutes on 2 cores); its
+# replies that end by themselves are about 150-200 tokens (40 candidate ids and a thought), so 1024 binds only loops
+PEER_MAX_TOKENS = 1024
 # like with like: (our variant, the peer's list, the peer's label)
 PAIRS = (("naive", "naive", "naive: retrieve_naive"),
          ("expand", "expand_unpadded", "graph, no LLM: candidates in the package's order, unpadded"),
@@ -54,6 +58,8 @@ def parse_args(argv=None):
                     help="our side's decoding mode ('' = the preset's default)")
     ap.add_argument("--peer-setting", action="append", default=[], metavar="KEY=VALUE",
                     help="a vector_graph_rag Settings override (JSON value), e.g. relation_number_threshold=40")
+    ap.add_argument("--peer-max-tokens", type=int, default=PEER_MAX_TOKENS,
+                    help="reply budget of the peer's LLM calls, which set none (0: unbounded, up to the context)")
     ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per side (0: all)")
     ap.add_argument("--sides", default="peer,ours")
     ap.add_argument("--index-only", action="store_true",
@@ -78,6 +84,10 @@ def peer_settings(args, url: str, work: Path) -> dict:
         key, _, value = kv.partition("=")
         s[key] = json.loads(value)
     return s
+
+
+def cap_label(args) -> str:
+    return f", replies capped at {args.peer_max_tokens} tokens" if args.peer_max_tokens else ""
 
 
 def setting_tag(args) -> str:
@@ -156,7 +166,7 @@ def run_peer(args, ds, run_dir: Path) -> Path:
     def worker(url: str, *extra: str) -> None:
         settings.write_text(json.dumps(peer_settings(args, url, work), indent=1))
         common.run_worker(python, "vgr_worker.py", ["--corpus", corpus, "--questions", questions, "--settings", settings,
-                                                    "--out", out, "--work-dir", work, "--top-k", "5",
+                                                    "--out", out, "--work-dir", work, "--top-k", "5", "--max-tokens", str(args.peer_max_tokens),
                                                     "--max-new", str(args.chunk), *extra], log=run_dir / "peer.log",
                           env=common.worker_env())
 
@@ -213,7 +223,7 @@ def score(args, ds, peer_path: Path, ours_run: str, version: str) -> list[dict]:
             rows.append(common.score_row(
                 PEER, version, args.dataset, LLM_LABEL.format(preset=args.preset), f"recall@{k}",
                 f"{ours_variant} (vector_rerank defaults, structured={structured}, run {ours_run})",
-                f"{peer_label} (Settings {setting_tag(args)}, final_top_k=5)", o, p,
+                f"{peer_label} (Settings {setting_tag(args)}, final_top_k=5{cap_label(args)})", o, p,
                 peer_failed=sum(bool(peer[i].get("failed")) for i in ids)))
     return rows
 

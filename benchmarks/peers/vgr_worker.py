@@ -35,6 +35,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from worker_io import append_jsonl, pending  # noqa: E402
 
 
+LLM_CALLS: list[dict] = []  # this question's LLM calls: finish reason and reply tokens (cleared per question)
+
+
+def cap_replies(max_tokens: int) -> None:
+    """Give every chat completion a reply budget where the package sets none (it passes no max_tokens, so a
+    looping greedy reply runs to the context's end, minutes on a CPU), and note each call's finish reason."""
+    from openai.resources.chat.completions import Completions
+
+    create = Completions.create
+
+    def capped(self, *a, **kw):
+        if kw.get("max_tokens") is None:
+            kw["max_tokens"] = max_tokens
+        reply = create(self, *a, **kw)
+        usage = getattr(reply, "usage", None)
+        LLM_CALLS.append({"finish": reply.choices[0].finish_reason if reply.choices else None,
+                          "completion_tokens": getattr(usage, "completion_tokens", None),
+                          "prompt_tokens": getattr(usage, "prompt_tokens", None)})
+        return reply
+
+    Completions.create = capped
+
+
 def build(args):
     from vector_graph_rag import VectorGraphRAG
     from vector_graph_rag.config import Settings
@@ -105,7 +128,10 @@ def main(argv=None) -> int:
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--max-new", type=int, default=0)
     ap.add_argument("--index-only", action="store_true", help="build (or check) the index and stop: no LLM call")
+    ap.add_argument("--max-tokens", type=int, default=0, help="reply budget of a call that sets none (0: unbounded)")
     args = ap.parse_args(argv)
+    if args.max_tokens:
+        cap_replies(args.max_tokens)
     os.makedirs(args.work_dir, exist_ok=True)
     os.chdir(args.work_dir)
     questions = [json.loads(line) for line in open(args.questions, encoding="utf-8")]
@@ -119,8 +145,10 @@ def main(argv=None) -> int:
     rag, text_to_id, _ = build(args)
     for i, q in enumerate(todo, 1):
         row = {"id": q["id"]}
+        LLM_CALLS.clear()
         try:
             row.update(one(rag, text_to_id, q["question"], args.top_k))
+            row["llm_calls"] = list(LLM_CALLS)
         except Exception as e:  # one bad question never stops the run; it is recorded as failed
             row.update({"failed": True, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]})
         append_jsonl(args.out, row)
