@@ -94,6 +94,20 @@ def test_server_threads_follow_the_projects_llm_threads_setting(monkeypatch):
     cmd = common.server_command("qwen2.5-coder-1.5b", 8080)
     assert flag(cmd, "--n_threads") == "3" and flag(cmd, "--n_threads_batch") == "3"
     assert flag(common.server_command("qwen2.5-coder-1.5b", 8080, threads=2), "--n_threads_batch") == "2"
+    assert (flag(cmd, "--cache"), flag(cmd, "--cache_type")) == ("true", "ram")  # the few-shot prefix is kept
+    try:  # every flag is one llama-cpp-python's server parses (where it is installed: make setup)
+        from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+        from llama_cpp.server.settings import ModelSettings, Settings
+    except ImportError:
+        if os.environ.get("CI"):  # CI installs it (make setup): the flags must be checked there
+            raise
+        return
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_args_from_model(parser, Settings)
+    model = parse_model_from_args(ModelSettings, parser.parse_args(cmd[3:]))
+    assert model.cache and model.cache_type == "ram" and model.n_ctx == 8192 and model.model == "/models/m.gguf"
 
 
 def test_missing_peer_environment_names_the_setup_command(tmp_path, monkeypatch):
@@ -488,6 +502,7 @@ def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
     kept = peer_sandbox / "peers_vgr_sample-passages_n4.json"
     record = json.loads(kept.read_text())
     assert [q["id"] for q in record["questions"]] == [p["id"] for p in peer]
+    assert record["complete"] and record["llm_calls"] == {"n": 4, "hit_the_budget": 0}
     assert all(q["rerank"] == p["rerank"] and "candidates" not in q for q, p in zip(record["questions"], peer))
     for f in run_dir.glob("peer.*"):
         f.unlink()

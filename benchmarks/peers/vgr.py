@@ -69,6 +69,8 @@ def parse_args(argv=None):
     ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/vector-graph-rag")
     ap.add_argument("--out", default=common.RESULTS_FILE)
     ap.add_argument("--n-ctx", type=int, default=16384)
+    ap.add_argument("--outcomes-only", action="store_true",
+                    help="compute nothing: write the peer outcomes file of the questions recorded so far")
     ap.add_argument("--peer-from", type=Path, default=None,
                     help="a peer outcomes file an earlier complete run wrote (peers_vgr_<dataset>_n<N>.json beside "
                          "--out): the peer's passage lists come from it instead of the peer, e.g. to score ours again "
@@ -123,30 +125,33 @@ def outcomes(args, ds, peer_path: Path, version: str) -> dict:
     """The peer's per-question passage ids (the committed record of a complete run, so that ours can be scored
     against it again without the peer); the same questions in the same order as the rows."""
     peer = common.by_id(common.read_jsonl(peer_path))
+    done = [q for q in ds.items if q.qid in peer]
+    calls = [c for q in done for c in peer[q.qid].get("llm_calls") or []]
     return {"benchmark": "peers_vgr", "peer": PEER, "peer_version": version, "dataset": args.dataset,
             "limit": args.limit, "seed": args.seed, "preset": args.preset, "setting": setting_tag(args),
+            "peer_max_tokens": args.peer_max_tokens, "n_planned": len(ds.items), "n_done": len(done),
+            "complete": len(done) == len(ds.items),
+            "llm_calls": {"n": len(calls), "hit_the_budget": sum(c.get("finish") == "length" for c in calls)},
             "about": "vector-graph-rag's passage ids per question and list (naive, padded, rerank, expand_unpadded), "
-                     "the number of candidate relations, and failed; benchmarks/peers/vgr.py --peer-from reads it",
+                     "the number of candidate relations, and failed; benchmarks/peers/vgr.py --peer-from reads it "
+                     "(a partial file: its questions are restored, the rest computed)",
             "questions": [{"id": q.qid, **{k: peer[q.qid].get(k) for k in OUTCOME_KEYS if k in peer[q.qid]}}
-                          for q in ds.items]}
+                          for q in done]}
 
 
 def restore_peer(args, ds, peer_path: Path) -> int:
     """Lines of peer.jsonl from an outcomes file (refused when it is of other questions or settings)."""
     data = json.loads(Path(args.peer_from).read_text(encoding="utf-8"))
     want = {"dataset": args.dataset, "limit": args.limit, "seed": args.seed, "preset": args.preset,
-            "setting": setting_tag(args)}
+            "setting": setting_tag(args), "peer_max_tokens": args.peer_max_tokens}
     wrong = {k: (data.get(k), v) for k, v in want.items() if data.get(k) != v}
     if wrong:
         raise SystemExit(f"--peer-from {args.peer_from}: made with other settings ({wrong}, as (file, this run)); "
                          "pass the same --dataset/--limit/--seed/--preset/--peer-setting as the run that wrote it.")
     have, rows = common.done_ids(peer_path), {r["id"]: r for r in data["questions"]}
-    missing = [q.qid for q in ds.items if q.qid not in rows]
-    if missing:
-        raise SystemExit(f"--peer-from {args.peer_from}: no outcome for {len(missing)} questions (e.g. {missing[0]}).")
     added = 0
     for q in ds.items:
-        if q.qid not in have:
+        if q.qid in rows and q.qid not in have:
             append_jsonl(peer_path, {**rows[q.qid], "restored_from": str(args.peer_from)})
             added += 1
     return added
@@ -241,8 +246,16 @@ def main(argv=None) -> int:
     if args.peer_from is not None:
         print(f"peer: {restore_peer(args, ds, run_dir / 'peer.jsonl')} questions restored from {args.peer_from}",
               flush=True)
-    peer_path = run_peer(args, ds, run_dir) if "peer" in sides or args.index_only else run_dir / "peer.jsonl"
+    computes_peer = ("peer" in sides or args.index_only) and not args.outcomes_only
+    peer_path = run_peer(args, ds, run_dir) if computes_peer else run_dir / "peer.jsonl"
     if args.index_only:
+        return 0
+    if computes_peer or args.outcomes_only:  # the committed record of the peer's passages, partial or complete
+        from kgrag_utils.records import write_result
+
+        version = common.peer_versions(common.peer_python(PEER, args.peer_python), ["vector-graph-rag"])[PEER]
+        print(f"wrote {write_result(outcomes_path(args, len(ds.items)), outcomes(args, ds, peer_path, version), args)}")
+    if args.outcomes_only:
         return 0
     ours_run = run_ours(args) if "ours" in sides else None
     peer_done = len(common.done_ids(peer_path) & {q.qid for q in ds.items})
@@ -258,10 +271,6 @@ def main(argv=None) -> int:
         "peer_records": str(peer_path), "ours_run": ours_run, "llm": f"{args.preset} (packaged GGUF; peer: llama.cpp "
         "OpenAI-compatible server, ours: llama.cpp in-process), greedy", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}}
     print(f"wrote {common.merge_rows(rows, args.out, note)}: complete")
-    if args.peer_from is None:
-        from kgrag_utils.records import write_result
-
-        print(f"wrote {write_result(outcomes_path(args, len(ds.items)), outcomes(args, ds, peer_path, version), args)}")
     for r in rows:
         print(f"{r['metric']:>9}  ours {r['ours']:.3f}  peer {r['peer_score']:.3f}  {r['ours_variant'][:40]}")
     return 0
