@@ -140,6 +140,25 @@ def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S) -> dic
     return out
 
 
+PARAPHRASES = ("synonym", "drop", "misspell", "rules", "llm")
+
+
+def paraphrase_items(data, args, llm) -> dict:
+    """Rewrite `data.items` in place (same ids, answers and chains; the original text stays in each item's meta)
+    and say how: the kind, the seed, and for LLM paraphrases how many were asked, kept and rejected."""
+    from kgrag_utils.datasets import paraphrase as para
+
+    asked = len(data.items)
+    if args.paraphrase == "llm":
+        data.items, counts = para.llm_paraphrases(data.items, llm)
+        return {"kind": "llm", "model": args.preset, **counts,
+                "note": "the preset's own greedy paraphrases; rejected replies (a lost [mention], the question "
+                        "unchanged) are left out, so n is the kept questions"}
+    kinds = para.NOISE_KINDS if args.paraphrase == "rules" else (args.paraphrase,)
+    data.items = para.noisy_questions(data.items, seed=args.seed, kinds=kinds)
+    return {"kind": "rule", "noise": list(kinds), "seed": args.seed, "asked": asked, "kept": len(data.items)}
+
+
 def main(argv=None) -> int:
     from kgrag_utils.datasets.arguments import (add_dataset_arguments, check_dataset_arguments, dataset_from_args,
                                                 evaluation_params)
@@ -185,6 +204,10 @@ def main(argv=None) -> int:
     ap.add_argument("--answer-demos", default=SimGRAGConfig().answer_demos, choices=("fixed", "nearest"),
                     help="answer prompt: nearest adds --answer-shots training questions answered from their gold evidence")
     ap.add_argument("--answer-shots", type=int, default=SimGRAGConfig().answer_shots)
+    ap.add_argument("--paraphrase", default="", choices=("",) + PARAPHRASES,
+                    help="ask the questions rewritten (gold answers unchanged): one kind of rule noise (synonym, drop, "
+                         "misspell), all three (rules), or the preset's own LLM paraphrases (llm: rejected ones are "
+                         "left out and counted); kgrag_utils.datasets.paraphrase, as benchmarks/compact_paraphrase.py")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="auto", choices=("auto", "flat", "hnsw"),
@@ -199,6 +222,16 @@ def main(argv=None) -> int:
     data = dataset_from_args(args, limit=args.limit or None, seed=args.seed)
     if args.take:
         data.items = data.items[: args.take]
+    fake = args.preset == "fake"  # the test double replaying gold patterns: plumbing only, never a reported number
+    structured = args.structured or ("off" if fake else get_preset(args.preset).structured)
+    llm = None
+    if args.paraphrase == "llm":
+        if fake:
+            raise SystemExit("--paraphrase llm needs a real LLM preset (the fake one only replays gold patterns); "
+                             "use --paraphrase rules with --preset fake")
+        llm = load_llm(args.preset, backend=args.backend, structured=structured,
+                       **({"n_threads": args.threads} if args.threads else {}))
+    paraphrase_note = paraphrase_items(data, args, llm) if args.paraphrase else None
     extra = {} if args.injective is None else {"injective": args.injective == "true"}
     if args.anchor_entity is not None:
         extra["anchor_entity"] = args.anchor_entity == "true"
@@ -206,8 +239,6 @@ def main(argv=None) -> int:
         extra["relation_vocabulary"] = args.relation_vocabulary == "true"
     extra.update(demos=args.demos, fixed_shots=args.fixed_shots, samples=args.samples,
                  sample_temperature=args.sample_temperature, answer_demos=args.answer_demos, answer_shots=args.answer_shots)
-    fake = args.preset == "fake"  # the test double replaying gold patterns: plumbing only, never a reported number
-    structured = args.structured or ("off" if fake else get_preset(args.preset).structured)
     # this run's values (dataset, llm_preset, ...) go into the config, so the record holds them, not the defaults
     method_settings = SimGRAGConfig(dataset=args.dataset, split=args.split, limit=args.limit or 0, seed=args.seed,
                                     llm_preset=args.preset, llm_backend=args.backend or "", llm_structured=structured,
@@ -238,6 +269,7 @@ def main(argv=None) -> int:
             settings_params.pop(opt, None)
     evaluation = evaluation_params(args.dataset, args.split, options)  # a file option by its content
     params = {**settings_params, **({"take": args.take} if args.take else {}),
+              **({"paraphrase": args.paraphrase} if args.paraphrase else {}),
               **evaluation}  # absent without options: old run keys hold
     default_name = f"simgrag-e2e-{args.dataset}" + (f"-{params_hash(evaluation)[:8]}" if evaluation else "")
     recorder = RunRecorder("simgrag", params, run_name=args.run_name or default_name)
@@ -245,10 +277,10 @@ def main(argv=None) -> int:
     index_kind = resolve_index_kind(args.index, data.kg.num_entities)
     t0 = time.perf_counter()
     done_before = len(recorder.done_ids)
-    llm, backend = None, args.backend or ("fake" if fake else get_preset(args.preset).backend)
+    backend = args.backend or ("fake" if fake else get_preset(args.preset).backend)
     if not args.report_only and any(q.qid not in recorder.done_ids for q in data.items):  # else: the report only
         retriever = GSDRetriever.from_embedder(data.kg, args.embedder, index_kind=args.index)
-        llm = replay_gold_llm(data.items) if fake else load_llm(
+        llm = replay_gold_llm(data.items) if fake else llm or load_llm(
             args.preset, backend=args.backend, structured=structured, **({"n_threads": args.threads} if args.threads else {}))
         backend = getattr(llm, "backend_name", backend)
         method = SimGRAG(method_settings, data.kg, retriever, llm, dataset=data.name, demo_pool=pool)
@@ -283,7 +315,7 @@ def main(argv=None) -> int:
                        "examples count as wrong (n_failed); failed_stage: the stage blamed for each wrong answer",
         "setting": setting_label(method_settings, structured, nearest=pool is not None and
                                  requested_demos(method_settings) == "nearest"),
-        "demos_note": demos_note,
+        "demos_note": demos_note, "paraphrase": paraphrase_note,
         "summary": summary, "seconds": timing, "report": run_report(records),
         "outcomes": {"simgrag": per_question(records, ["hits@1", "containment", "failed_stage"])},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),

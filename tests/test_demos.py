@@ -269,6 +269,34 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     assert run["params"]["demo_wording"] == wording_key("movies")  # in the resume key
 
 
+@pytest.mark.slow
+def test_simgrag_e2e_on_rewritten_questions(tmp_path):
+    """--paraphrase: the same ids and gold answers asked in other words; the kind is in the run key and the JSON."""
+    from stand_ins import benchmark_module
+
+    from kgrag_utils import settings
+    from kgrag_utils.datasets.paraphrase import noisy_questions
+
+    bench = benchmark_module("simgrag_e2e")
+    out = tmp_path / "para.json"
+    args = ["--dataset", "sample-movies-1hop", "--limit", "6", "--preset", "fake", "--demos", "nearest", "--shots", "2",
+            "--out", str(out)]
+    bench.main(args + ["--paraphrase", "rules"])
+    result = json.loads(out.read_text())
+    assert result["paraphrase"] == {"kind": "rule", "noise": ["synonym", "drop", "misspell"], "seed": 0, "asked": 6,
+                                    "kept": 6}
+    run = json.loads((settings.results_dir() / result["run"] / "run.json").read_text())
+    assert run["params"]["paraphrase"] == "rules"
+    records = [json.loads(x) for x in (settings.results_dir() / result["run"] / "examples.jsonl").read_text().splitlines()]
+    items = load_dataset("sample-movies-1hop", split="test", limit=6, seed=0).items
+    rewritten = {q.qid: q.question for q in noisy_questions(items, seed=0)}
+    assert {r["id"]: r["question"] for r in records} == rewritten  # asked as rewritten, under the same ids
+    assert sum(rewritten[q.qid] != q.question for q in items) >= 3
+    assert result["n_questions"] == 6
+    with pytest.raises(SystemExit, match="needs a real LLM"):
+        bench.main(args + ["--paraphrase", "llm"])
+
+
 def test_vector_rerank_nearest_demos_on_kg_questions(movies2):
     """Rerank demonstrations from the dev split's gold chains: gold facts at the stated ids, after the fixed example."""
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
