@@ -487,6 +487,13 @@ def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
                 "--peer-python", sys.executable, "--work-dir", str(peer_sandbox / "vgr-work"), "--out", str(out),
                 "--chunk", "3"]
         assert vgr.main(argv) == 0 and not out.exists()  # 3 of 4 questions: not complete yet
+        with pytest.raises(SystemExit, match="another --out"):  # peers.json holds complete runs only
+            vgr.main([*argv[:-2], "--sides", "ours", "--partial", "--out", "benchmarks/results/peers.json"])
+        part = peer_sandbox / "partial.json"
+        assert vgr.main([*argv[:-3], str(part), "--sides", "ours", "--partial"]) == 0
+        partial = json.loads(part.read_text())["rows"]
+        assert len(partial) == 8 and all(r["n"] == 3 and r["partial"] for r in partial)
+        assert {r["subset"] for r in partial} == {"the first 3 of the seeded 4"}
         assert vgr.main(argv) == 0
     assert sum("[r" in r["body"]["messages"][-1]["content"] for r in srv.requests) == 4  # one rerank per question
     assert {r["body"].get("max_tokens") for r in srv.requests} == {vgr.PEER_MAX_TOKENS}  # the package sets none

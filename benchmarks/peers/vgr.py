@@ -69,6 +69,9 @@ def parse_args(argv=None):
     ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/vector-graph-rag")
     ap.add_argument("--out", default=common.RESULTS_FILE)
     ap.add_argument("--n-ctx", type=int, default=16384)
+    ap.add_argument("--partial", action="store_true",
+                    help="score the questions the peer has answered so far, if fewer than all (rows say 'the first N "
+                         "of the seeded 100'; give another --out, e.g. benchmarks/results/peers_vgr_partial.json)")
     ap.add_argument("--outcomes-only", action="store_true",
                     help="compute nothing: write the peer outcomes file of the questions recorded so far")
     ap.add_argument("--peer-from", type=Path, default=None,
@@ -207,17 +210,19 @@ def _complete(run: str, ds) -> bool:
     return have >= {q.qid for q in ds.items}
 
 
-def score(args, ds, peer_path: Path, ours_run: str, version: str) -> list[dict]:
+def score(args, ds, peer_path: Path, ours_run: str, version: str, ids: list[str] | None = None) -> list[dict]:
     from kgrag_utils import settings
     from kgrag_utils.metrics import recall_at_k
     from kgrag_utils.records import read_examples
 
     ours, _ = read_examples(settings.results_dir() / ours_run / "examples.jsonl")
     ours, peer = common.by_id(ours), common.by_id(common.read_jsonl(peer_path))
-    ids = [q.qid for q in ds.items]
+    ids = ids or [q.qid for q in ds.items]
     common.require_all(ids, ours, "ours", "run this script again (add --sides ours)")
     common.require_all(ids, peer, "the peer", "run this script again (add --sides peer)")
     gold = {q.qid: list(q.supporting) for q in ds.items}
+    extra = {} if len(ids) == len(ds.items) else {"subset": f"the first {len(ids)} of the seeded {len(ds.items)}",
+                                                  "partial": True}
     structured = (json.loads((settings.results_dir() / ours_run / "run.json").read_text()).get("params") or {}).get(
         "llm_structured") or "preset default"
     rows = []
@@ -229,7 +234,7 @@ def score(args, ds, peer_path: Path, ours_run: str, version: str) -> list[dict]:
                 PEER, version, args.dataset, LLM_LABEL.format(preset=args.preset), f"recall@{k}",
                 f"{ours_variant} (vector_rerank defaults, structured={structured}, run {ours_run})",
                 f"{peer_label} (Settings {setting_tag(args)}, final_top_k=5{cap_label(args)})", o, p,
-                peer_failed=sum(bool(peer[i].get("failed")) for i in ids)))
+                peer_failed=sum(bool(peer[i].get("failed")) for i in ids), **extra))
     return rows
 
 
@@ -261,16 +266,24 @@ def main(argv=None) -> int:
     peer_done = len(common.done_ids(peer_path) & {q.qid for q in ds.items})
     print(f"peer: {peer_done}/{len(ds.items)} questions in {peer_path} ({time.perf_counter() - t0:.0f} s)", flush=True)
     ours_done = ours_run is not None and _complete(ours_run, ds)
-    if not ours_done or peer_done < len(ds.items):
+    have = common.done_ids(peer_path)
+    answered = [q.qid for q in ds.items if q.qid in have]
+    complete = len(answered) == len(ds.items)
+    first_n = bool(answered) and answered == [q.qid for q in ds.items[: len(answered)]]  # it answers in seeded order
+    if not ours_done or not (complete or (args.partial and first_n)):
         print("not complete yet: run the same command again", flush=True)
         return 0
+    answered = None if complete else answered
     version = (json.loads(Path(args.peer_from).read_text(encoding="utf-8"))["peer_version"] if args.peer_from else
                common.peer_versions(common.peer_python(PEER, args.peer_python), ["vector-graph-rag"])["vector-graph-rag"])
-    rows = score(args, ds, peer_path, ours_run, version or "?")
+    if answered and args.out == common.RESULTS_FILE:
+        raise SystemExit("--partial: give another --out (e.g. benchmarks/results/peers_vgr_partial.json); peers.json "
+                         "holds complete runs only")
+    rows = score(args, ds, peer_path, ours_run, version or "?", ids=answered)
     note = {f"{PEER}/{args.dataset}/{setting_tag(args)}": {
         "peer_records": str(peer_path), "ours_run": ours_run, "llm": f"{args.preset} (packaged GGUF; peer: llama.cpp "
         "OpenAI-compatible server, ours: llama.cpp in-process), greedy", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}}
-    print(f"wrote {common.merge_rows(rows, args.out, note)}: complete")
+    print(f"wrote {common.merge_rows(rows, args.out, note)}: " + ("complete" if complete else f"{rows[0]['subset']}"))
     for r in rows:
         print(f"{r['metric']:>9}  ours {r['ours']:.3f}  peer {r['peer_score']:.3f}  {r['ours_variant'][:40]}")
     return 0
