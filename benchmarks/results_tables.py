@@ -1028,6 +1028,17 @@ def stale(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | 
 
 
 
+# ----------------------------------------------------------------------------- the rerank's ceiling (no LLM)
+TABLES += [
+    Table("vr-ceiling", "docs/RESULTS.md", ("candidate cap", "gold passages among the candidates'",
+                                           "perfect pick, rerank-filled R@2 / R@5", "similarity order (expand) R@5",
+                                           "naive R@5", "questions without a gold candidate"),
+          [Rows("vector_rerank_ceiling_musique.json", "by_cap", "{cap}", "{coverage:%.1f}",
+                "{oracle_filled@2:%.1f} / {oracle_filled@5:%.1f}", "{expand@5:%.1f}", "{naive@5:%.1f}",
+                "{questions_with_no_gold_candidate}")]),
+]
+
+
 # ----------------------------------------------------------------------------- the peers (docs/PEERS.md)
 PEERS_DOC = "docs/PEERS.md"
 

@@ -35,3 +35,31 @@ def test_relative_out_resolves_from_repo_root(tmp_path, monkeypatch):
     # a second run merges into the same file (read back from the root, not the cwd)
     assert bench.main(argv[:-1] + [str(rel)]) == 0
     assert len(json.loads((root / rel).read_text(encoding="utf-8"))["runs"]) == 1
+
+
+def test_the_rerank_ceiling_bounds_every_reranker(tmp_path):
+    """The oracle's rerank-filled recall is the candidates' coverage (it picks one candidate per gold passage) and
+    never below the similarity order's; questions without a gold candidate are counted."""
+    import json
+
+    from stand_ins import benchmark_module
+
+    from kgrag_utils.datasets import load_dataset
+    from kgrag_utils.methods.vector_rerank import VectorRerankConfig
+    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+
+    bench = benchmark_module("vector_rerank_ceiling")
+    ds = load_dataset("sample-passages", split="test", limit=6, seed=0)
+    cfg = VectorRerankConfig(dataset="sample-passages", limit=6, entity_extraction="lexical", variants=("naive", "expand"))
+    method = VectorRerank.prepare(cfg, ds)
+    rows = [bench.oracle_rows(method, q, cap) for q in ds.items for cap in (2, 40)]
+    for r in rows:
+        assert r["expand@5"] <= r["oracle_filled@5"] <= r["coverage"] + 1e-9
+        assert (r["n_gold_candidates"] == 0) == (r["coverage"] == 0)
+    assert any(r["oracle_filled@5"] > r["expand@5"] for r in rows)  # the oracle's picks matter somewhere
+    out = tmp_path / "ceiling.json"
+    assert bench.main(["--dataset", "sample-passages", "--limit", "6", "--caps", "2,40", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    small, large = result["by_cap"]
+    assert (small["cap"], large["cap"]) == (2, 40) and result["n_questions"] == 6
+    assert large["coverage"] >= small["coverage"]  # more candidates reach more
