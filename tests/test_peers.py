@@ -532,6 +532,17 @@ def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
     for p in peer:  # padded = the rerank's passages, then naive ones; the unpadded list is its prefix
         assert p["padded"][: len(p["rerank"])] == p["rerank"] and len(p["padded"]) == 5
         assert len(p["llm_calls"]) == 1 and p["llm_calls"][0]["finish"] is not None
+    for p in peer:  # the no-LLM list before its top-up: the first 5 candidates' passages
+        assert len(p["expand_unpadded"]) <= 5 and set(p["expand_unpadded"]) <= set(p["expand"])
+    # lines of an earlier worker, without expand_unpadded, get it from the next run (no rerank call)
+    lines = [{k: v for k, v in p.items() if k != "expand_unpadded"} for p in peer]
+    (run_dir / "peer.jsonl").write_text("".join(json.dumps(p) + "\n" for p in lines))
+    calls = len(srv.requests)
+    with FakeOpenAIServer(reply=reply, models=("fake",)) as srv2:
+        assert vgr.main([*argv[:argv.index("--base-url") + 1], srv2.base_url, *argv[argv.index("--base-url") + 2:]]) == 0
+        assert not srv2.requests and len(srv.requests) == calls
+    again_lines = [json.loads(x) for x in (run_dir / "peer.jsonl").read_text().splitlines()]
+    assert [p["expand_unpadded"] for p in again_lines] == [p["expand_unpadded"] for p in peer]
     # the complete run's peer outcomes (passage ids, no texts) let ours be scored again without the peer
     kept = peer_sandbox / "peers_vgr_sample-passages_n4.json"
     record = json.loads(kept.read_text())

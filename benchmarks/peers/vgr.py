@@ -165,8 +165,9 @@ def run_peer(args, ds, run_dir: Path) -> Path:
     work = work / f"{args.dataset}-{setting_tag(args)}"
     out = run_dir / "peer.jsonl"
     ids = [q.qid for q in ds.items]
-    if common.done_ids(out) >= set(ids):
-        return out
+    lines = common.read_jsonl(out)
+    if {r["id"] for r in lines} >= set(ids) and all("expand_unpadded" in r or r.get("failed") for r in lines):
+        return out  # (lines of an earlier worker lack expand_unpadded: the worker adds it, without the LLM)
     python = common.peer_python(PEER, args.peer_python)
     corpus, questions = write_inputs(ds, work)
     settings = work / "settings.json"

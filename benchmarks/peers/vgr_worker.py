@@ -12,6 +12,8 @@ its HuggingFace provider, a Milvus Lite file). The corpus goes in through `add_d
   rerank   the same graph + rerank passages before the top-up (the package's retriever, reranker and
            passage lookup, called in the order `retrieve` calls them)
   expand   `retrieve(q, use_reranking=False, top_k)`: graph candidates in the package's order, topped up
+  expand_unpadded  the same before the top-up: the passages of the first top_k candidates (what the no-LLM
+           rows compare with our unpadded expand)
 
 plus the query entities, candidate relations, the chosen relations and the reranker's raw reply, so a
 difference can be traced to a stage. Its LLM replies are cached by the package's own cache in the work
@@ -32,7 +34,7 @@ import traceback
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from worker_io import append_jsonl, pending  # noqa: E402
+from worker_io import append_jsonl, pending, read_jsonl  # noqa: E402
 
 
 LLM_CALLS: list[dict] = []  # this question's LLM calls: finish reason and reply tokens (cleared per question)
@@ -120,9 +122,10 @@ def one(rag, text_to_id: dict, question: str, k: int) -> dict:
         key = rag._reranker._build_prompt(question, rag._reranker._format_relations(cand_ids, cand_texts))
         raw = rag._reranker.cache.get(rag._reranker.settings.cache_model_name(rag._reranker.model), key, temperature=0)
     expand = rag.retrieve(question, use_reranking=False, top_k=k).retrieved_passages
+    expand_unpadded = unpadded_expand(rag, found, k)
     return {
         "naive": ids(naive), "padded": ids(padded.retrieved_passages), "rerank": list(rerank_pids[:k]),
-        "expand": ids(expand), "query_entities": found.query_entities,
+        "expand": ids(expand), "expand_unpadded": expand_unpadded, "query_entities": found.query_entities,
         "seed_entities": found.entity_texts, "seed_relations": found.relation_texts,
         "n_candidates": len(cand_ids), "eviction": [found.eviction_before_count, found.eviction_after_count],
         "candidates": cand_texts[:200], "chosen_relations": chosen_texts,
@@ -130,6 +133,29 @@ def one(rag, text_to_id: dict, question: str, k: int) -> dict:
         "seconds": {"naive": round(t_naive, 3), "graph_rerank": round(t_padded, 3),
                     "total": round(time.perf_counter() - t0, 3)},
     }
+
+
+def unpadded_expand(rag, found, k: int) -> list:
+    """`retrieve(use_reranking=False)` before its naive top-up: the passages of its first k candidates."""
+    pids, _ = rag._get_passages_from_relations(list(found.expanded_relation_ids[:k]))
+    return list(pids[:k])
+
+
+def backfill_unpadded_expand(rag, questions: list[dict], out: str, k: int) -> int:
+    """Add `expand_unpadded` to lines written before the worker computed it (no LLM: the package's response cache
+    holds each question's entity reply); the file is rewritten whole, atomically."""
+    rows = read_jsonl(out)
+    text = {q["id"]: q["question"] for q in questions}
+    todo = [r for r in rows if "expand_unpadded" not in r and not r.get("failed") and r["id"] in text]
+    for r in todo:
+        r["expand_unpadded"] = unpadded_expand(rag, rag._ensure_retriever().retrieve(text[r["id"]]), k)
+    if todo:
+        tmp = f"{out}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+        os.replace(tmp, out)
+        print(f"added expand_unpadded to {len(todo)} earlier lines", flush=True)
+    return len(todo)
 
 
 def main(argv=None) -> int:
@@ -153,10 +179,13 @@ def main(argv=None) -> int:
     if args.index_only:
         build(args)
         return 0
-    if not todo:
+    missing_unpadded = any("expand_unpadded" not in r and not r.get("failed") for r in read_jsonl(args.out))
+    if not todo and not missing_unpadded:
         print("nothing to do: every question has a line", flush=True)
         return 0
     rag, text_to_id, _ = build(args)
+    if missing_unpadded:
+        backfill_unpadded_expand(rag, questions, args.out, args.top_k)
     for i, q in enumerate(todo, 1):
         row = {"id": q["id"]}
         LLM_CALLS.clear()
