@@ -124,6 +124,17 @@ def outcomes_path(args, n: int) -> Path:
     return out.parent / f"peers_vgr_{args.dataset}_n{n}.json"
 
 
+def _pid_key(pid: str) -> str:
+    """A passage id as the outcomes file holds it: a short hash, so that no passage title is committed."""
+    import hashlib
+
+    return hashlib.sha1(str(pid).encode("utf-8")).hexdigest()[:12]
+
+
+def _hashed(row: dict) -> dict:
+    return {k: ([_pid_key(p) for p in v] if isinstance(v, list) else v) for k, v in row.items()}
+
+
 def outcomes(args, ds, peer_path: Path, version: str) -> dict:
     """The peer's per-question passage ids (the committed record of a complete run, so that ours can be scored
     against it again without the peer); the same questions in the same order as the rows."""
@@ -138,7 +149,8 @@ def outcomes(args, ds, peer_path: Path, version: str) -> dict:
             "about": "vector-graph-rag's passage ids per question and list (naive, padded, rerank, expand_unpadded), "
                      "the number of candidate relations, and failed; benchmarks/peers/vgr.py --peer-from reads it "
                      "(a partial file: its questions are restored, the rest computed)",
-            "questions": [{"id": q.qid, **{k: peer[q.qid].get(k) for k in OUTCOME_KEYS if k in peer[q.qid]}}
+            "passage_ids": "sha1(pid)[:12]: the restoring run maps them back through its own corpus",
+            "questions": [{"id": q.qid, **_hashed({k: peer[q.qid].get(k) for k in OUTCOME_KEYS if k in peer[q.qid]})}
                           for q in done]}
 
 
@@ -152,10 +164,13 @@ def restore_peer(args, ds, peer_path: Path) -> int:
         raise SystemExit(f"--peer-from {args.peer_from}: made with other settings ({wrong}, as (file, this run)); "
                          "pass the same --dataset/--limit/--seed/--preset/--peer-setting as the run that wrote it.")
     have, rows = common.done_ids(peer_path), {r["id"]: r for r in data["questions"]}
+    pids = {_pid_key(p.pid): p.pid for p in ds.corpus}
+    unhash = lambda v: [pids[h] for h in v] if isinstance(v, list) else v  # noqa: E731
     added = 0
     for q in ds.items:
         if q.qid in rows and q.qid not in have:
-            append_jsonl(peer_path, {**rows[q.qid], "restored_from": str(args.peer_from)})
+            row = {k: unhash(v) if k in OUTCOME_KEYS else v for k, v in rows[q.qid].items()}
+            append_jsonl(peer_path, {**row, "restored_from": str(args.peer_from)})
             added += 1
     return added
 
