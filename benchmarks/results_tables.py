@@ -1058,8 +1058,8 @@ def _peer_diff(r: dict) -> str:
     return f"{100 * d['mean']:+.1f}" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
 
 
-def _peer_rows(peer: str, *label_cells) -> Rows:
-    return Rows("peers.json", "rows", *label_cells, "{metric}", _peer_pct("ours"), _peer_pct("peer"), _peer_diff,
+def _peer_rows(peer: str, *label_cells, file: str = "peers.json") -> Rows:
+    return Rows(file, "rows", *label_cells, "{metric}", _peer_pct("ours"), _peer_pct("peer"), _peer_diff,
                 "{n}", where=lambda r: r["peer"] == peer)
 
 
@@ -1099,10 +1099,9 @@ TABLES += [
           [_peer_rows("simgrag-ref", "{dataset}", "{subset}", _ours_simgrag,
                       lambda r: f"its pipeline, {r['peer_variant'].split(': ')[1].split(', retriever')[0]}")]),
     Table("peers-vgr", PEERS_DOC, ("dataset", "questions", "ours", "vector-graph-rag") + _PEER_COLS,
-          [Rows(file, "rows", "{dataset}", lambda r: r.get("subset") or "all", lambda r: r["ours_variant"].split(" (")[0],
-                lambda r: r["peer_variant"].split(" (")[0], "{metric}", _peer_pct("ours"), _peer_pct("peer"),
-                _peer_diff, "{n}", where=lambda r: r["peer"] == "vector-graph-rag")
-           for file in ("peers.json", "peers_vgr_partial.json")]),
+          [_peer_rows("vector-graph-rag", "{dataset}", lambda r: r.get("subset") or "all",
+                      lambda r: r["ours_variant"].split(" (")[0], lambda r: r["peer_variant"].split(" (")[0], file=file)
+           for file in ("peers.json", "peers_vgr_partial.json")]),  # the partial file goes once all 100 are in
     Table("peers-kgp", PEERS_DOC, ("dataset", "ours", "reference") + _PEER_COLS,
           [_peer_rows("kgp-ref", lambda r: r["dataset"].split(" (")[0], lambda r: r["ours_variant"].split(" (")[0],
                       lambda r: r["peer_variant"].split(",")[0])]),

@@ -43,15 +43,16 @@ def oracle_rows(method, question, cap: int) -> dict:
     cand, _ = cap_by_similarity(exp.relation_ids, index.relation_similarity(exp.relation_ids, qvec), cap)
     cand = [int(c) for c in cand]
     gold_set = set(gold)
-    good = [c for c in cand if gold_set & set(method._keys(index.relation_passages(c).tolist()))]
+    keys = {c: set(method._keys(index.relation_passages(c).tolist())) for c in cand}
+    good = [c for c in cand if gold_set & keys[c]]
     picks, covered = [], set()  # one pick per gold passage not yet covered, in similarity order: a best pick
     for c in good:
-        new = (gold_set & set(method._keys(index.relation_passages(c).tolist()))) - covered
+        new = (gold_set & keys[c]) - covered
         if new and len(picks) < cfg.select_n:
             picks.append(c)
             covered |= new
     filled = method.passages_of(picks + [c for c in cand if c not in set(picks)], qvec, cfg.final_k)
-    reachable = {k for c in cand for k in method._keys(index.relation_passages(c).tolist())}
+    reachable = set().union(*keys.values())
     expand_list = method.passages_of(cand, qvec, cfg.final_k)
     row = {"coverage": len(gold_set & reachable) / len(gold_set) if gold_set else 0.0,
            "n_candidates": len(cand), "n_gold_candidates": len(good)}

@@ -39,7 +39,7 @@ PEER = "vector-graph-rag"
 LLM_LABEL = "{preset} (packaged GGUF, llama.cpp, greedy)"
 KS = (2, 5)
 # the package passes no max_tokens: a looping greedy reply ran to the 16k context (over 4 minutes on 2 cores); its
-# replies that end by themselves are about 150-200 tokens (40 candidate ids and a thought), so 1024 binds only loops
+# replies that end by themselves are about 150-330 tokens (chosen UUIDs and a thought), so 1024 binds only loops
 PEER_MAX_TOKENS = 1024
 # like with like: (our variant, the peer's list, the peer's label)
 PAIRS = (("naive", "naive", "naive: retrieve_naive"),
@@ -75,9 +75,9 @@ def parse_args(argv=None):
     ap.add_argument("--outcomes-only", action="store_true",
                     help="compute nothing: write the peer outcomes file of the questions recorded so far")
     ap.add_argument("--peer-from", type=Path, default=None,
-                    help="a peer outcomes file an earlier complete run wrote (peers_vgr_<dataset>_n<N>.json beside "
-                         "--out): the peer's passage lists come from it instead of the peer, e.g. to score ours again "
-                         "after a change, on a machine whose peer records are gone")
+                    help="a peer outcomes file an earlier run wrote (peers_vgr_<dataset>_n<N>.json beside --out): "
+                         "the peer's passage lists of its questions come from it instead of the peer (the rest are "
+                         "computed), e.g. on a machine whose peer records are gone")
     return ap.parse_args(argv)
 
 
@@ -136,8 +136,8 @@ def _hashed(row: dict) -> dict:
 
 
 def outcomes(args, ds, peer_path: Path, version: str) -> dict:
-    """The peer's per-question passage ids (the committed record of a complete run, so that ours can be scored
-    against it again without the peer); the same questions in the same order as the rows."""
+    """The peer's per-question passage ids so far (committed, so that a later run restores them instead of asking
+    the peer again), in the seeded order of the questions."""
     peer = common.by_id(common.read_jsonl(peer_path))
     done = [q for q in ds.items if q.qid in peer]
     calls = [c for q in done for c in peer[q.qid].get("llm_calls") or []]
@@ -254,6 +254,13 @@ def score(args, ds, peer_path: Path, ours_run: str, version: str, ids: list[str]
     return rows
 
 
+def peer_version(args) -> str | None:
+    """The installed package's version; with --peer-from, the one that wrote the file (no peer environment needed)."""
+    if args.peer_from:
+        return json.loads(Path(args.peer_from).read_text(encoding="utf-8"))["peer_version"]
+    return common.peer_versions(common.peer_python(PEER, args.peer_python), [PEER])[PEER]
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from kgrag_utils import settings
@@ -274,7 +281,7 @@ def main(argv=None) -> int:
     if computes_peer or args.outcomes_only:  # the committed record of the peer's passages, partial or complete
         from kgrag_utils.records import write_result
 
-        version = common.peer_versions(common.peer_python(PEER, args.peer_python), ["vector-graph-rag"])[PEER]
+        version = peer_version(args)
         print(f"wrote {write_result(outcomes_path(args, len(ds.items)), outcomes(args, ds, peer_path, version), args)}")
     if args.outcomes_only:
         return 0
@@ -290,8 +297,7 @@ def main(argv=None) -> int:
         print("not complete yet: run the same command again", flush=True)
         return 0
     answered = None if complete else answered
-    version = (json.loads(Path(args.peer_from).read_text(encoding="utf-8"))["peer_version"] if args.peer_from else
-               common.peer_versions(common.peer_python(PEER, args.peer_python), ["vector-graph-rag"])["vector-graph-rag"])
+    version = peer_version(args)
     if answered and args.out == common.RESULTS_FILE:
         raise SystemExit("--partial: give another --out (e.g. benchmarks/results/peers_vgr_partial.json); peers.json "
                          "holds complete runs only")

@@ -42,7 +42,7 @@ def demo_wording(family: str) -> tuple[dict, dict]:
 
 def wording_key(family: str) -> str:
     """A short hash of one family's demonstration wording: part of a nearest-demonstration run's key, so that a run
-    resumed after the prompt file's wording changed is refused instead of mixing two wordings in one record."""
+    resumed after the prompt file's wording changed starts afresh instead of mixing two wordings in one record."""
     from ...records import params_hash
 
     relations, types = demo_wording(family)
