@@ -1052,6 +1052,14 @@ def _peer_pct(key: str) -> Callable[[dict], str]:
     return cell
 
 
+def _trace_recall(subset: str) -> Callable[[dict], str]:
+    """'50.9 / 61.6': a naive-trace row's Recall@2 / @5 in percent ('-' where the lists do not cover the subset)."""
+    def cell(r: dict) -> str:
+        got = [r.get(f"{subset}_recall@{k}") for k in (2, 5)]
+        return " / ".join("-" if v is None else f"{100 * v:.1f}" for v in got)
+    return cell
+
+
 def _peer_diff(r: dict) -> str:
     d = r["difference"]
     ci = d.get("ci95")
@@ -1100,8 +1108,12 @@ TABLES += [
                       lambda r: f"its pipeline, {r['peer_variant'].split(': ')[1].split(', retriever')[0]}")]),
     Table("peers-vgr", PEERS_DOC, ("dataset", "questions", "ours", "vector-graph-rag") + _PEER_COLS,
           [_peer_rows("vector-graph-rag", "{dataset}", lambda r: r.get("subset") or "all",
-                      lambda r: r["ours_variant"].split(" (")[0], lambda r: r["peer_variant"].split(" (")[0], file=file)
-           for file in ("peers.json", "peers_vgr_partial.json")]),  # the partial file goes once all 100 are in
+                      lambda r: r["ours_variant"].split(" (")[0], lambda r: r["peer_variant"].split(" (")[0])]),
+    Table("peers-vgr-naive", PEERS_DOC, ("naive list", "passages cut at (word pieces)", "R@2 / R@5, all questions",
+                                         "R@2 / R@5, the peer's questions", "top 5 equal to the peer's"),
+          [Rows("peers_vgr_naive_trace.json", "rows", "{side}", "{cut}", _trace_recall("all"),
+                _trace_recall("peer_answered"),
+                lambda r: f"{r['same_top5_as_peer']} of {r['same_top5_as_peer'] + len(r['differs_from_peer'])}")]),
     Table("peers-kgp", PEERS_DOC, ("dataset", "ours", "reference") + _PEER_COLS,
           [_peer_rows("kgp-ref", lambda r: r["dataset"].split(" (")[0], lambda r: r["ours_variant"].split(" (")[0],
                       lambda r: r["peer_variant"].split(",")[0])]),

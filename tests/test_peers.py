@@ -561,3 +561,26 @@ def test_vgr_harness_on_a_stand_in_package(peer_sandbox, monkeypatch):
         {k: (r["ours"], r["peer_score"]) for k, r in rows.items()}
     with pytest.raises(SystemExit, match="other settings"):
         vgr.main([*argv[:-1], "0", "--sides", "ours", "--peer-from", str(kept), "--limit", "3", "--out", str(again)])
+    # the naive trace: its 256-piece cut is our naive list (its recall is our naive row's), beside the peer's lists
+    import vgr_naive_trace
+
+    trace_out = peer_sandbox / "trace.json"
+    assert vgr_naive_trace.main(["--dataset", "sample-passages", "--limit", "4", "--peer-from", str(kept),
+                                 "--out", str(trace_out)]) == 0
+    trace = json.loads(trace_out.read_text())
+    assert trace["n_peer_answered"] == 4 and [r["cut"] for r in trace["rows"]] == [256, 512, 512]
+    ours256, _, peer_row = trace["rows"]
+    assert ours256["all_recall@5"] == pytest.approx(rows2[("recall@5", "naive")]["ours"], abs=1e-4)
+    assert peer_row["all_recall@5"] == pytest.approx(rows2[("recall@5", "naive")]["peer_score"], abs=1e-4)
+    assert peer_row["same_top5_as_peer"] == 4 and not peer_row["differs_from_peer"]
+    for row in trace["rows"]:
+        assert row["same_top5_as_peer"] + len(row["differs_from_peer"]) == 4
+
+
+def test_naive_trace_takes_the_exact_top_k_with_ties_in_corpus_order():
+    import numpy as np
+    import vgr_naive_trace
+
+    q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    p = np.array([[0.5, 0.5], [1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
+    assert vgr_naive_trace.top_k_ids(q, p, ["a", "b", "c", "d"], 3) == [["b", "a", "c"], ["d", "a", "c"]]
