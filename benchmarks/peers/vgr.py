@@ -120,8 +120,13 @@ OUTCOME_KEYS = tuple(key for _, key, _ in PAIRS) + ("failed", "n_candidates")
 
 
 def outcomes_path(args, n: int) -> Path:
-    out = Path(args.out) if Path(args.out).is_absolute() else common.REPO / args.out
-    return out.parent / f"peers_vgr_{args.dataset}_n{n}.json"
+    return outcomes_file(args.dataset, n, args.out)
+
+
+def outcomes_file(dataset: str, n: int, out: str | Path = common.RESULTS_FILE) -> Path:
+    """Where the peer outcomes file of `dataset` with n questions lives: beside the rows file `out`."""
+    out = Path(out) if Path(out).is_absolute() else common.REPO / out
+    return out.parent / f"peers_vgr_{dataset}_n{n}.json"
 
 
 def _pid_key(pid: str) -> str:
@@ -133,6 +138,13 @@ def _pid_key(pid: str) -> str:
 
 def _hashed(row: dict) -> dict:
     return {k: ([_pid_key(p) for p in v] if isinstance(v, list) else v) for k, v in row.items()}
+
+
+def unhashed_questions(data: dict, ds) -> dict:
+    """An outcomes file's questions by id, their passage lists mapped back to this corpus's passage ids."""
+    pids = {_pid_key(p.pid): p.pid for p in ds.corpus}
+    return {r["id"]: {k: [pids[h] for h in v] if k in OUTCOME_KEYS and isinstance(v, list) else v
+                      for k, v in r.items()} for r in data["questions"]}
 
 
 def outcomes(args, ds, peer_path: Path, version: str) -> dict:
@@ -163,14 +175,11 @@ def restore_peer(args, ds, peer_path: Path) -> int:
     if wrong:
         raise SystemExit(f"--peer-from {args.peer_from}: made with other settings ({wrong}, as (file, this run)); "
                          "pass the same --dataset/--limit/--seed/--preset/--peer-setting as the run that wrote it.")
-    have, rows = common.done_ids(peer_path), {r["id"]: r for r in data["questions"]}
-    pids = {_pid_key(p.pid): p.pid for p in ds.corpus}
-    unhash = lambda v: [pids[h] for h in v] if isinstance(v, list) else v  # noqa: E731
+    have, rows = common.done_ids(peer_path), unhashed_questions(data, ds)
     added = 0
     for q in ds.items:
         if q.qid in rows and q.qid not in have:
-            row = {k: unhash(v) if k in OUTCOME_KEYS else v for k, v in rows[q.qid].items()}
-            append_jsonl(peer_path, {**row, "restored_from": str(args.peer_from)})
+            append_jsonl(peer_path, {**rows[q.qid], "restored_from": str(args.peer_from)})
             added += 1
     return added
 

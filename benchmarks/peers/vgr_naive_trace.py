@@ -32,7 +32,7 @@ def parse_args(argv=None):
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--peer-from", type=Path, default=None,
-                    help="the peer outcomes file (default: benchmarks/results/peers_vgr_<dataset>_n<limit>.json)")
+                    help="the peer outcomes file (default: vgr.py's, benchmarks/results/peers_vgr_<dataset>_n<N>.json)")
     ap.add_argument("--out", type=Path, default=common.REPO / "benchmarks" / "results" / "peers_vgr_naive_trace.json")
     ap.add_argument("--batch-size", type=int, default=32)
     return ap.parse_args(argv)
@@ -61,10 +61,9 @@ def main(argv=None) -> int:
     import vgr
 
     ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
-    peer_file = args.peer_from or common.REPO / "benchmarks" / "results" / f"peers_vgr_{args.dataset}_n{len(ds.items)}.json"
-    outcomes = json.loads(Path(peer_file).read_text(encoding="utf-8"))
-    back = {vgr._pid_key(p.pid): p.pid for p in ds.corpus}
-    peer_naive = {r["id"]: [back[h] for h in r.get("naive") or []] for r in outcomes["questions"]}
+    peer_file = args.peer_from or vgr.outcomes_file(args.dataset, len(ds.items))
+    outcomes = vgr.unhashed_questions(json.loads(Path(peer_file).read_text(encoding="utf-8")), ds)
+    peer_naive = {i: r.get("naive") or [] for i, r in outcomes.items()}
     ids = [q.qid for q in ds.items]
     answered = [i for i in ids if i in peer_naive]
     gold = {q.qid: list(q.supporting) for q in ds.items}
