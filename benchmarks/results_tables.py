@@ -1128,6 +1128,9 @@ PAIRED_HOPS = ("1", "2", "3")  # the hops with a fixed-8 run on the same seeded 
 # simgrag_e2e_metaqa-<hop>hop_1.5b_nearest.json; the runs before it are ..._nearest_actedin.json
 _NEAREST = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json"
 _ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
+# the same patterns (from the response cache) with nearest answer demonstrations too (--answer-demos nearest)
+_ANSWERS = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers.json"
+ANSWER_HOPS = ("1", "2")  # the hops measured with nearest answer demonstrations
 _STARRED_LABEL = "{setting}, demonstrations 'starred in'"
 _ACTEDIN_LABEL = "{setting}, demonstrations 'acted in' (before 32542bc)"
 
@@ -1171,6 +1174,8 @@ TABLES += [
     Table("demos-simgrag-metaqa", DEMOS_DOC, _DEMO_COLS, [
         row for hop in DEMO_HOPS for row in (
             _demo_row(_NEAREST.format(hop=hop), f"{hop}-hop", _STARRED_LABEL, "{n_questions}: the first of the seeded {n_planned}"),
+            *([_demo_row(_ANSWERS.format(hop=hop), f"{hop}-hop", _STARRED_LABEL,
+                         "{n_questions}: the first of the seeded {n_planned}")] if hop in ANSWER_HOPS else []),
             _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
                       "{n_questions}: the first of the seeded {n_planned}"),
             *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", f"{hop}-hop", None,
