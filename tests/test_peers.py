@@ -58,6 +58,14 @@ def test_merge_rows_replaces_only_the_same_rows(tmp_path):
     data = json.loads(out.read_text())
     assert [(r["metric"], r["ours"]) for r in data["rows"]] == [("recall@2", 1.0), ("recall@5", 0.0)]
     assert set(data["runs"]) == {"run-a", "run-b"} and data["row_keys"] == list(common.ROW_KEYS)
+    a3 = common.score_row("vgr", "1", "musique", "llm", "recall@5", "naive (embedder minilm@512, run c)", "naive",
+                          [0.5], [0.0])  # the same variant, other details: a re-run replaces the row
+    other = common.score_row("vgr", "1", "musique", "llm", "recall@5", "expand (run c)", "naive", [0.5], [0.0])
+    common.merge_rows([a3, other], out)
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted((r["metric"], r["ours_variant"], r["ours"]) for r in rows) == [
+        ("recall@2", "naive", 1.0), ("recall@5", "expand (run c)", 0.5),
+        ("recall@5", "naive (embedder minilm@512, run c)", 0.5)]
 
 
 # ----------------------------------------------------------------------------- the server's life

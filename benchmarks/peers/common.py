@@ -227,8 +227,14 @@ def score_row(peer: str, peer_version: str, dataset: str, llm: str, metric: str,
             "difference": paired_difference(ours, peer_scores), **extra}
 
 
+def _variant_name(label) -> str | None:
+    """A variant label's name, before its details in parentheses (run names, settings): a re-run replaces its row."""
+    return label.split(" (", 1)[0] if isinstance(label, str) else label
+
+
 def _row_key(row: Mapping) -> tuple:
-    return tuple(row.get(k) for k in ("peer", "dataset", "subset", "metric", "ours_variant", "peer_variant"))
+    return (*(row.get(k) for k in ("peer", "dataset", "subset", "metric")),
+            *(_variant_name(row.get(k)) for k in ("ours_variant", "peer_variant")))
 
 
 def merge_rows(rows: Iterable[dict], path: str | Path = RESULTS_FILE, note: Mapping | None = None) -> Path:

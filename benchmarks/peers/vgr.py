@@ -12,7 +12,8 @@ through `openai_base_url`: llama.cpp's OpenAI-compatible server, which this scri
 127.0.0.1 and stops. Its knobs are its own defaults except `final_top_k` (5, for Recall@5) and what
 `--peer-setting` overrides. Our side is benchmarks/vector_rerank_recall.py on the same 100 questions
 (seeded sample, the same as benchmarks/results/vector_rerank_musique_n100_*), run in-process with the
-same GGUF. Both sides' per-question outputs are kept (ours: results/<run>/examples.jsonl; the
+same GGUF and the same MiniLM read to the same length: 512 word pieces (`--embedder minilm@512`), where
+the project's default cuts at 256. Both sides' per-question outputs are kept (ours: results/<run>/examples.jsonl; the
 peer's: results/peers/<run>/peer.jsonl), and the rows (Recall@2 / @5, like with like: naive,
 graph without LLM, graph + rerank, graph + rerank padded with naive passages) go to
 benchmarks/results/peers.json. The package sets no max_tokens; the harness gives its calls a
@@ -41,6 +42,9 @@ KS = (2, 5)
 # the package passes no max_tokens: a looping greedy reply ran to the 16k context (over 4 minutes on 2 cores); its
 # replies that end by themselves are about 150-330 tokens (chosen UUIDs and a thought), so 1024 binds only loops
 PEER_MAX_TOKENS = 1024
+# the same embedder on both sides: the peer's HuggingFace provider tokenizes with max_length=512, sentence-transformers
+# cuts MiniLM at its configured 256; at 512 our naive top 5 equals the peer's (benchmarks/results/peers_vgr_naive_trace.json)
+OURS_EMBEDDER = "minilm@512"
 # like with like: (our variant, the peer's list, the peer's label)
 PAIRS = (("naive", "naive", "naive: retrieve_naive"),
          ("expand", "expand_unpadded", "graph, no LLM: candidates in the package's order, unpadded"),
@@ -56,6 +60,9 @@ def parse_args(argv=None):
     ap.add_argument("--preset", default="qwen2.5-coder-1.5b")
     ap.add_argument("--structured", default="", choices=("", "off", "schema"),
                     help="our side's decoding mode ('' = the preset's default)")
+    ap.add_argument("--embedder", default=OURS_EMBEDDER,
+                    help="our side's embedder; the default reads 512 word pieces, as the peer's provider does "
+                         "('minilm' cuts at MiniLM's configured 256: benchmarks/peers/vgr_naive_trace.py)")
     ap.add_argument("--peer-setting", action="append", default=[], metavar="KEY=VALUE",
                     help="a vector_graph_rag Settings override (JSON value), e.g. relation_number_threshold=40")
     ap.add_argument("--peer-max-tokens", type=int, default=PEER_MAX_TOKENS,
@@ -216,9 +223,10 @@ def run_ours(args) -> str:
     sys.path.insert(0, str(common.REPO / "benchmarks"))
     import vector_rerank_recall
 
-    out = Path(common.peers_home()) / "work" / PEER / f"ours-{args.dataset}-{args.structured or 'preset'}.json"
+    tag = args.embedder.replace("/", "_")
+    out = Path(common.peers_home()) / "work" / PEER / f"ours-{args.dataset}-{args.structured or 'preset'}-{tag}.json"
     argv = ["--dataset", args.dataset, "--limit", str(args.limit), "--seed", str(args.seed), "--llm", args.preset,
-            "--variants", "all", "--out", str(out), "--no-progress"]
+            "--variants", "all", "--embedder", args.embedder, "--out", str(out), "--no-progress"]
     if args.structured:
         argv += ["--structured", args.structured]
     if args.chunk:
@@ -257,7 +265,7 @@ def score(args, ds, peer_path: Path, ours_run: str, version: str, ids: list[str]
             p = [0.0 if peer[i].get("failed") else recall_at_k(peer[i].get(peer_key), gold[i], k) for i in ids]
             rows.append(common.score_row(
                 PEER, version, args.dataset, LLM_LABEL.format(preset=args.preset), f"recall@{k}",
-                f"{ours_variant} (vector_rerank defaults, structured={structured}, run {ours_run})",
+                f"{ours_variant} (vector_rerank defaults, embedder {args.embedder}, structured={structured}, run {ours_run})",
                 f"{peer_label} (Settings {setting_tag(args)}, final_top_k=5{cap_label(args)})", o, p,
                 peer_failed=sum(bool(peer[i].get("failed")) for i in ids), **extra))
     return rows
