@@ -1130,7 +1130,7 @@ _NEAREST = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json"
 _ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
 # the same patterns (from the response cache) with nearest answer demonstrations too (--answer-demos nearest)
 _ANSWERS = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers.json"
-ANSWER_HOPS = ("1", "2")  # the hops measured with nearest answer demonstrations
+ANSWER_HOPS = ("1", "2", "3")  # the hops measured with nearest answer demonstrations
 _STARRED_LABEL = "{setting}, demonstrations 'starred in'"
 _ACTEDIN_LABEL = "{setting}, demonstrations 'acted in' (before 32542bc)"
 

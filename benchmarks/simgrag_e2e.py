@@ -30,7 +30,7 @@ from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
 from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
-from kgrag_utils.methods.simgrag.demos import requested_demos
+from kgrag_utils.methods.simgrag.demos import requested_answer_demos, requested_demos
 
 #: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)
 PREFILL_TOK_S = 100.0
@@ -201,8 +201,9 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=SimGRAGConfig().samples,
                     help="patterns per question (n > 1: n-1 sampled ones, each retrieved and answered, a GSD-weighted vote)")
     ap.add_argument("--sample-temperature", type=float, default=SimGRAGConfig().sample_temperature)
-    ap.add_argument("--answer-demos", default=SimGRAGConfig().answer_demos, choices=("fixed", "nearest"),
-                    help="answer prompt: nearest adds --answer-shots training questions answered from their gold evidence")
+    ap.add_argument("--answer-demos", default=SimGRAGConfig().answer_demos, choices=("", "fixed", "nearest"),
+                    help="answer prompt: nearest adds --answer-shots training questions answered from their gold evidence; "
+                         "default: as the pattern demonstrations")
     ap.add_argument("--answer-shots", type=int, default=SimGRAGConfig().answer_shots)
     ap.add_argument("--paraphrase", default="", choices=("",) + PARAPHRASES,
                     help="ask the questions rewritten (gold answers unchanged): one kind of rule noise (synonym, drop, "
@@ -255,6 +256,10 @@ def main(argv=None) -> int:
 
     family = pattern_family(data.name, data.kg.relation_names.tolist())
     pool, demos_note = default_pool(method_settings, data, load_embedder(args.embedder), family)
+    # the answer demonstrations that run ("" resolved), so that the record and the row label say it
+    method_settings = method_settings.replace(
+        answer_demos=requested_answer_demos(method_settings) if pool is not None else "fixed")
+    settings_params["answer_demos"] = method_settings.answer_demos
     if pool is None or requested_demos(method_settings) == "fixed":
         settings_params.pop("demos", None)  # fixed shots (the historical behaviour): earlier run keys hold
         settings_params.pop("fixed_shots", None)  # unused with fixed demos
@@ -264,9 +269,11 @@ def main(argv=None) -> int:
         print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split ({demos_note})", flush=True)
     if args.samples == 1:
         settings_params.pop("sample_temperature", None)  # unused with one (greedy) sample
-    for opt in ("fixed_shots", "samples", "sample_temperature", "answer_demos"):  # absent at defaults: keys hold
+    for opt in ("fixed_shots", "samples", "sample_temperature"):  # absent at defaults: keys hold
         if settings_params.get(opt) == getattr(default, opt):
             settings_params.pop(opt, None)
+    if settings_params.get("answer_demos") == "fixed":  # the fixed answer shots (the historical behaviour): keys hold
+        settings_params.pop("answer_demos")
     evaluation = evaluation_params(args.dataset, args.split, options)  # a file option by its content
     params = {**settings_params, **({"take": args.take} if args.take else {}),
               **({"paraphrase": args.paraphrase} if args.paraphrase else {}),

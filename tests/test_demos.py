@@ -20,7 +20,7 @@ from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
 from kgrag_utils.methods.simgrag.oracle import oracle_pattern
-from kgrag_utils.methods.simgrag.demos import pattern_demo, pattern_demo_pool, requested_demos
+from kgrag_utils.methods.simgrag.demos import pattern_demo, pattern_demo_pool, requested_answer_demos, requested_demos
 from kgrag_utils.methods.simgrag.pattern import load_prompt_file, render_pattern_answer
 from kgrag_utils.methods.simgrag.samples import merge_samples, vote
 
@@ -251,7 +251,9 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     bench.main(args)  # resumes from the records: the 4th question only
     result = json.loads(out.read_text())
     assert result["complete"] and result["seconds"]["questions_this_session"] == 1
-    assert result["setting"] == "nearest 2 (after 4 fixed), samples 2 (T=0.7), off" and result["n_questions"] == 4
+    # --answer-demos left at "": the answer prompt follows the pattern demonstrations (3 fixed + 3 nearest)
+    assert result["setting"] == "nearest 2 (after 4 fixed), answer + nearest 3, samples 2 (T=0.7), off"
+    assert result["n_questions"] == 4 and result["settings"]["answer_demos"] == "nearest"
     report = result["report"]
     assert report["intervals_95"]["all.hits@1"]["n"] == 4 and set(report["by_qtype"])
     assert sum(row["n"] for row in report["by_qtype"].values()) == 4
@@ -262,6 +264,7 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     lines = (settings.results_dir() / result["run"] / "examples.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
     assert len(records) == 4 and all(len(r["pattern_demos"]) == 2 and len(r["samples"]) == 2 for r in records)
+    assert all(len(r["answer_demos"]) == 3 for r in records)
     assert all(r["hits@1"] == 1.0 for r in records)  # gold patterns replayed: the plumbing loses nothing
     from kgrag_utils.methods.simgrag.demos import wording_key
 
@@ -381,6 +384,29 @@ def test_answer_demos_show_training_questions_answered_from_their_gold_evidence(
     assert rec["hits@1"] == 1.0
 
 
+def test_an_answer_demonstration_answers_the_answer_node_never_a_bridge_entity(movies2, retriever):
+    """A gold set may hold an entity the shown evidence has only mid-chain (MetaQA 3-hop: an actor of "films that share
+    actors with [X]" who also directed a film); the shot answers what its subgraphs bind to the answer node."""
+    from kgrag_utils.methods.simgrag.demos import answer_demo
+    from kgrag_utils.methods.simgrag.generate import evidence_lines
+    from kgrag_utils.methods.simgrag.pattern import validate_pattern
+
+    item = movies2.items[0]  # movie -> actor -> movie
+    pattern = validate_pattern(oracle_pattern(item)).pattern
+    retrieve = lambda p: retriever.retrieve(p)[0]
+    subgraphs = retrieve(pattern).subgraphs
+    bridges = list(dict.fromkeys(str(movies2.kg.entity_names[sg.nodes[1]]) for sg in subgraphs))
+    answers = list(dict.fromkeys(str(movies2.kg.entity_names[sg.nodes[pattern.answer]]) for sg in subgraphs))
+    assert bridges and answers and not set(bridges) & set(answers)
+    tricky = dataclasses.replace(item, answers=bridges + list(item.answers))  # the bridge actors count as gold too
+    demo = answer_demo(tricky, retrieve, movies2.kg, evidence_lines)
+    shown = demo["answer"].split(" | ")
+    assert shown == [a for a in answers if a in item.answers][:5]  # answer-node entities, in evidence order
+    assert not set(shown) & set(bridges)
+    only_bridges = dataclasses.replace(item, answers=bridges)
+    assert answer_demo(only_bridges, retrieve, movies2.kg, evidence_lines) is None  # nothing at the answer node
+
+
 def test_misses_reach_a_prefix_reusing_backend_in_text_order():
     """llama.cpp answers one prompt at a time and reuses the previous prompt's prefix: text order puts prompts that
     share demonstrations next to each other; batched backends keep shortest first."""
@@ -406,15 +432,24 @@ def test_the_preset_default_uses_nearest_demos_only_where_the_dataset_has_them(m
     config = SimGRAGConfig(dataset=movies2.name, llm_preset="qwen2.5-coder-0.5b")  # demos="" : the preset's
     method = SimGRAG.prepare(config, movies2, embedder=WordsEmbedder())
     assert method.demos_mode == "nearest" and method.demos_note == "nearest" and method.demo_pool is not None
-    assert SimGRAG.prepare(config.replace(demos="fixed"), movies2, embedder=WordsEmbedder()).demos_mode == "fixed"
+    assert method.answer_demos_mode == "nearest"  # answer_demos="": as the pattern demonstrations
+    paper = SimGRAG.prepare(config.replace(demos="fixed"), movies2, embedder=WordsEmbedder())
+    assert (paper.demos_mode, paper.answer_demos_mode) == ("fixed", "fixed")  # one knob gives the paper's prompts
+    split = SimGRAG.prepare(config.replace(answer_demos="fixed"), movies2, embedder=WordsEmbedder())
+    assert (split.demos_mode, split.answer_demos_mode) == ("nearest", "fixed")
+    answers_only = SimGRAG.prepare(config.replace(demos="fixed", answer_demos="nearest"), movies2, embedder=WordsEmbedder())
+    assert (answers_only.demos_mode, answers_only.answer_demos_mode) == ("fixed", "nearest")
     # a family without demonstration wording (PathQuestion's people): the fixed shots, and the record says why
     other = SimGRAG.prepare(config.replace(family="people"), movies2, embedder=WordsEmbedder())
     assert other.demos_mode == "fixed" and "no wording" in other.demos_note
     dev = load_dataset("sample-movies-2hop", split="dev")  # evaluated on the training split: no pool
     fallback = SimGRAG.prepare(config.replace(split="dev"), dev, embedder=WordsEmbedder())
     assert fallback.demos_mode == "fixed" and "not available" in fallback.demos_note
+    assert fallback.answer_demos_mode == "fixed" and fallback.answer_demos(dev.items[0]) == []
     with pytest.raises(ConfigError, match="training split"):  # asked for explicitly: refused
         SimGRAG.prepare(config.replace(split="dev", demos="nearest"), dev, embedder=WordsEmbedder())
+    with pytest.raises(ConfigError, match="training split"):  # the answer demonstrations too
+        SimGRAG.prepare(config.replace(split="dev", demos="fixed", answer_demos="nearest"), dev, embedder=WordsEmbedder())
     # a preset without the field's override (the fake test double) keeps the fixed shots
     assert SimGRAG.prepare(config.replace(llm_preset="fake"), movies2, embedder=WordsEmbedder()).demos_mode == "fixed"
 
@@ -428,3 +463,6 @@ def test_the_packaged_presets_default_demonstrations_are_the_measured_ones():
     assert {name for name, p in PRESETS.items() if p.demos == "nearest"} == {"qwen2.5-coder-1.5b"}
     config = SimGRAGConfig(llm_preset="qwen2.5-coder-1.5b")
     assert requested_demos(config) == "nearest" and requested_demos(config.replace(demos="fixed")) == "fixed"
+    assert requested_answer_demos(config) == "nearest"  # the answer prompt follows the pattern demonstrations
+    assert requested_answer_demos(config.replace(demos="fixed")) == "fixed"
+    assert requested_answer_demos(config.replace(answer_demos="fixed")) == "fixed"

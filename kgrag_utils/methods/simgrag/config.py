@@ -41,7 +41,7 @@ class SimGRAGConfig(MethodConfig):
     samples: int = 1                    # patterns per question: n > 1 adds n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
     sample_temperature: float = 0.7     # samples > 1: the temperature of the sampled patterns (seeds 1..n-1; the first is greedy)
     answer_shots: int = 3               # worked examples in the answer prompt
-    answer_demos: Literal["fixed", "nearest"] = "fixed"  # nearest: + answer_shots nearest training questions, answered from their gold pattern's evidence
+    answer_demos: Literal["", "fixed", "nearest"] = ""  # "": as the pattern demos; nearest: + answer_shots nearest training questions, answered from their gold pattern's evidence
     top_k: int = 3                      # subgraphs handed to the LLM
     entity_topk: int = 16               # entity candidates per known pattern node
     relation_topk: int = 16             # relation candidates per pattern relation

@@ -17,7 +17,7 @@ from ...demos import DemoPool
 from .oracle import oracle_pattern, qtype_node_types
 from .pattern import load_prompt_file
 
-__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "default_pool",
+__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
            "DEMO_NEED", "demo_wording", "wording_key"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
@@ -90,6 +90,18 @@ def requested_demos(config) -> str:
     return preset.demos if preset is not None else "fixed"
 
 
+def requested_answer_demos(config) -> str:
+    """The answer demonstrations a config asks for: its `answer_demos`, or "" -> the same as its pattern
+    demonstrations (`requested_demos`), so that `demos="fixed"` alone gives the paper's prompts."""
+    return config.answer_demos or requested_demos(config)
+
+
+def _asked_explicitly(config) -> bool:
+    """Whether the config itself (not its preset) asks for nearest demonstrations in a stage that uses them."""
+    answer = config.answer_demos == "nearest" or (not config.answer_demos and config.demos == "nearest")
+    return (config.demos == "nearest" and config.pattern_source == "llm") or (answer and config.reader)
+
+
 def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | None, str]:
     """(the demonstration pool or None, why): a pool when the config asks for nearest demonstrations.
 
@@ -99,10 +111,11 @@ def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | Non
     from ...errors import ConfigError
 
     mode = requested_demos(config)
-    wants = (mode == "nearest" and config.pattern_source == "llm") or (config.answer_demos == "nearest" and config.reader)
+    wants = (mode == "nearest" and config.pattern_source == "llm") or (requested_answer_demos(config) == "nearest"
+                                                                        and config.reader)
     if not wants:
         return None, f"{mode} ({'set' if config.demos else 'the preset default'})"
-    explicit = bool(config.demos) or config.answer_demos == "nearest"
+    explicit = _asked_explicitly(config)
     if not explicit and family not in (load_prompt_file("simgrag_pattern.yaml").get("demonstrations") or {}):
         return None, f"fixed: the preset's nearest demonstrations have no wording for the {family!r} family"
     try:
@@ -132,9 +145,12 @@ def shots_of(demos: Sequence[dict]) -> list[dict]:
 
 def answer_demo(item: Any, retrieve, kg, evidence_lines, max_answers: int = 5) -> dict | None:
     """{"id", "question", "evidence", "answer"} of a training question (config answer_demos="nearest"): the evidence is
-    what its gold (oracle) pattern retrieves, the answer the gold answers that evidence holds, in evidence order;
-    None when the evidence holds none. `retrieve(pattern)` is the method's search over the evaluated KG (MetaQA and
-    PathQuestion use one KG for every split)."""
+    what its gold (oracle) pattern retrieves, the answer the gold answers its subgraphs bind to the pattern's answer
+    node, in evidence order; None when they bind none. Only the answer node counts: MetaQA's 3-hop gold sets often hold
+    an entity that the shown evidence has only in the middle of the chain (an actor of "films that share actors with
+    [X]" who also directed a film), and a shot that answers it teaches the model to answer the bridge entity.
+    `retrieve(pattern)` is the method's search over the evaluated KG (MetaQA and PathQuestion use one KG for every
+    split)."""
     from .pattern import validate_pattern
 
     check = validate_pattern(oracle_pattern(item))
@@ -143,8 +159,9 @@ def answer_demo(item: Any, retrieve, kg, evidence_lines, max_answers: int = 5) -
     result = retrieve(check.pattern)
     if not result.subgraphs:
         return None
+    answer = check.pattern.answer
     golds = {str(a).casefold(): str(a) for a in item.answers}
-    names = [str(kg.entity_names[x]) for x in result.evidence_entities()]
+    names = [str(kg.entity_names[sg.nodes[answer]]) for sg in result.subgraphs if answer in sg.nodes]
     found = list(dict.fromkeys(n for n in names if n.casefold() in golds))[:max_answers]
     if not found:
         return None

@@ -38,7 +38,7 @@ from ..base import Method
 from .config import SimGRAGConfig, resolve_task
 from .gsd_search import GSDRetriever, SearchResult
 from .oracle import oracle_pattern
-from .demos import default_pool, demo_shots, requested_demos, shots_of
+from .demos import default_pool, demo_shots, requested_answer_demos, requested_demos, shots_of
 from .samples import merge_samples
 from .record import STAGES, SimGRAGRecord
 from ..scoring import Headline
@@ -100,6 +100,8 @@ class SimGRAG(Method):
         requested = requested_demos(self.config)
         self.demos_mode = requested if (self.config.demos or demo_pool is not None) else "fixed"
         self.demos_note = requested if self.config.demos else f"{self.demos_mode} (the preset default)"
+        answer = requested_answer_demos(self.config)  # the answer prompt's: the config's, or as the patterns'
+        self.answer_demos_mode = answer if (self.config.answer_demos or self.config.demos or demo_pool is not None) else "fixed"
         self.dataset = dataset or self.config.dataset
         self.task = resolve_task(self.config.task, self.dataset)
         self.family = self.config.family or ("claims" if self.task == "verify" else
@@ -168,9 +170,9 @@ class SimGRAG(Method):
         return demo_shots(self.demo_pool, item, self.config.shots, self.family)
 
     def answer_demos(self, item) -> list[dict]:
-        """answer_demos="nearest": the `answer_shots` training questions nearest to `item` with the evidence their gold
-        pattern retrieves and the gold answers it holds (nearest last; computed once per training question)."""
-        if self.config.answer_demos != "nearest" or self.task == "verify":
+        """Answer demonstrations "nearest": the `answer_shots` training questions nearest to `item` with the evidence their
+        gold pattern retrieves and the gold answers at its answer node (nearest last; computed once per training question)."""
+        if self.answer_demos_mode != "nearest" or self.task == "verify":
             return []
         if self.demo_pool is None:
             raise ConfigError("answer_demos='nearest' needs the training questions: build the method with "
