@@ -98,8 +98,8 @@ def requested_answer_demos(config) -> str:
 
 def _asked_explicitly(config) -> bool:
     """Whether the config itself (not its preset) asks for nearest demonstrations in a stage that uses them."""
-    answer = config.answer_demos == "nearest" or (not config.answer_demos and config.demos == "nearest")
-    return (config.demos == "nearest" and config.pattern_source == "llm") or (answer and config.reader)
+    answer = config.answer_demos or config.demos  # "" -> as the pattern demonstrations, before any preset
+    return (config.demos == "nearest" and config.pattern_source == "llm") or (answer == "nearest" and config.reader)
 
 
 def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | None, str]:

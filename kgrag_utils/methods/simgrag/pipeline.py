@@ -98,10 +98,11 @@ class SimGRAG(Method):
         self.demo_pool = demo_pool  # demos="nearest": the training questions (kgrag_utils.demos.DemoPool)
         # the pattern demonstrations used: the config's, or its preset's default where a pool could be built
         requested = requested_demos(self.config)
-        self.demos_mode = requested if (self.config.demos or demo_pool is not None) else "fixed"
+        chosen = bool(self.config.demos) or demo_pool is not None  # else the preset's nearest could not be built
+        self.demos_mode = requested if chosen else "fixed"
         self.demos_note = requested if self.config.demos else f"{self.demos_mode} (the preset default)"
-        answer = requested_answer_demos(self.config)  # the answer prompt's: the config's, or as the patterns'
-        self.answer_demos_mode = answer if (self.config.answer_demos or self.config.demos or demo_pool is not None) else "fixed"
+        # the answer prompt's: the config's, or as the patterns'
+        self.answer_demos_mode = requested_answer_demos(self.config) if chosen or self.config.answer_demos else "fixed"
         self.dataset = dataset or self.config.dataset
         self.task = resolve_task(self.config.task, self.dataset)
         self.family = self.config.family or ("claims" if self.task == "verify" else
