@@ -1131,6 +1131,14 @@ _ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
 # the same patterns (from the response cache) with nearest answer demonstrations too (--answer-demos nearest)
 _ANSWERS = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers.json"
 ANSWER_HOPS = ("1", "2", "3")  # the hops measured with nearest answer demonstrations
+# the same setting on the same questions asked with rule noise (--paraphrase rules: a synonym swap, a dropped function
+# word and a misspelling each, seeded), so that nearest demonstrations meet wordings their templates do not share
+_RULES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules.json"
+RULES_HOPS = ("1",)  # the hops measured on rewritten questions
+_RULES_LABEL = "{setting}, questions with rule noise"
+# the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
+_SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
+SMALL_HOPS = ()
 _STARRED_LABEL = "{setting}, demonstrations 'starred in'"
 _ACTEDIN_LABEL = "{setting}, demonstrations 'acted in' (before 32542bc)"
 
@@ -1176,11 +1184,17 @@ TABLES += [
             _demo_row(_NEAREST.format(hop=hop), f"{hop}-hop", _STARRED_LABEL, "{n_questions}: the first of the seeded {n_planned}"),
             *([_demo_row(_ANSWERS.format(hop=hop), f"{hop}-hop", _STARRED_LABEL,
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in ANSWER_HOPS else []),
+            *([_demo_row(_RULES.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
+                         "{n_questions}: the first of the seeded {n_planned}")] if hop in RULES_HOPS else []),
             _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
                       "{n_questions}: the first of the seeded {n_planned}"),
             *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", f"{hop}-hop", None,
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in PAIRED_HOPS else []),
-            _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_schema_anchor.json", f"{hop}-hop", _FIXED50, _OTHER50))
+            _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_schema_anchor.json", f"{hop}-hop", _FIXED50, _OTHER50),
+            *([_demo_row(_SMALL.format(hop=hop), f"{hop}-hop", "0.5B: {setting}",
+                         "{n_questions}: the first of the seeded {n_planned}"),
+               _demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_schema_anchor.json", f"{hop}-hop", "0.5B: " + _FIXED50,
+                         _OTHER50)] if hop in SMALL_HOPS else []))
     ]),
 ]
 
@@ -1240,6 +1254,20 @@ class PairedRow(Row):
                  f"{pattern[0]} / {pattern[1]}"]]
 
 
+_TYPE_WORDINGS = (("templated", "templated (the dataset's own)"), ("rules", "rule noise (all three)"),
+                  ("synonym", "synonym swaps only"), ("drop", "one dropped function word only"),
+                  ("misspell", "one misspelling only"))
+OWN_TYPE_RECORDED = ()  # templated runs whose report holds own-type counts (made after the count was added)
+
+
+def _own_type_cell(group: str) -> Callable[[Any], str]:
+    """A cell: questions of one own-type group of a simgrag_e2e run (report.demonstrations.own_type) and their Hits@1."""
+    def cell(data: Any) -> str:
+        g = lookup(data, f"report/demonstrations/own_type/by_own_type/{group}", "own_type")
+        return f"{g['n']}, {fmt(g['hits@1'] / g['n'], '%.1f')}" if g["n"] else "0, -"
+    return cell
+
+
 _PAIRED = [(hop, f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", _ACTEDIN.format(hop=hop)) for hop in PAIRED_HOPS]
 TABLES += [
     Table("demos-simgrag-paired", DEMOS_DOC,
@@ -1251,6 +1279,25 @@ TABLES += [
            "'starred in' - 'acted in'", "right only with 'starred in' / only with 'acted in'", "exact sign test p",
            "wrong at pattern: 'acted in' / 'starred in'"),
           [PairedRow(f"{hop}-hop", _ACTEDIN.format(hop=hop), _NEAREST.format(hop=hop)) for hop in DEMO_HOPS]),
+    Table("demos-simgrag-own-type", DEMOS_DOC,
+          ("hop", "questions asked", "chosen demonstrations of the question's own type",
+           "questions: all 8 of its type / none of its type (of 200)"),
+          [Row("simgrag_demo_types.json", f"{hop}-hop", label,
+               f"{{hops/metaqa-{hop}hop/wordings/{key}/share:%.1f}}%",
+               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_all_own_type}} / "
+               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_none_own_type}}")
+           for hop in DEMO_HOPS for key, label in _TYPE_WORDINGS]),
+    Table("demos-simgrag-rules-by-type", DEMOS_DOC,
+          ("hop", "asked", "8 of its own type: questions, strict Hits@1", "some: questions, strict Hits@1",
+           "none: questions, strict Hits@1"),
+          [Row(file.format(hop=hop), f"{hop}-hop", label, *(_own_type_cell(g) for g in ("all", "some", "none")))
+           for hop in RULES_HOPS for file, label in ((_ANSWERS, "templated"), (_RULES, "with rule noise"))
+           if file != _ANSWERS or hop in OWN_TYPE_RECORDED]),
+    Table("demos-simgrag-rules-paired", DEMOS_DOC,
+          ("hop", "same questions", "templated: strict Hits@1", "with rule noise: strict Hits@1",
+           "noise - templated", "right only with noise / only templated", "exact sign test p",
+           "wrong at pattern: templated / noise"),
+          [PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _RULES.format(hop=hop)) for hop in RULES_HOPS]),
 ]
 
 def main(argv: list[str] | None = None) -> int:

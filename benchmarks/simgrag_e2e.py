@@ -103,8 +103,30 @@ def setting_label(config: SimGRAGConfig, structured: str, nearest: bool) -> str:
     return label
 
 
-def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S) -> dict:
-    """95% intervals of the headline rates, misses by stage per question type, tokens and demonstration cost."""
+def own_type_share(records: list[dict], demo_qtypes: dict[str, str]) -> dict:
+    """How many chosen pattern demonstrations have the question's own type (MetaQA: its template's relation chain),
+    and strict Hits@1 of the questions whose demonstrations all / some / none have it: on templated questions
+    nearly all do, and rewritten wordings show how far the neighbours still find it and what that costs."""
+    chosen = own = 0
+    groups = {g: {"n": 0, "hits@1": 0} for g in ("all", "some", "none")}
+    for r in records:
+        demos = r.get("pattern_demos") or []
+        if not demos or r.get("qtype") is None:
+            continue
+        same = sum(demo_qtypes.get(d) == r["qtype"] for d in demos)
+        chosen, own = chosen + len(demos), own + same
+        group = groups["all" if same == len(demos) else "some" if same else "none"]
+        group["n"] += 1
+        group["hits@1"] += int(r.get("hits@1") == 1.0)
+    return {"questions": sum(g["n"] for g in groups.values()), "demonstrations": chosen, "of_own_type": own,
+            "share": round(own / chosen, 4) if chosen else None, "questions_all_own_type": groups["all"]["n"],
+            "by_own_type": groups}
+
+
+def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S,
+               demo_qtypes: dict[str, str] | None = None) -> dict:
+    """95% intervals of the headline rates, misses by stage per question type, tokens and demonstration cost
+    (with `demo_qtypes`, the pool's id -> question type: how many demonstrations have the question's type)."""
     out = {"intervals_95": {}}
     for subset, rows in (("all", records), ("answerable", [r for r in records if r.get("answerable")])):
         for metric in ("hits@1", "containment"):
@@ -137,10 +159,19 @@ def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S) -> dic
                 "and llama.cpp gets each call's prompts in text order, so within one generate call a set is prefilled "
                 "once per run of equal sets (distinct_demo_sets of them over all questions); samples: per sample",
     }
+    if demo_qtypes:
+        out["demonstrations"]["own_type"] = own_type_share(records, demo_qtypes)
     return out
 
 
 PARAPHRASES = ("synonym", "drop", "misspell", "rules", "llm")
+
+
+def pool_qtypes(pool) -> dict[str, str]:
+    """The demonstration pool's id -> question type (empty without a pool or without types)."""
+    if pool is None:
+        return {}
+    return {i: str(it.qtype) for i, it in zip(pool.ids, pool.items) if getattr(it, "qtype", None) is not None}
 
 
 def paraphrase_items(data, args, llm) -> dict:
@@ -323,7 +354,7 @@ def main(argv=None) -> int:
         "setting": setting_label(method_settings, structured, nearest=pool is not None and
                                  requested_demos(method_settings) == "nearest"),
         "demos_note": demos_note, "paraphrase": paraphrase_note,
-        "summary": summary, "seconds": timing, "report": run_report(records),
+        "summary": summary, "seconds": timing, "report": run_report(records, demo_qtypes=pool_qtypes(pool)),
         "outcomes": {"simgrag": per_question(records, ["hits@1", "containment", "failed_stage"])},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},

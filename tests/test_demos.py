@@ -266,10 +266,32 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     assert len(records) == 4 and all(len(r["pattern_demos"]) == 2 and len(r["samples"]) == 2 for r in records)
     assert all(len(r["answer_demos"]) == 3 for r in records)
     assert all(r["hits@1"] == 1.0 for r in records)  # gold patterns replayed: the plumbing loses nothing
+    from kgrag_utils.datasets.registry import training_dataset
+
+    train_types = {q.qid: q.qtype for q in training_dataset(load_dataset("sample-movies-2hop", split="test")).items}
+    own = report["demonstrations"]["own_type"]
+    assert own["questions"] == 4 and own["demonstrations"] == 8
+    assert own["of_own_type"] == sum(train_types[d] == r["qtype"] for r in records for d in r["pattern_demos"])
     from kgrag_utils.methods.simgrag.demos import wording_key
 
     run = json.loads((settings.results_dir() / result["run"] / "run.json").read_text())
     assert run["params"]["demo_wording"] == wording_key("movies")  # in the resume key
+
+
+def test_own_type_share_counts_demonstrations_of_the_questions_type():
+    """The report's own-type count: per demonstration and per question, records without demonstrations left out."""
+    from stand_ins import benchmark_module
+
+    bench = benchmark_module("simgrag_e2e")
+    records = [{"qtype": "a", "pattern_demos": ["d1", "d2"], "hits@1": 1.0},
+               {"qtype": "b", "pattern_demos": ["d3", "d1"], "hits@1": 0.0},
+               {"qtype": "b", "pattern_demos": ["d1", "d2"], "hits@1": 1.0},
+               {"qtype": "a", "pattern_demos": []}, {"qtype": None, "pattern_demos": ["d1"]}]
+    share = bench.own_type_share(records, {"d1": "a", "d2": "a", "d3": "b"})
+    assert share == {"questions": 3, "demonstrations": 6, "of_own_type": 3, "share": 0.5, "questions_all_own_type": 1,
+                     "by_own_type": {"all": {"n": 1, "hits@1": 1}, "some": {"n": 1, "hits@1": 0},
+                                     "none": {"n": 1, "hits@1": 1}}}
+    assert "own_type" not in bench.run_report(records)["demonstrations"]  # no pool: nothing claimed
 
 
 @pytest.mark.slow
@@ -466,3 +488,24 @@ def test_the_packaged_presets_default_demonstrations_are_the_measured_ones():
     assert requested_answer_demos(config) == "nearest"  # the answer prompt follows the pattern demonstrations
     assert requested_answer_demos(config.replace(demos="fixed")) == "fixed"
     assert requested_answer_demos(config.replace(answer_demos="fixed")) == "fixed"
+
+
+def test_demo_types_counts_the_chosen_demonstrations_of_the_questions_type(tmp_path):
+    """benchmarks/simgrag_demo_types.py: per question, how many of the k chosen demonstrations share its type."""
+    import types
+
+    from stand_ins import benchmark_module
+
+    bench = benchmark_module("simgrag_demo_types")
+    demo = lambda qtype: types.SimpleNamespace(item=types.SimpleNamespace(qtype=qtype))  # noqa: E731
+    chosen = {"q1": [demo("a"), demo("a")], "q2": [demo("a"), demo("b")], "q3": [demo("a"), demo("a")]}
+    pool = types.SimpleNamespace(nearest=lambda q, k: chosen[q.qid][:k])
+    items = [types.SimpleNamespace(qid=qid, qtype=t) for qid, t in (("q1", "a"), ("q2", "b"), ("q3", "b"), ("q4", None))]
+    assert bench.type_counts(pool, items, 2) == {"questions": 3, "demonstrations": 6, "of_own_type": 3, "share": 0.5,
+                                                 "questions_all_own_type": 1, "questions_none_own_type": 1}
+    out = tmp_path / "types.json"
+    bench.main(["--datasets", "sample-movies-1hop", "--limit", "6", "--shots", "2", "--wordings", "templated", "rules",
+                "--out", str(out)])
+    hop = json.loads(out.read_text())["hops"]["sample-movies-1hop"]
+    assert set(hop["wordings"]) == {"templated", "rules"} and hop["pool"]["split"] == "dev"
+    assert all(w["questions"] == 6 and w["demonstrations"] == 12 for w in hop["wordings"].values())
