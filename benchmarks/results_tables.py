@@ -1134,7 +1134,7 @@ ANSWER_HOPS = ("1", "2", "3")  # the hops measured with nearest answer demonstra
 # the same setting on the same questions asked with rule noise (--paraphrase rules: a synonym swap, a dropped function
 # word and a misspelling each, seeded), so that nearest demonstrations meet wordings their templates do not share
 _RULES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules.json"
-RULES_HOPS = ("1",)  # the hops measured on rewritten questions
+RULES_HOPS = ("1", "2")  # the hops measured on rewritten questions
 _RULES_LABEL = "{setting}, questions with rule noise"
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
