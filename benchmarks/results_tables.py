@@ -1138,8 +1138,7 @@ RULES_HOPS = ("1", "2")  # the hops measured on rewritten questions
 _RULES_LABEL = "{setting}, questions with rule noise"
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
-SMALL_HOPS = ("2",)
-SMALL_PAIRED_HOPS = ("2",)  # the hops with a 0.5B fixed-8 run on the same seeded questions
+SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
 _STARRED_LABEL = "{setting}, demonstrations 'starred in'"
 _ACTEDIN_LABEL = "{setting}, demonstrations 'acted in' (before 32542bc)"
 
@@ -1193,10 +1192,10 @@ TABLES += [
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in PAIRED_HOPS else []),
             _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_schema_anchor.json", f"{hop}-hop", _FIXED50, _OTHER50),
             *([_demo_row(_SMALL.format(hop=hop), f"{hop}-hop", "0.5B: {setting}",
-                         "{n_questions}: the first of the seeded {n_planned}")] if hop in SMALL_HOPS else []),
-            *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_fixed.json", f"{hop}-hop", "0.5B: {setting}",
-                         "{n_questions}: the first of the seeded {n_planned}")] if hop in SMALL_PAIRED_HOPS else []),
-            *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_schema_anchor.json", f"{hop}-hop", "0.5B: " + _FIXED50,
+                         "{n_questions}: the first of the seeded {n_planned}"),
+               _demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_fixed.json", f"{hop}-hop", "0.5B: {setting}",
+                         "{n_questions}: the first of the seeded {n_planned}"),
+               _demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_schema_anchor.json", f"{hop}-hop", "0.5B: " + _FIXED50,
                          _OTHER50)] if hop in SMALL_HOPS else []))
     ]),
 ]
@@ -1260,7 +1259,6 @@ class PairedRow(Row):
 _TYPE_WORDINGS = (("templated", "templated (the dataset's own)"), ("rules", "rule noise (all three)"),
                   ("synonym", "synonym swaps only"), ("drop", "one dropped function word only"),
                   ("misspell", "one misspelling only"))
-OWN_TYPE_RECORDED = ()  # templated runs whose report holds own-type counts (made after the count was added)
 
 
 def _own_type_cell(group: str) -> Callable[[Any], str]:
@@ -1293,15 +1291,14 @@ TABLES += [
     Table("demos-simgrag-rules-by-type", DEMOS_DOC,
           ("hop", "asked", "8 of its own type: questions, strict Hits@1", "some: questions, strict Hits@1",
            "none: questions, strict Hits@1"),
-          [Row(file.format(hop=hop), f"{hop}-hop", label, *(_own_type_cell(g) for g in ("all", "some", "none")))
-           for hop in RULES_HOPS for file, label in ((_ANSWERS, "templated"), (_RULES, "with rule noise"))
-           if file != _ANSWERS or hop in OWN_TYPE_RECORDED]),
+          [Row(_RULES.format(hop=hop), f"{hop}-hop", "with rule noise",
+               *(_own_type_cell(g) for g in ("all", "some", "none"))) for hop in RULES_HOPS]),
     Table("demos-simgrag-small-paired", DEMOS_DOC,
           ("hop", "same questions", "0.5B, fixed 8: strict Hits@1", "0.5B, nearest 8 + nearest answers: strict Hits@1",
            "nearest - fixed", "right only with nearest / only with fixed", "exact sign test p",
            "wrong at pattern: fixed / nearest"),
           [PairedRow(f"{hop}-hop", f"simgrag_e2e_metaqa-{hop}hop_0.5b_fixed.json", _SMALL.format(hop=hop))
-           for hop in SMALL_PAIRED_HOPS]),
+           for hop in SMALL_HOPS]),
     Table("demos-simgrag-rules-paired", DEMOS_DOC,
           ("hop", "same questions", "templated: strict Hits@1", "with rule noise: strict Hits@1",
            "noise - templated", "right only with noise / only templated", "exact sign test p",

@@ -26,7 +26,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.datasets.paraphrase import NOISE_KINDS, noisy_questions
 from kgrag_utils.embeddings import load_embedder
 from kgrag_utils.methods.simgrag import SimGRAGConfig
-from kgrag_utils.methods.simgrag.demos import pattern_demo_pool
+from kgrag_utils.methods.simgrag.demos import own_type_counts, pattern_demo_pool
 from kgrag_utils.records import write_result
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
@@ -35,16 +35,11 @@ WORDINGS = {"templated": (), "rules": NOISE_KINDS, **{kind: (kind,) for kind in 
 
 def type_counts(pool, items, k: int) -> dict:
     """Own-type counts of the `k` nearest demonstrations of every item (items without a type are left out)."""
-    per_question = []
-    for q in items:
-        if q.qtype is None:
-            continue
-        per_question.append(sum(d.item.qtype == q.qtype for d in pool.nearest(q, k)))
-    n = len(per_question)
-    return {"questions": n, "demonstrations": n * k, "of_own_type": sum(per_question),
-            "share": round(sum(per_question) / (n * k), 4) if n else None,
-            "questions_all_own_type": sum(c == k for c in per_question),
-            "questions_none_own_type": sum(c == 0 for c in per_question)}
+    counts = own_type_counts([(q.qtype, [d.item.qtype for d in pool.nearest(q, k)], False)
+                              for q in items if q.qtype is not None])
+    return {**{key: counts[key] for key in ("questions", "demonstrations", "of_own_type", "share",
+                                            "questions_all_own_type")},
+            "questions_none_own_type": counts["by_own_type"]["none"]["n"]}
 
 
 def main(argv=None) -> int:

@@ -30,7 +30,7 @@ from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
 from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
-from kgrag_utils.methods.simgrag.demos import requested_answer_demos, requested_demos
+from kgrag_utils.methods.simgrag.demos import own_type_counts, requested_answer_demos, requested_demos
 
 #: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)
 PREFILL_TOK_S = 100.0
@@ -104,23 +104,11 @@ def setting_label(config: SimGRAGConfig, structured: str, nearest: bool) -> str:
 
 
 def own_type_share(records: list[dict], demo_qtypes: dict[str, str]) -> dict:
-    """How many chosen pattern demonstrations have the question's own type (MetaQA: its template's relation chain),
-    and strict Hits@1 of the questions whose demonstrations all / some / none have it: on templated questions
-    nearly all do, and rewritten wordings show how far the neighbours still find it and what that costs."""
-    chosen = own = 0
-    groups = {g: {"n": 0, "hits@1": 0} for g in ("all", "some", "none")}
-    for r in records:
-        demos = r.get("pattern_demos") or []
-        if not demos or r.get("qtype") is None:
-            continue
-        same = sum(demo_qtypes.get(d) == r["qtype"] for d in demos)
-        chosen, own = chosen + len(demos), own + same
-        group = groups["all" if same == len(demos) else "some" if same else "none"]
-        group["n"] += 1
-        group["hits@1"] += int(r.get("hits@1") == 1.0)
-    return {"questions": sum(g["n"] for g in groups.values()), "demonstrations": chosen, "of_own_type": own,
-            "share": round(own / chosen, 4) if chosen else None, "questions_all_own_type": groups["all"]["n"],
-            "by_own_type": groups}
+    """How many chosen pattern demonstrations have the question's own type, and strict Hits@1 of the questions whose
+    demonstrations all / some / none have it (`demos.own_type_counts`): on templated questions nearly all do, and
+    rewritten wordings show how far the neighbours still find it and what that costs."""
+    return own_type_counts([(r.get("qtype"), [demo_qtypes.get(d) for d in r.get("pattern_demos") or []],
+                             r.get("hits@1") == 1.0) for r in records])
 
 
 def run_report(records: list[dict], prefill_tok_s: float = PREFILL_TOK_S,

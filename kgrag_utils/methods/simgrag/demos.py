@@ -17,7 +17,7 @@ from ...demos import DemoPool
 from .oracle import oracle_pattern, qtype_node_types
 from .pattern import load_prompt_file
 
-__all__ = ["usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
+__all__ = ["own_type_counts", "usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
            "DEMO_NEED", "demo_wording", "wording_key"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
@@ -167,3 +167,22 @@ def answer_demo(item: Any, retrieve, kg, evidence_lines, max_answers: int = 5) -
         return None
     return {"id": str(item.qid), "question": item.question, "evidence": evidence_lines(kg, result.subgraphs),
             "answer": " | ".join(found)}
+
+
+def own_type_counts(rows: Sequence[tuple[Any, Sequence[Any], bool]]) -> dict:
+    """Of the demonstrations chosen for each question, how many have the question's own type (MetaQA: its
+    template's relation chain). `rows`: (question type, the chosen demonstrations' types, right?) per question;
+    questions without a type or without demonstrations are left out. Groups: all / some / none of its type."""
+    chosen = own = 0
+    groups = {g: {"n": 0, "hits@1": 0} for g in ("all", "some", "none")}
+    for qtype, demo_types, right in rows:
+        if qtype is None or not demo_types:
+            continue
+        same = sum(t == qtype for t in demo_types)
+        chosen, own = chosen + len(demo_types), own + same
+        group = groups["all" if same == len(demo_types) else "some" if same else "none"]
+        group["n"] += 1
+        group["hits@1"] += int(bool(right))
+    return {"questions": sum(g["n"] for g in groups.values()), "demonstrations": chosen, "of_own_type": own,
+            "share": round(own / chosen, 4) if chosen else None, "questions_all_own_type": groups["all"]["n"],
+            "by_own_type": groups}
