@@ -509,3 +509,23 @@ def test_demo_types_counts_the_chosen_demonstrations_of_the_questions_type(tmp_p
     hop = json.loads(out.read_text())["hops"]["sample-movies-1hop"]
     assert set(hop["wordings"]) == {"templated", "rules"} and hop["pool"]["split"] == "dev"
     assert all(w["questions"] == 6 and w["demonstrations"] == 12 for w in hop["wordings"].values())
+
+
+def test_a_questions_samples_are_generated_back_to_back_for_the_prefix_cache(movies2, retriever):
+    """samples=n: sample i of a question follows sample i-1 of the same question (one schema per question),
+    so llama.cpp reuses the whole prompt's KV cache and a sample costs its decoding only."""
+    llm = load_llm("fake", responses=lambda text: "{}", cache=False, structured="schema")
+    pipe = SimGRAG(SimGRAGConfig(samples=3, shots=2), movies2.kg, retriever, llm, dataset=movies2.name)
+    calls = []
+
+    def spy(prompts, schema=None, seed=0, **kw):
+        calls.append((json.dumps(schema, sort_keys=True), seed))
+        return [f"{schema['title']}/{seed}" for _ in prompts]
+
+    llm.generate = spy
+    prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(3)]
+    schemas = [{"title": "a"}, {"title": "b"}, {"title": "a"}]  # questions 0 and 2 share a schema: one call
+    out = pipe._generate_patterns(prompts, schemas, samples=3)
+    order = [(json.loads(sc)["title"], seed) for sc, seed in calls]
+    assert order == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2)]
+    assert out == [["a/0", "b/0", "a/0"], ["a/1", "b/1", "a/1"], ["a/2", "b/2", "a/2"]]

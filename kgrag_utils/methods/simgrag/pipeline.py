@@ -210,21 +210,25 @@ class SimGRAG(Method):
         rels = self.relation_vocabulary
         return anchored_pattern_schema(question, rels) if self.config.anchor_entity else pattern_schema(rels)
 
-    def _generate_patterns(self, prompts: list, schemas: list[dict], **gen) -> list:
-        """One generate call per distinct schema (a call has one schema), results in the prompts' order."""
+    def _generate_patterns(self, prompts: list, schemas: list[dict], samples: int = 1) -> list[list]:
+        """One generate call per distinct schema and sample (a call has one schema), results per sample in the
+        prompts' order. A question's samples follow each other, so llama.cpp's prefix cache holds its whole
+        prompt for samples 1..n-1 (they cost their decoding only)."""
         s = self.config
         if not wants_schema(self.llm):  # free text: the schema is dropped anyway, keep one batched call
             schemas = [PATTERN_SCHEMA] * len(prompts)
         groups: dict[str, list[int]] = {}
         for i, sc in enumerate(schemas):
             groups.setdefault(json.dumps(sc, sort_keys=True), []).append(i)
-        out: list = [None] * len(prompts)
+        out: list[list] = [[None] * len(prompts) for _ in range(samples)]
         # calls in prompt-text order: questions that share chosen demonstrations follow each other (llama.cpp prefix reuse)
         for idx in sorted(groups.values(), key=lambda ix: json.dumps(prompts[ix[0]], ensure_ascii=False)):
-            res = self.llm.generate([prompts[i] for i in idx], max_new_tokens=s.pattern_max_new_tokens,
-                                    stop=("\nQuestion:",), schema=schemas[idx[0]], **gen)
-            for i, r in zip(idx, res):
-                out[i] = r
+            for sample in range(samples):  # sample 0 greedy, sample i at the sampling temperature with seed i
+                gen = {"temperature": s.sample_temperature, "seed": sample} if sample else {}
+                res = self.llm.generate([prompts[i] for i in idx], max_new_tokens=s.pattern_max_new_tokens,
+                                        stop=("\nQuestion:",), schema=schemas[idx[0]], **gen)
+                for i, r in zip(idx, res):
+                    out[sample][i] = r
         return out
 
     def retrieve(self, pattern: Pattern) -> SearchResult:
@@ -236,23 +240,26 @@ class SimGRAG(Method):
         """One batch through the stages (LLM calls batched); `config.reader=False` stops after retrieval."""
         if self.config.samples > 1:
             return self._run_sampled(questions)
-        chunk = self._stages(questions)
+        chunk = self._stages(questions)[0]
         for w in chunk:
             self._score(w, answered=self.config.reader)
         return [w.record for w in chunk]
 
-    def _stages(self, questions: Sequence, sample: int = 0) -> list[_Work]:
-        chunk = [_Work(q) for q in questions]
-        self._patterns(chunk, sample)
-        self._retrieval(chunk)
+    def _stages(self, questions: Sequence, samples: int = 1) -> list[list[_Work]]:
+        """The questions through the stages once per sample; one list of works per sample. The pattern and the
+        answer calls of all samples go out together, so a question's samples share llama.cpp's prefix cache."""
+        runs = [[_Work(q) for q in questions] for _ in range(samples)]
+        self._patterns(runs)
+        for chunk in runs:
+            self._retrieval(chunk)
         if self.config.reader:
-            self._answers(chunk)
-        return chunk
+            self._answers([w for chunk in runs for w in chunk])
+        return runs
 
     def _run_sampled(self, questions: Sequence) -> list[dict]:
         """samples=n: every question through the stages n times (samples.py), then one record by the GSD-weighted vote."""
         s = self.config
-        runs = [self._stages(questions, i) for i in range(s.samples)]
+        runs = self._stages(questions, s.samples)
         seeds, temps = list(range(s.samples)), [0.0] + [s.sample_temperature] * (s.samples - 1)
         out = []
         for j in range(len(questions)):
@@ -265,9 +272,11 @@ class SimGRAG(Method):
         return out
 
     # -------------------------------------------------------------- stage 1
-    def _patterns(self, chunk: list[_Work], sample: int = 0) -> None:
+    def _patterns(self, runs: list[list[_Work]]) -> None:
+        """Every sample's patterns (runs[i]: sample i's works, the same questions in the same order)."""
         s = self.config
-        for w in chunk:
+        chunk = runs[0]
+        for w in (w for run in runs for w in run):
             q = w.q
             w.record.update({
                 "id": q.qid, "task": self.task, "question": q.question, "topic_entities": list(q.topic_entities),
@@ -276,7 +285,7 @@ class SimGRAG(Method):
                 "gold_pattern": (oracle_pattern(q).to_dict() if oracle_pattern(q) is not None else None),
             })
         typed = self.retriever.type_index is not None
-        if s.pattern_source == "oracle":
+        if s.pattern_source == "oracle":  # one run: samples > 1 needs LLM patterns (SimGRAGConfig)
             for w in chunk:
                 p = oracle_pattern(w.q)
                 check = validate_pattern(p, typed_unknowns=typed)
@@ -290,8 +299,13 @@ class SimGRAG(Method):
         chosen = [self.pattern_demos(w.q) for w in chunk]
         prompts = [self.pattern_prompt(w.q.question, demos) for w, (demos, _) in zip(chunk, chosen)]
         schemas = [self.pattern_schema(w.q.question) for w in chunk]
-        gen = {"temperature": s.sample_temperature, "seed": sample} if sample else {}
-        results = self._generate_patterns(prompts, schemas, **gen)
+        per_sample = self._generate_patterns(prompts, schemas, samples=len(runs))
+        for run, results in zip(runs, per_sample):
+            self._record_patterns(run, prompts, results, chosen)
+
+    def _record_patterns(self, chunk: list[_Work], prompts: list, results: list, chosen: list) -> None:
+        """Parse and validate one sample's pattern replies into its works' records."""
+        typed = self.retriever.type_index is not None
         for w, prompt, res, (demos, scores) in zip(chunk, prompts, results, chosen):
             parsed = parse_pattern_output(res.text, w.q.question)
             check = validate_pattern(Pattern.from_triples(parsed.triples), typed_unknowns=typed) if parsed.triples else None
