@@ -10,7 +10,9 @@ sample), how many of the 8 chosen demonstrations have the question's type, once 
 once per rewriting of them (`--paraphrase`: the rule noise of kgrag_utils.datasets.paraphrase, seeded, as
 `benchmarks/simgrag_e2e.py --paraphrase`). The pool and the choice are the pipeline's own
 (`methods/simgrag/demos.py`: `pattern_demo_pool`, `DemoPool.nearest`). No LLM runs here: what the model makes of
-the demonstrations is in the e2e runs' reports (`report.demonstrations.own_type`).
+the demonstrations is in the e2e runs' reports (`report.demonstrations.own_type`). Every wording is counted twice:
+with the question compared as written (`wordings`, the choice before kgrag_utils.spelling) and with its misspelt
+words respelt towards the pool's words first (`respelt`, `DemoPool(spelling=True)`, the default since 2026-12-04).
 """
 
 from __future__ import annotations
@@ -58,19 +60,26 @@ def main(argv=None) -> int:
     hops = {}
     for name in args.datasets:
         data = load_dataset(name, split="test", limit=args.limit, seed=args.seed)
-        pool = pattern_demo_pool(data, embedder)
-        hops[name] = {"n_questions": len(data.items), "pool": {"split": pool.split, "size": len(pool)}, "wordings": {}}
+        pool = pattern_demo_pool(data, embedder, spelling=False)
+        respelling = pattern_demo_pool(data, embedder, spelling=True)  # the same vectors, from the embedder's cache
+        hops[name] = {"n_questions": len(data.items), "pool": {"split": pool.split, "size": len(pool)}, "wordings": {},
+                      "respelt": {}}
         for label in args.wordings:
             kinds = WORDINGS[label]
             items = noisy_questions(data.items, seed=args.seed, kinds=kinds) if kinds else data.items
             hops[name]["wordings"][label] = counts = type_counts(pool, items, args.shots)
+            hops[name]["respelt"][label] = fixed = type_counts(respelling, items, args.shots)
+            fixed["questions_respelt"] = sum(respelling.query_text(q) != pool.query_text(q) for q in items)
             print(f"{name} {label:10s} own type {counts['share']:.3f} all {counts['questions_all_own_type']:3d} "
-                  f"none {counts['questions_none_own_type']:3d} of {counts['questions']}", flush=True)
+                  f"none {counts['questions_none_own_type']:3d} of {counts['questions']}; respelt {fixed['share']:.3f} "
+                  f"all {fixed['questions_all_own_type']:3d} none {fixed['questions_none_own_type']:3d} "
+                  f"({fixed['questions_respelt']} questions respelt)", flush=True)
     result = {
         "benchmark": "simgrag_demo_types",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "what": "of the nearest demonstrations SimGRAG's pattern prompt would show each seeded test question, how "
-                "many have the question's own MetaQA type; templated questions and rule-noise rewritings; no LLM",
+                "many have the question's own MetaQA type; templated questions and rule-noise rewritings, each compared "
+                "as written (wordings) and respelt towards the pool's words (respelt); no LLM",
         "sample": {"split": "test", "limit": args.limit, "seed": args.seed}, "shots": args.shots,
         "embedder": args.embedder,
         "wordings": {label: list(kinds) or "the dataset's own questions" for label, kinds in WORDINGS.items()

@@ -93,6 +93,8 @@ def setting_label(config: SimGRAGConfig, structured: str, nearest: bool) -> str:
         label = f"nearest {config.shots} (after {config.fixed_shots} fixed)"
     else:
         label = f"fixed {config.shots} (the paper's shots)"
+    if nearest and config.demo_spelling:
+        label += ", questions respelt for the choice"
     if config.answer_demos == "nearest":
         label += f", answer + nearest {config.answer_shots}"
     if config.samples > 1:
@@ -217,6 +219,9 @@ def main(argv=None) -> int:
                          "default: the preset's (where the dataset has training questions)")
     ap.add_argument("--fixed-shots", type=int, default=SimGRAGConfig().fixed_shots,
                     help="--demos nearest: the fixed shots kept first (shared by every question)")
+    ap.add_argument("--demo-spelling", default=None, choices=("true", "false"),
+                    help="nearest demos: respell misspelt question words towards the training questions' before "
+                         "choosing (SimGRAGConfig.demo_spelling; kgrag_utils.spelling); default: SimGRAGConfig's")
     ap.add_argument("--samples", type=int, default=SimGRAGConfig().samples,
                     help="patterns per question (n > 1: n-1 sampled ones, each retrieved and answered, a GSD-weighted vote)")
     ap.add_argument("--sample-temperature", type=float, default=SimGRAGConfig().sample_temperature)
@@ -257,6 +262,8 @@ def main(argv=None) -> int:
         extra["anchor_entity"] = args.anchor_entity == "true"
     if args.relation_vocabulary is not None:
         extra["relation_vocabulary"] = args.relation_vocabulary == "true"
+    if args.demo_spelling is not None:
+        extra["demo_spelling"] = args.demo_spelling == "true"
     extra.update(demos=args.demos, fixed_shots=args.fixed_shots, samples=args.samples,
                  sample_temperature=args.sample_temperature, answer_demos=args.answer_demos, answer_shots=args.answer_shots)
     # this run's values (dataset, llm_preset, ...) go into the config, so the record holds them, not the defaults
@@ -282,9 +289,12 @@ def main(argv=None) -> int:
     if pool is None or requested_demos(method_settings) == "fixed":
         settings_params.pop("demos", None)  # fixed shots (the historical behaviour): earlier run keys hold
         settings_params.pop("fixed_shots", None)  # unused with fixed demos
+        settings_params.pop("demo_spelling", None)
     else:
         settings_params["demos"] = "nearest"
         settings_params["demo_wording"] = wording_key(family)  # another wording starts the run afresh, never a mix
+        if not settings_params.get("demo_spelling"):  # unrespelt questions (the choice before it): earlier keys hold
+            settings_params.pop("demo_spelling", None)
         print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split ({demos_note})", flush=True)
     if args.samples == 1:
         settings_params.pop("sample_temperature", None)  # unused with one (greedy) sample

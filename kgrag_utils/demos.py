@@ -16,6 +16,9 @@ Rules the pool keeps:
   two questions of one template then sit close whatever entity they name. On templated benchmarks
   (MetaQA) this finds questions of the same template, which is exactly what nearest demonstrations
   exploit there;
+* misspelt words of the question are respelt towards the pool's vocabulary before it is embedded
+  (`spelling=True`, the default: kgrag_utils.spelling), so a typo does not move it off its template;
+  only the similarity text is respelt;
 * an item a demonstration cannot be written from (no gold chain, no supporting facts) is left out by
   the caller's `usable` test; a training split without any usable item is refused with the fix.
 """
@@ -29,11 +32,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .errors import ConfigError
+from .spelling import Respeller
 
-__all__ = ["DEMO_MODES", "Demo", "DemoPool", "similarity_text", "check_demo_mode"]
+__all__ = ["DEMO_MODES", "DEMO_SPELLING", "Demo", "DemoPool", "similarity_text", "check_demo_mode"]
 
 #: "fixed": the prompt file's examples, the same for every question; "nearest": the training items nearest to it
 DEMO_MODES = ("fixed", "nearest")
+#: respell a question's out-of-vocabulary words towards the pool's words before choosing (kgrag_utils.spelling)
+DEMO_SPELLING = True
 
 _BRACKETED = re.compile(r"\[[^\[\]]*\]")
 _BLANK = "X"
@@ -85,7 +91,7 @@ class DemoPool:
     vector cache makes a second build cost a cache read)."""
 
     def __init__(self, items: Sequence, embedder, *, split: str = "", dataset: str = "",
-                 text_of: Callable[[Any], str] = _item_text):
+                 text_of: Callable[[Any], str] = _item_text, spelling: bool = DEMO_SPELLING):
         self.items = list(items)
         if not self.items:
             raise ConfigError(f"demos='nearest': no training item to choose demonstrations from ({dataset or 'dataset'}"
@@ -98,10 +104,17 @@ class DemoPool:
         self.texts = [text_of(it) for it in self.items]
         self._questions = [str(getattr(it, "question", "")).strip().casefold() for it in self.items]
         self.vectors = np.asarray(embedder.encode(self.texts), dtype=np.float32)
+        self.respell = Respeller(self.texts) if spelling else None
+
+    def query_text(self, item: Any) -> str:
+        """The text `item` is compared by: its similarity text, respelt towards the pool's words (`spelling`)."""
+        text = self._text_of(item)
+        return self.respell(text) if self.respell is not None else text
 
     @classmethod
     def from_training(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
-                      split: str | None = None, limit: int | None = None) -> "DemoPool":
+                      split: str | None = None, limit: int | None = None,
+                      spelling: bool = DEMO_SPELLING) -> "DemoPool":
         """The pool of `dataset`'s training split (its 'train', else 'dev': `datasets.training_dataset`).
 
         `usable(item, train)` says whether a demonstration can be written from an item of the training
@@ -123,7 +136,8 @@ class DemoPool:
         if not items:
             raise ConfigError(f"demos='nearest': the {train.split!r} split of {train.name!r} has no item with {need} "
                               f"({len(train.items)} items); use demos='fixed'.")
-        pool = cls(items[:limit] if limit else items, embedder, split=train.split, dataset=train.name)
+        pool = cls(items[:limit] if limit else items, embedder, split=train.split, dataset=train.name,
+                   spelling=spelling)
         pool.source = train
         return pool
 
@@ -136,7 +150,7 @@ class DemoPool:
         Never `item` itself: pool items with its id, an id in `exclude_ids`, or its question text are skipped."""
         if k <= 0:
             return []
-        query = np.asarray(self.embedder.encode([self._text_of(item)]), dtype=np.float32)[0]
+        query = np.asarray(self.embedder.encode([self.query_text(item)]), dtype=np.float32)[0]
         scores = self.vectors @ query
         banned = {str(x) for x in exclude_ids}
         own_id = getattr(item, "qid", None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ...demos import DEMO_SPELLING
 from ...errors import ConfigError
 from ..base import MethodConfig
 from .gsd_search import GSDConfig
@@ -37,6 +38,7 @@ class SimGRAGConfig(MethodConfig):
     limit: int = 20
     shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation); nearest: demonstrations
     demos: Literal["", "fixed", "nearest"] = ""  # "": the preset's; fixed: the prompt file's shots (the paper's); nearest: the training questions nearest to each
+    demo_spelling: bool = DEMO_SPELLING  # nearest: misspelt question words respelt towards the training questions' before choosing (kgrag_utils.spelling)
     fixed_shots: int = 4                # nearest demos: the fixed shots kept first (shared by all questions: prefix-cached)
     samples: int = 1                    # patterns per question: n > 1 adds n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
     sample_temperature: float = 0.7     # samples > 1: the temperature of the sampled patterns (seeds 1..n-1; the first is greedy)

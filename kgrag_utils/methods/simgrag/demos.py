@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...demos import DemoPool
+from ...demos import DEMO_SPELLING, DemoPool
 from .oracle import oracle_pattern, qtype_node_types
 from .pattern import load_prompt_file
 
@@ -119,16 +119,16 @@ def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | Non
     if not explicit and family not in (load_prompt_file("simgrag_pattern.yaml").get("demonstrations") or {}):
         return None, f"fixed: the preset's nearest demonstrations have no wording for the {family!r} family"
     try:
-        return pattern_demo_pool(dataset, embedder), "nearest"
+        return pattern_demo_pool(dataset, embedder, spelling=config.demo_spelling), "nearest"
     except ConfigError as exc:
         if explicit:
             raise
         return None, f"fixed: the preset's nearest demonstrations are not available here ({exc})"
 
 
-def pattern_demo_pool(dataset, embedder, limit: int | None = None) -> DemoPool:
+def pattern_demo_pool(dataset, embedder, limit: int | None = None, spelling: bool = DEMO_SPELLING) -> DemoPool:
     """The training questions of `dataset` that a pattern demonstration can be written from (refuses when none)."""
-    return DemoPool.from_training(dataset, embedder, usable_for_pattern, DEMO_NEED, limit=limit)
+    return DemoPool.from_training(dataset, embedder, usable_for_pattern, DEMO_NEED, limit=limit, spelling=spelling)
 
 
 def demo_shots(pool: DemoPool, item: Any, k: int, family: str) -> tuple[list[dict], list[float]]:
