@@ -1136,6 +1136,12 @@ ANSWER_HOPS = ("1", "2", "3")  # the hops measured with nearest answer demonstra
 _RULES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules.json"
 RULES_HOPS = ("1", "2")  # the hops measured on rewritten questions
 _RULES_LABEL = "{setting}, questions with rule noise"
+# on the rule-noise questions, two levers against the noise: five sampled patterns and a GSD-weighted vote (--samples
+# 5), and the nearest choice made on the question respelt towards the pool's words (--demo-spelling true)
+_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_samples5.json"
+SAMPLES_HOPS = ("1",)
+_RESPELT = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_respelt.json"
+RESPELT_HOPS = ("1", "2")
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
 SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
@@ -1186,6 +1192,10 @@ TABLES += [
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in ANSWER_HOPS else []),
             *([_demo_row(_RULES.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in RULES_HOPS else []),
+            *([_demo_row(_SAMPLES.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
+                         "{n_questions}: the first of the seeded {n_planned}")] if hop in SAMPLES_HOPS else []),
+            *([_demo_row(_RESPELT.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
+                         "{n_questions}: the first of the seeded {n_planned}")] if hop in RESPELT_HOPS else []),
             _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
                       "{n_questions}: the first of the seeded {n_planned}"),
             *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", f"{hop}-hop", None,
@@ -1235,9 +1245,9 @@ def _sign_test_p(b: int, c: int) -> float:
 class PairedRow(Row):
     """Two simgrag_e2e runs on the same questions (the ids both recorded): strict Hits@1 of each, paired."""
 
-    def __init__(self, hop: str, fixed: str, nearest: str):
+    def __init__(self, hop: str, fixed: str, nearest: str, label: str | None = None):
         super().__init__(None)
-        self.hop, self.fixed, self.nearest = hop, fixed, nearest
+        self.hop, self.fixed, self.nearest, self.label = hop, fixed, nearest, label  # label: a second cell, when given
 
     def render(self, results: Path) -> list[list[str]]:
         a = lookup(_load(results, self.fixed), "outcomes/simgrag", self.fixed)
@@ -1251,7 +1261,7 @@ class PairedRow(Row):
         only_a = sum(a[i]["hits@1"] == 1.0 and b[i]["hits@1"] != 1.0 for i in ids)
         pattern = [sum(o[i]["failed_stage"] == "pattern" for i in ids) for o in (a, b)]
         n = len(ids)
-        return [[self.hop, str(n), fmt(right_a / n, "%.1f"), fmt(right_b / n, "%.1f"),
+        return [[self.hop, *([self.label] if self.label else []), str(n), fmt(right_a / n, "%.1f"), fmt(right_b / n, "%.1f"),
                  fmt((right_b - right_a) / n, "%+.1f"), f"{only_b} / {only_a}", f"{_sign_test_p(only_b, only_a):.2g}",
                  f"{pattern[0]} / {pattern[1]}"]]
 
@@ -1282,17 +1292,24 @@ TABLES += [
           [PairedRow(f"{hop}-hop", _ACTEDIN.format(hop=hop), _NEAREST.format(hop=hop)) for hop in DEMO_HOPS]),
     Table("demos-simgrag-own-type", DEMOS_DOC,
           ("hop", "questions asked", "chosen demonstrations of the question's own type",
-           "questions: all 8 of its type / none of its type (of 200)"),
+           "questions: all 8 of its type / none of its type (of 200)",
+           "respelt for the choice: own type", "respelt: all 8 / none", "questions respelt"),
           [Row("simgrag_demo_types.json", f"{hop}-hop", label,
                f"{{hops/metaqa-{hop}hop/wordings/{key}/share:%.1f}}%",
                f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_all_own_type}} / "
-               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_none_own_type}}")
+               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_none_own_type}}",
+               f"{{hops/metaqa-{hop}hop/respelt/{key}/share:%.1f}}%",
+               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_all_own_type}} / "
+               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_none_own_type}}",
+               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_respelt}}")
            for hop in DEMO_HOPS for key, label in _TYPE_WORDINGS]),
     Table("demos-simgrag-rules-by-type", DEMOS_DOC,
           ("hop", "asked", "8 of its own type: questions, strict Hits@1", "some: questions, strict Hits@1",
            "none: questions, strict Hits@1"),
-          [Row(_RULES.format(hop=hop), f"{hop}-hop", "with rule noise",
-               *(_own_type_cell(g) for g in ("all", "some", "none"))) for hop in RULES_HOPS]),
+          [*(Row(_RULES.format(hop=hop), f"{hop}-hop", "with rule noise",
+                 *(_own_type_cell(g) for g in ("all", "some", "none"))) for hop in RULES_HOPS),
+           *(Row(_RESPELT.format(hop=hop), f"{hop}-hop", "with rule noise, respelt for the choice",
+                 *(_own_type_cell(g) for g in ("all", "some", "none"))) for hop in RESPELT_HOPS)]),
     Table("demos-simgrag-small-paired", DEMOS_DOC,
           ("hop", "same questions", "0.5B, fixed 8: strict Hits@1", "0.5B, nearest 8 + nearest answers: strict Hits@1",
            "nearest - fixed", "right only with nearest / only with fixed", "exact sign test p",
@@ -1304,6 +1321,14 @@ TABLES += [
            "noise - templated", "right only with noise / only templated", "exact sign test p",
            "wrong at pattern: templated / noise"),
           [PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _RULES.format(hop=hop)) for hop in RULES_HOPS]),
+    Table("demos-simgrag-noise-levers", DEMOS_DOC,
+          ("hop", "lever", "same questions", "rule noise, greedy, as written: strict Hits@1", "with the lever: strict Hits@1",
+           "lever - without", "right only with the lever / only without", "exact sign test p",
+           "wrong at pattern: without / with"),
+          [*(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _SAMPLES.format(hop=hop), "samples 5 (T=0.7), GSD vote")
+             for hop in SAMPLES_HOPS),
+           *(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _RESPELT.format(hop=hop), "questions respelt for the choice")
+             for hop in RESPELT_HOPS)]),
 ]
 
 def main(argv: list[str] | None = None) -> int:

@@ -252,7 +252,8 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     result = json.loads(out.read_text())
     assert result["complete"] and result["seconds"]["questions_this_session"] == 1
     # --answer-demos left at "": the answer prompt follows the pattern demonstrations (3 fixed + 3 nearest)
-    assert result["setting"] == "nearest 2 (after 4 fixed), answer + nearest 3, samples 2 (T=0.7), off"
+    assert result["setting"] == ("nearest 2 (after 4 fixed), questions respelt for the choice, answer + nearest 3, "
+                                 "samples 2 (T=0.7), off")
     assert result["n_questions"] == 4 and result["settings"]["answer_demos"] == "nearest"
     report = result["report"]
     assert report["intervals_95"]["all.hits@1"]["n"] == 4 and set(report["by_qtype"])
