@@ -1285,6 +1285,12 @@ TABLES += [
           ("hop", "same questions", "fixed 8: strict Hits@1", "nearest 8 ('acted in'): strict Hits@1", "nearest - fixed",
            "right only with nearest / only with fixed", "exact sign test p", "wrong at pattern: fixed / nearest"),
           [PairedRow(f"{hop}-hop", f, n) for hop, f, n in _PAIRED]),
+    Table("demos-simgrag-fixed-best-paired", DEMOS_DOC,
+          ("hop", "same questions", "fixed 8 (the paper's shots): strict Hits@1",
+           "nearest 8 + nearest answers (the default): strict Hits@1", "nearest - fixed",
+           "right only with nearest / only with fixed", "exact sign test p", "wrong at pattern: fixed / nearest"),
+          [PairedRow(f"{hop}-hop", f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", _ANSWERS.format(hop=hop))
+           for hop in PAIRED_HOPS]),
     Table("demos-simgrag-wording-paired", DEMOS_DOC,
           ("hop", "same questions", "nearest 8, 'acted in': strict Hits@1", "nearest 8, 'starred in': strict Hits@1",
            "'starred in' - 'acted in'", "right only with 'starred in' / only with 'acted in'", "exact sign test p",
