@@ -1142,6 +1142,9 @@ _SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_samples5.json"
 SAMPLES_HOPS = ("1",)
 _RESPELT = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_respelt.json"
 RESPELT_HOPS = ("1", "2")
+# respelt, and each pattern relation one of the KG's relation names (--relation-vocabulary true: an enum in the schema)
+_RELVOCAB = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_respelt_relvocab.json"
+RELVOCAB_HOPS = ("2",)
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
 SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
@@ -1196,6 +1199,8 @@ TABLES += [
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in SAMPLES_HOPS else []),
             *([_demo_row(_RESPELT.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in RESPELT_HOPS else []),
+            *([_demo_row(_RELVOCAB.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
+                         "{n_questions}: the first of the seeded {n_planned}")] if hop in RELVOCAB_HOPS else []),
             _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
                       "{n_questions}: the first of the seeded {n_planned}"),
             *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", f"{hop}-hop", None,
@@ -1334,7 +1339,9 @@ TABLES += [
           [*(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _SAMPLES.format(hop=hop), "samples 5 (T=0.7), GSD vote")
              for hop in SAMPLES_HOPS),
            *(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _RESPELT.format(hop=hop), "questions respelt for the choice")
-             for hop in RESPELT_HOPS)]),
+             for hop in RESPELT_HOPS),
+           *(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _RELVOCAB.format(hop=hop),
+                       "respelt, and the KG's relation names as an enum") for hop in RELVOCAB_HOPS)]),
 ]
 
 def main(argv: list[str] | None = None) -> int:
