@@ -68,12 +68,12 @@ def main(argv=None) -> int:
             kinds = WORDINGS[label]
             items = noisy_questions(data.items, seed=args.seed, kinds=kinds) if kinds else data.items
             hops[name]["wordings"][label] = counts = type_counts(pool, items, args.shots)
-            hops[name]["respelt"][label] = fixed = type_counts(respelling, items, args.shots)
-            fixed["questions_respelt"] = sum(respelling.query_text(q) != pool.query_text(q) for q in items)
+            hops[name]["respelt"][label] = respelt = type_counts(respelling, items, args.shots)
+            respelt["questions_respelt"] = sum(respelling.query_text(q) != pool.query_text(q) for q in items)
             print(f"{name} {label:10s} own type {counts['share']:.3f} all {counts['questions_all_own_type']:3d} "
-                  f"none {counts['questions_none_own_type']:3d} of {counts['questions']}; respelt {fixed['share']:.3f} "
-                  f"all {fixed['questions_all_own_type']:3d} none {fixed['questions_none_own_type']:3d} "
-                  f"({fixed['questions_respelt']} questions respelt)", flush=True)
+                  f"none {counts['questions_none_own_type']:3d} of {counts['questions']}; respelt {respelt['share']:.3f} "
+                  f"all {respelt['questions_all_own_type']:3d} none {respelt['questions_none_own_type']:3d} "
+                  f"({respelt['questions_respelt']} questions respelt)", flush=True)
     result = {
         "benchmark": "simgrag_demo_types",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

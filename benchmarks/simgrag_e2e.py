@@ -289,13 +289,12 @@ def main(argv=None) -> int:
     if pool is None or requested_demos(method_settings) == "fixed":
         settings_params.pop("demos", None)  # fixed shots (the historical behaviour): earlier run keys hold
         settings_params.pop("fixed_shots", None)  # unused with fixed demos
-        settings_params.pop("demo_spelling", None)
     else:
         settings_params["demos"] = "nearest"
         settings_params["demo_wording"] = wording_key(family)  # another wording starts the run afresh, never a mix
-        if not settings_params.get("demo_spelling"):  # unrespelt questions (the choice before it): earlier keys hold
-            settings_params.pop("demo_spelling", None)
         print(f"demonstrations: {len(pool)} questions of the {pool.split!r} split ({demos_note})", flush=True)
+    if settings_params.get("demos") != "nearest" or not settings_params.get("demo_spelling"):
+        settings_params.pop("demo_spelling", None)  # fixed shots, or the choice as written: earlier run keys hold
     if args.samples == 1:
         settings_params.pop("sample_temperature", None)  # unused with one (greedy) sample
     for opt in ("fixed_shots", "samples", "sample_temperature"):  # absent at defaults: keys hold

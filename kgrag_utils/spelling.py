@@ -46,17 +46,16 @@ def english_frequency(word: str) -> int:
 class Respeller:
     """Maps the out-of-vocabulary words of a text to the vocabulary of `texts` (see the module docstring)."""
 
-    def __init__(self, texts: Iterable[str], prior_ratio: float = PRIOR_RATIO, keep: Iterable[str] = ("X",)):
+    def __init__(self, texts: Iterable[str], prior_ratio: float = PRIOR_RATIO):
         self.vocab = Counter(w.lower() for t in texts for w in _WORD.findall(t))
         self._words = list(self.vocab)
         self.prior_ratio = float(prior_ratio)
-        self._keep = set(keep)  # tokens left as they are (the entity blank)
         self._fixed: dict[str, str | None] = {}
 
     def word(self, word: str) -> str | None:
         """The vocabulary word `word` is respelt to, or None when it stays (known, real, or no close word)."""
         low = word.lower()
-        if low in self.vocab or len(low) < 3 or word in self._keep:
+        if low in self.vocab or len(low) < 3:  # short words (and the entity blank "X") stay
             return None
         if low not in self._fixed:
             self._fixed[low] = self._nearest(low)
