@@ -1147,6 +1147,13 @@ RESPELT_HOPS = ("1", "2")
 # respelt, and each pattern relation one of the KG's relation names (--relation-vocabulary true: an enum in the schema)
 _RELVOCAB = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_respelt_relvocab.json"
 RELVOCAB_HOPS = ("2",)
+# the paper's fixed shots, 12 of them (--demos fixed --shots 12), on the same seeded questions as the fixed-8 runs
+_FIXED8 = "simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json"
+_FIXED12 = "simgrag_e2e_metaqa-{hop}hop_1.5b_fixed12.json"
+FIXED12_HOPS: tuple[str, ...] = ("1", "2", "3")
+# the best setting with five sampled patterns and the GSD-weighted vote, on the templated questions (--samples 5)
+_BEST_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers_samples5.json"
+BEST_SAMPLES_HOPS: tuple[str, ...] = ("1",)
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
 SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
@@ -1205,8 +1212,12 @@ TABLES += [
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in RELVOCAB_HOPS else []),
             _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
                       "{n_questions}: the first of the seeded {n_planned}"),
-            *([_demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", f"{hop}-hop", None,
+            *([_demo_row(_BEST_SAMPLES.format(hop=hop), f"{hop}-hop", None,
+                         "{n_questions}: the first of the seeded {n_planned}")] if hop in BEST_SAMPLES_HOPS else []),
+            *([_demo_row(_FIXED8.format(hop=hop), f"{hop}-hop", None,
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in PAIRED_HOPS else []),
+            *([_demo_row(_FIXED12.format(hop=hop), f"{hop}-hop", None,
+                         "{n_questions}: the first of the seeded {n_planned}")] if hop in FIXED12_HOPS else []),
             _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_schema_anchor.json", f"{hop}-hop", _FIXED50, _OTHER50),
             *([_demo_row(_SMALL.format(hop=hop), f"{hop}-hop", "0.5B: {setting}",
                          "{n_questions}: the first of the seeded {n_planned}"),
@@ -1286,7 +1297,7 @@ def _own_type_cell(group: str) -> Callable[[Any], str]:
     return cell
 
 
-_PAIRED = [(hop, f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", _ACTEDIN.format(hop=hop)) for hop in PAIRED_HOPS]
+_PAIRED = [(hop, _FIXED8.format(hop=hop), _ACTEDIN.format(hop=hop)) for hop in PAIRED_HOPS]
 TABLES += [
     Table("demos-simgrag-paired", DEMOS_DOC,
           ("hop", "same questions", "fixed 8: strict Hits@1", "nearest 8 ('acted in'): strict Hits@1", "nearest - fixed",
@@ -1296,7 +1307,7 @@ TABLES += [
           ("hop", "same questions", "fixed 8 (the paper's shots): strict Hits@1",
            "nearest 8 + nearest answers (the default): strict Hits@1", "nearest - fixed",
            "right only with nearest / only with fixed", "exact sign test p", "wrong at pattern: fixed / nearest"),
-          [PairedRow(f"{hop}-hop", f"simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json", _ANSWERS.format(hop=hop))
+          [PairedRow(f"{hop}-hop", _FIXED8.format(hop=hop), _ANSWERS.format(hop=hop))
            for hop in PAIRED_HOPS]),
     Table("demos-simgrag-wording-paired", DEMOS_DOC,
           ("hop", "same questions", "nearest 8, 'acted in': strict Hits@1", "nearest 8, 'starred in': strict Hits@1",
@@ -1344,6 +1355,18 @@ TABLES += [
              for hop in RESPELT_HOPS),
            *(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _RELVOCAB.format(hop=hop),
                        "respelt, and the KG's relation names as an enum") for hop in RELVOCAB_HOPS)]),
+    Table("demos-simgrag-more-paired", DEMOS_DOC,
+          ("hop", "A -> B", "same questions", "A: strict Hits@1", "B: strict Hits@1", "B - A",
+           "right only with B / only with A", "exact sign test p", "wrong at pattern: A / B"),
+          [*(PairedRow(f"{hop}-hop", _FIXED8.format(hop=hop), _FIXED12.format(hop=hop), "fixed 8 -> fixed 12")
+             for hop in FIXED12_HOPS),
+           *(PairedRow(f"{hop}-hop", _FIXED12.format(hop=hop), _ANSWERS.format(hop=hop),
+                       "fixed 12 -> nearest 8 + nearest answers (the default)") for hop in FIXED12_HOPS),
+           *(PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _BEST_SAMPLES.format(hop=hop),
+                       "the default -> the default with samples 5 (T=0.7), GSD vote") for hop in BEST_SAMPLES_HOPS),
+           *(PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _RESPELT.format(hop=hop),
+                       "the default, templated -> the default on questions with rule noise (respelt for the choice)")
+             for hop in RESPELT_HOPS)]),
 ]
 
 def main(argv: list[str] | None = None) -> int:
