@@ -1153,7 +1153,7 @@ _FIXED12 = "simgrag_e2e_metaqa-{hop}hop_1.5b_fixed12.json"
 FIXED12_HOPS: tuple[str, ...] = ("1", "2", "3")
 # the best setting with five sampled patterns and the GSD-weighted vote, on the templated questions (--samples 5)
 _BEST_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers_samples5.json"
-BEST_SAMPLES_HOPS: tuple[str, ...] = ("1",)
+BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2")
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
 SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
