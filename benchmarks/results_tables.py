@@ -1154,6 +1154,10 @@ FIXED12_HOPS: tuple[str, ...] = ("1", "2", "3")
 # the best setting with five sampled patterns and the GSD-weighted vote, on the templated questions (--samples 5)
 _BEST_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers_samples5.json"
 BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2")
+# the default setting on the 1.5B's own greedy paraphrases of the seeded questions (--paraphrase llm; rejected ones left out)
+_LLMPARA = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_llm_paraphrase.json"
+LLMPARA_HOPS: tuple[str, ...] = ("1",)
+_LLMPARA_LABEL = "{setting}, the 1.5B's own paraphrases"
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
 SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
@@ -1210,6 +1214,8 @@ TABLES += [
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in RESPELT_HOPS else []),
             *([_demo_row(_RELVOCAB.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
                          "{n_questions}: the first of the seeded {n_planned}")] if hop in RELVOCAB_HOPS else []),
+            *([_demo_row(_LLMPARA.format(hop=hop), f"{hop}-hop", _LLMPARA_LABEL,
+                         "{n_questions} of the {paraphrase/kept} kept (of {paraphrase/asked})")] if hop in LLMPARA_HOPS else []),
             _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
                       "{n_questions}: the first of the seeded {n_planned}"),
             *([_demo_row(_BEST_SAMPLES.format(hop=hop), f"{hop}-hop", None,
@@ -1366,7 +1372,9 @@ TABLES += [
                        "the default -> the default with samples 5 (T=0.7), GSD vote") for hop in BEST_SAMPLES_HOPS),
            *(PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _RESPELT.format(hop=hop),
                        "the default, templated -> the default on questions with rule noise (respelt for the choice)")
-             for hop in RESPELT_HOPS)]),
+             for hop in RESPELT_HOPS),
+           *(PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _LLMPARA.format(hop=hop),
+                       "the default, templated -> the default on the 1.5B's own paraphrases") for hop in LLMPARA_HOPS)]),
 ]
 
 def main(argv: list[str] | None = None) -> int:
