@@ -1156,7 +1156,7 @@ _BEST_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers_samples5.json"
 BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2")
 # the default setting on the 1.5B's own greedy paraphrases of the seeded questions (--paraphrase llm; rejected ones left out)
 _LLMPARA = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_llm_paraphrase.json"
-LLMPARA_HOPS: tuple[str, ...] = ("1", "2")
+LLMPARA_HOPS: tuple[str, ...] = ("1", "2", "3")
 _LLMPARA_LABEL = "{setting}, the 1.5B's own paraphrases"
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
