@@ -51,9 +51,9 @@ def oracle_rows(method, question, cap: int) -> dict:
         if new and len(picks) < cfg.select_n:
             picks.append(c)
             covered |= new
-    filled = method.passages_of(picks + [c for c in cand if c not in set(picks)], qvec, cfg.final_k)
+    filled = method.ranked_passages(cand, qvec, cfg.final_k, first=method.passages_of(picks, qvec, cfg.final_k))
     reachable = set().union(*keys.values())
-    expand_list = method.passages_of(cand, qvec, cfg.final_k)
+    expand_list = method.ranked_passages(cand, qvec, cfg.final_k)
     row = {"coverage": len(gold_set & reachable) / len(gold_set) if gold_set else 0.0,
            "n_candidates": len(cand), "n_gold_candidates": len(good)}
     for k in (2, 5):
@@ -84,12 +84,14 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--caps", default="20,40,80", help="candidate caps (the method's default: 40)")
+    ap.add_argument("--fill-order", default=VectorRerankConfig().fill_order, choices=("passage", "relation"),
+                    help="how the passages after the picks (and the expand list) are ranked")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     caps = [int(c) for c in args.caps.split(",")]
     ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, limit=args.limit, seed=args.seed, entity_extraction="lexical",
-                             variants=("naive", "expand"))
+                             variants=("naive", "expand"), fill_order=args.fill_order)
     t0 = time.perf_counter()
     method = VectorRerank.prepare(cfg, ds)
     build_s = time.perf_counter() - t0
@@ -103,11 +105,12 @@ def main(argv=None) -> int:
         by_cap.append({"cap": cap, **summarize(rows)})
     result = {"benchmark": "vector_rerank_ceiling", "dataset": ds.name, "n_questions": len(ds.items),
               "seed": args.seed, "select_n": cfg.select_n, "final_k": cfg.final_k, "method_cap": cfg.candidate_cap,
+              "fill_order": cfg.fill_order,
               "query_entities": "lexical (the no-LLM variant's); the method's LLM entities are not used",
               "metric": "set-based passage recall, as vector_rerank_recall.py; coverage: gold passages among all "
                         "the candidates' passages",
               "oracle": "picks, in similarity order, one candidate per gold passage not yet covered (at most select_n); "
-                        "then the other candidates by similarity (rerank-filled)",
+                        "then the other candidates' passages by similarity (rerank-filled, fill_order)",
               "by_cap": by_cap, "index_build_s": round(build_s, 1)}
     for s in by_cap:
         print(f"cap {s['cap']:>3}: coverage {s['coverage']:.3f}  oracle-filled R@5 {s['oracle_filled@5']:.3f}  "

@@ -37,7 +37,8 @@ from kgrag_utils import settings  # noqa: E402
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
-          "entity_extraction", "pool_per_question")
+          "entity_extraction", "pool_per_question", "fill_order",
+          "rerank_max_new_tokens")
 
 
 def parse_args(argv=None) -> argparse.Namespace:

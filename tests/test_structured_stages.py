@@ -298,6 +298,31 @@ def test_no_stage_evaluates_model_output():
 
 def test_schema_text_is_canonical():
     assert schema_text(PATTERN_SCHEMA) == schema_text(json.loads(json.dumps(PATTERN_SCHEMA)))
+    # every key is sorted but the property names: the same schema written in another key order is the same text
+    shuffled = {"required": ["reasoning", "ids"], "additionalProperties": False, "type": "object",
+                "properties": {"reasoning": {"maxLength": 200, "type": "string"},
+                               "ids": {"maxItems": 10, "type": "array", "items": {"minimum": 1, "type": "integer"}}}}
+    assert schema_text(shuffled) == schema_text(vr.RERANK_SCHEMA)
+
+
+def test_schema_text_keeps_the_order_of_properties():
+    """A grammar makes the model write properties in the schema's order: the rerank's reasoning must come before
+    its ids (sorted, "ids" came first and the 1.5B counted 1, 2, 3, 4, 5 instead of choosing)."""
+    text = schema_text(vr.RERANK_SCHEMA)
+    assert list(json.loads(text)["properties"]) == ["reasoning", "ids"]
+    assert schema_text({"type": "object", "properties": {"b": {}, "a": {}}}) != schema_text(
+        {"type": "object", "properties": {"a": {}, "b": {}}})
+    # a schema whose properties are already in sorted order keeps its text (and the cache keys of its calls)
+    assert schema_text(PATTERN_SCHEMA) == json.dumps(PATTERN_SCHEMA, sort_keys=True, ensure_ascii=False,
+                                                     separators=(",", ":"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_llamacpp_grammar_writes_the_rerank_reasoning_before_the_ids():
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    root = next(ln for ln in json_schema_to_gbnf(schema_text(vr.RERANK_SCHEMA)).splitlines() if ln.startswith("root"))
+    assert root.index("reasoning") < root.index("ids"), root
 
 
 def _bench_module(name: str):

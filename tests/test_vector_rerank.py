@@ -268,6 +268,52 @@ def test_expand_variant_orders_passages_by_relation_similarity(index):
     assert rec["variants"]["expand"]["passages"][0] == "Paper Lantern#5"
 
 
+@pytest.mark.parametrize("order", ["passage", "relation"])
+def test_fill_orders_rank_the_candidates_passages(index, order):
+    """expand and the fill of rerank-filled: each candidate passage by its own similarity ("passage"), or in the
+    order of the candidate relations that reach it ("relation"); the LLM's passages always come first."""
+    llm = _fake_llm(_pick("Dunmere founded in 1568"))
+    cfg = VectorRerankConfig(degree=2, candidate_cap=20, final_k=5, entity_min_score=0.5, fill_order=order)
+    method = VectorRerank(cfg, index, llm)
+    q = QUESTIONS[0]
+    rec = method.retrieve(q)
+    qvec = index.encode([q.question])[0]
+    cand = [c[0] for c in rec["graph"]["expand"]["candidates"]]
+    reached = sorted({int(p) for c in cand for p in index.relation_passages(c)})
+    if order == "passage":
+        sims = index.passage_vecs[reached] @ qvec
+        want = [index.passage_pids[reached[i]] for i in np.argsort(-sims, kind="stable")]
+    else:  # the relations' order, each relation's passages by similarity (the earlier rule)
+        want = [index.passage_pids[p] for p in method.passages_of(cand, qvec, 5)]
+    assert rec["variants"]["expand"]["passages"] == want[:5]
+    filled = rec["variants"]["rerank-filled"]["passages"]
+    assert filled[0] == "Dunmere#3" and len(filled) == len(set(filled))
+    rcand = [c[0] for c in rec["graph"]["rerank"]["candidates"]]
+    rest = [p for p in method.ranked_passages(rcand, qvec, 6) if index.passage_pids[p] != "Dunmere#3"]
+    assert filled[1:] == [index.passage_pids[p] for p in rest][: len(filled) - 1]
+
+
+def test_passage_fill_puts_the_most_similar_passage_before_a_more_similar_relations_passage():
+    """Two candidate relations: the more similar relation sits in a passage that is less similar to the question.
+    "relation" ranks by the relation, "passage" by the passage."""
+    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank as VR
+
+    class Stub:
+        passage_vecs = np.array([[1.0, 0.0], [0.0, 1.0]])
+
+        @staticmethod
+        def relation_passages(r):
+            return np.array([r])  # relation r is in passage r
+
+    qvec = np.array([0.2, 1.0])
+    for order, want in (("passage", [1, 0]), ("relation", [0, 1])):
+        m = VR.__new__(VR)
+        m.index, m.config = Stub(), VectorRerankConfig(fill_order=order)
+        assert m.ranked_passages([0, 1], qvec, 5) == want  # relation 0 listed first (the more similar relation)
+        assert m.ranked_passages([0, 1], qvec, 5, first=[1]) == [1, 0]
+        assert m.ranked_passages([0, 1], qvec, 1, first=[0, 1]) == [0]
+
+
 def test_title_gold_matches_by_title(index):
     q = PassageQuestion("t", "Who directed Paper Lantern?", [], [], ["Paper Lantern"], ["Paper Lantern"], None)
     rec = VectorRerank(VectorRerankConfig(dataset="2wiki", variants="naive"), index).retrieve(q)

@@ -70,9 +70,24 @@ def schema_dict(shape: Any) -> dict:
     return out
 
 
+def _canonical(value: Any, ordered: bool = False) -> Any:
+    """Keys sorted everywhere except in a `properties` mapping (ordered=True), whose order is kept."""
+    if isinstance(value, dict):
+        items = value.items() if ordered else sorted(value.items())
+        return {k: _canonical(v, ordered=(k == "properties" and not ordered)) for k, v in items}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
 def schema_text(shape: Any) -> str:
-    """Canonical JSON text of a shape's schema (sorted keys): the form held by GenerationConfig and keys."""
-    return json.dumps(schema_dict(shape), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """Canonical JSON text of a shape's schema: the form held by GenerationConfig and cache keys.
+
+    Keys are sorted, except the names under "properties": grammar engines (llama.cpp's GBNF converter,
+    xgrammar) make the model write an object's properties in the order the schema lists them, so that
+    order is part of the answer's shape. Sorting them once turned the rerank's {"reasoning", "ids"} into
+    ids first, and the 1.5B then counted 1, 2, 3, 4, 5 instead of choosing (docs/RESULTS.md)."""
+    return json.dumps(_canonical(schema_dict(shape)), ensure_ascii=False, separators=(",", ":"))
 
 
 def validate_reply(text: str, schema: Mapping | str) -> str | None:

@@ -23,7 +23,7 @@ from ...errors import ConfigError
 from ...llm import GenerationConfig
 from ...parsers import iter_json_values, parse_triples
 from .graph_index import entity_key
-from .prompts import OPENIE_SCHEMA, PROMPT_VERSION, openie_prompt
+from .prompts import OPENIE_PROMPT_VERSION, OPENIE_SCHEMA, openie_prompt
 from .query_entities import grounded, words_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,7 +52,7 @@ def openie_store_path(llm: "LLM", tag: str, max_new_tokens: int) -> Path:
         raise ConfigError(f"the OpenIE tag names a file: use letters, digits and dashes (got {tag!r}).")
     # the probe key holds the model, its decoding mode and (in schema mode) the schema: one store per decoding
     probe = llm.cache_key(openie_prompt("", ""), GenerationConfig(max_new_tokens=max_new_tokens, schema=OPENIE_SCHEMA))
-    key = hashlib.sha1(f"{probe}|{PROMPT_VERSION}".encode()).hexdigest()[:12]
+    key = hashlib.sha1(f"{probe}|{OPENIE_PROMPT_VERSION}".encode()).hexdigest()[:12]
     return settings.cache_dir("openie") / f"{tag}-{key}.jsonl"
 
 

@@ -7,11 +7,12 @@ call) -> passages of the chosen relations, in order, deduplicated, top `final_k`
 
 Variants (each labelled in the records and summaries):
 * naive          dense passage search only;
-* expand         lexical seeds (no LLM) + expansion, candidates ranked by query similarity;
+* expand         lexical seeds (no LLM) + expansion, the candidates' passages ranked by query similarity
+                 (config fill_order: each passage's own, the default, or its relation's);
 * rerank         the method: LLM entity seeds + expansion + LLM rerank; only the LLM's choices;
 * rerank-padded  rerank topped up with naive passages up to final_k (the published evaluation);
-* rerank-filled  the LLM's choices first, then the rest of its candidate list by query similarity
-                 (graph only): what the LLM's reordering adds over the similarity ranking.
+* rerank-filled  the LLM's choices first, then the rest of its candidates' passages by query similarity
+                 (fill_order, as expand; graph only): what the LLM's choice adds over the similarity ranking.
 
 A rerank whose answer maps to no candidate is a failure: it keeps an empty passage list (recall
 0), is counted in `n_failed`, and is never padded except in the named padded variant (which is then
@@ -182,6 +183,29 @@ class VectorRerank(Method):
                         return out
         return out
 
+    def ranked_passages(self, rel_ids: Sequence[int], qvec: np.ndarray, k: int, first: Sequence[int] = ()) -> list[int]:
+        """`first` (passage positions, kept in order), then the passages of `rel_ids` ranked by `fill_order`, top k.
+
+        fill_order "passage": each candidate passage by its own similarity to the question (ties by position);
+        "relation": in the order of the relations (passages_of)."""
+        out = list(dict.fromkeys(int(p) for p in first))[:k]
+        if len(out) >= k:
+            return out
+        if self.config.fill_order == "relation":
+            rest = self.passages_of(rel_ids, qvec, k + len(out))
+        else:
+            ps = np.unique(np.concatenate([self.index.relation_passages(int(r)) for r in rel_ids])) if len(rel_ids) else []
+            ps = np.asarray(ps, dtype=np.int64)
+            rest = ps[np.argsort(-(self.index.passage_vecs[ps] @ qvec), kind="stable")].tolist() if ps.size else []
+        seen = set(out)
+        for p in rest:
+            if p not in seen:
+                seen.add(p)
+                out.append(int(p))
+                if len(out) >= k:
+                    break
+        return out
+
     # ------------------------------------------------------------------ scoring
     def _keys(self, positions: Sequence[int]) -> list[str]:
         names = self.index.passage_titles if self.gold_key == "title" else self.index.passage_pids
@@ -250,7 +274,7 @@ class VectorRerank(Method):
             if "expand" in variants:
                 g = graph_cache[tuple(lex[i].names)]
                 t0 = time.perf_counter()
-                rec["variants"]["expand"] = self._score(self.passages_of(g["candidates"], qvec, cfg.final_k), gold)
+                rec["variants"]["expand"] = self._score(self.ranked_passages(g["candidates"], qvec, cfg.final_k), gold)
                 rec["timings"]["expand_passages"] = time.perf_counter() - t0
             prompt = None
             if wants_rerank:
@@ -367,8 +391,7 @@ class VectorRerank(Method):
                 rec["variants"]["rerank-padded"] = self._score(padded, gold)
                 rec["variants"]["rerank-padded"].update({"n_padded": len(padded) - len(ranked), "rerank_failed": not chosen})
             if "rerank-filled" in self.variants:
-                rest = [c for c in cand if c not in set(chosen)]
-                filled = self.passages_of(list(chosen) + rest, qvec, cfg.final_k)
+                filled = self.ranked_passages(cand, qvec, cfg.final_k, first=ranked)
                 rec["variants"]["rerank-filled"] = self._score(filled, gold)
                 rec["variants"]["rerank-filled"]["rerank_failed"] = not chosen
             rec["timings"]["rerank_passages"] = time.perf_counter() - t0

@@ -24,7 +24,7 @@ import json
 from typing import Sequence
 
 __all__ = ["entity_prompt", "rerank_prompt", "openie_prompt", "answer_prompt", "format_candidates", "PROMPT_VERSION",
-           "ANSWER_PROMPT_VERSION", "ENTITY_SCHEMA", "RERANK_SCHEMA", "OPENIE_SCHEMA", "ANSWER_SCHEMA"]
+           "OPENIE_PROMPT_VERSION", "ANSWER_PROMPT_VERSION", "ENTITY_SCHEMA", "RERANK_SCHEMA", "OPENIE_SCHEMA", "ANSWER_SCHEMA"]
 
 #: query entities: a short list of names copied from the question
 ENTITY_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 80}, "maxItems": 6}
@@ -43,7 +43,11 @@ ANSWER_SCHEMA = {"type": "object",
                                             "maxItems": 10}},
                  "required": ["answers"], "additionalProperties": False}
 
-PROMPT_VERSION = "vr-2"
+#: vr-3: the rerank schema's properties keep their order (reasoning, then ids); under vr-2 the grammar wrote the ids
+#: first (llm/structured.py: schema_text), so schema-mode rerank runs of vr-2 and vr-3 differ; free-text prompts did not change
+PROMPT_VERSION = "vr-3"
+#: the OpenIE prompt (unchanged since vr-2): part of the OpenIE cache's key, so extracted triples stay valid
+OPENIE_PROMPT_VERSION = "vr-2"
 #: the answer prompt of KG question datasets (answering from the chosen facts); versioned on its own
 ANSWER_PROMPT_VERSION = "vr-answer-1"
 
