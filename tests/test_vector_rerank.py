@@ -207,8 +207,8 @@ def _fake_llm(rerank_answer):
     def respond(text: str) -> str:
         if "List the named entities" in text:
             return '["Greta Hallam", "Marl Bridge"]' if "Marl Bridge" in text.split("Question:")[-1] else "not json"
-        task = text.split("Question:")[-1]
-        return "no idea" if "Paper Lantern" in task.split("\n")[0] else rerank_answer(task.split("Facts:")[-1])
+        question = text.split("Question:")[-1].split("\n")[0]  # the task's question, repeated after its facts
+        return "no idea" if "Paper Lantern" in question else rerank_answer(text.split("Facts:")[-1])
     return load_llm("fake", responses=respond, cache=False)
 
 
@@ -249,6 +249,15 @@ def test_pipeline_variants_records_and_recall(index):
     assert s["variants"]["rerank"]["n_failed"] == 1 and s["variants"]["rerank"]["n"] == 2
     assert s["variants"]["rerank"]["recall@5"] == pytest.approx((2 / 3 + 0) / 2)
     assert s["rerank_status"] == {"failed": 1, "json": 1}
+
+
+def test_summary_counts_picks_and_replies_that_count_down_the_list():
+    from kgrag_utils.methods.vector_rerank.summary import pick_shape
+
+    recs = [{"rerank": {"raw": "r", "positions": p}} for p in ([0, 1, 2, 3, 4], [0, 1, 2], [3, 0], [0, 1], [2, 1, 0])]
+    recs.append({"rerank": {"raw": None, "positions": []}})  # no candidates: no reply, not counted
+    assert pick_shape(recs) == {"rerank_picks_mean": 3.0, "rerank_list_head": 2, "rerank_replies": 5}
+    assert pick_shape([{"variants": {}}]) == {}
 
 
 def test_pipeline_without_llm_runs_the_no_llm_variants_only(index):

@@ -6,7 +6,9 @@
   Qwen2.5-Coder-0.5B the reasoning often loops until the token limit (35 of the first 65 MuSiQue
   questions), so the parser also reads `[k]` marks and restated facts in the reasoning. Putting
   the ids first was tried on 6 of those questions: the model then counted 1, 2, 3, ... through
-  every candidate (no choice at all), so the reasoning stays first;
+  every candidate (no choice at all), so the reasoning stays first (and the schema keeps that order:
+  until vr-3 the grammar wrote the ids first, and the 1.5B counted). Repeating the question after
+  the facts was tried on MuSiQue and not kept (docs/RESULTS.md#vector-rerank-fill);
 * OpenIE: few-shot chat, the answer is a JSON list of [subject, predicate, object] lists.
 
 Each builder returns a chat (list of {role, content}) for `llm.generate`. Changing any text here
@@ -43,8 +45,8 @@ ANSWER_SCHEMA = {"type": "object",
                                             "maxItems": 10}},
                  "required": ["answers"], "additionalProperties": False}
 
-#: vr-3: the rerank schema's properties keep their order (reasoning, then ids); under vr-2 the grammar wrote the ids
-#: first (llm/structured.py: schema_text), so schema-mode rerank runs of vr-2 and vr-3 differ; free-text prompts did not change
+#: vr-3: the rerank schema's properties keep their order, reasoning then ids (under vr-2 the grammar wrote the ids
+#: first: llm/structured.py, schema_text); the prompt texts are those of vr-2
 PROMPT_VERSION = "vr-3"
 #: the OpenIE prompt (unchanged since vr-2): part of the OpenIE cache's key, so extracted triples stay valid
 OPENIE_PROMPT_VERSION = "vr-2"
