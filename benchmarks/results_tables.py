@@ -530,7 +530,13 @@ TABLES += [
     Table("structured-vector-rerank", RES,
           ("model", "decoding", "n", "naive R@2 / R@5", "expand", "rerank", "rerank-padded", "rerank-filled",
            "rerank statuses (json / partial / marks / text / failed)", "rerank LLM s / q"), [
-              _vr_model_row("vector_rerank_musique_n100_1.5b_schema.json", "0", _Q15, "**schema** (follow-up)",
+              Row("vector_rerank_musique_n100_1.5b_schema_vr3.json", _Q15,
+                  "**schema, vr-3 grammar (reasoning first), passage fill** (2026-12-06)", "{n_questions} ({runs/0/status})",
+                  *_vr_cells("0"), " / ".join(f"{{runs/0/summary/rerank_status/{k}|0}}" for k in
+                                              ("json", "partial", "marks", "text", "failed")),
+                  "{runs/0/llm/stats/cache_hits} of {runs/0/llm/stats/calls} calls cached (the computing run: "
+                  "[follow-up](#vector-rerank-fill))"),
+              _vr_model_row("vector_rerank_musique_n100_1.5b_schema.json", "0", _Q15, "schema, vr-2 grammar: ids first (follow-up)",
                             "{n_questions} ({runs/0/status})", cached=True),
               _vr_model_row("vector_rerank_musique_n100_1.5b_off.json", "0", _Q15, "off (follow-up)",
                             "{n_questions} ({runs/0/status})", cached=True),
@@ -550,7 +556,7 @@ TABLES += [
 
 _SG = "structured_decoding_simgrag.json#rows/[run=simgrag-e2e-metaqa-{h}hop-n50-1.5b-schema]"
 _C15 = "rows/[run=compact-metaqa-2hop-100-1.5b-schema]"
-_VR15 = "vector_rerank_musique_n100_1.5b_schema.json#runs/0/summary/variants"
+_VR15 = "vector_rerank_musique_n100_1.5b_schema_vr3.json#runs/0/summary/variants"
 _KGP15 = "kgp_musique_llm_n50_1.5b_schema.json#results/0/summary"
 TABLES += [
     Table("headline", "README.md",
@@ -1030,12 +1036,48 @@ def stale(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | 
 
 # ----------------------------------------------------------------------------- the rerank's ceiling (no LLM)
 TABLES += [
-    Table("vr-ceiling", "docs/RESULTS.md", ("candidate cap", "gold passages among the candidates'",
+    Table("vr-ceiling", "docs/RESULTS.md", ("fill order", "candidate cap", "gold passages among the candidates'",
                                            "perfect pick, rerank-filled R@2 / R@5", "similarity order (expand) R@5",
                                            "naive R@5", "questions without a gold candidate"),
-          [Rows("vector_rerank_ceiling_musique.json", "by_cap", "{cap}", "{coverage:%.1f}",
+          [Rows(file, "by_cap", label, "{cap}", "{coverage:%.1f}",
                 "{oracle_filled@2:%.1f} / {oracle_filled@5:%.1f}", "{expand@5:%.1f}", "{naive@5:%.1f}",
-                "{questions_with_no_gold_candidate}")]),
+                "{questions_with_no_gold_candidate}")
+           for file, label in (("vector_rerank_ceiling_musique_relationfill.json", "relation (until 2026-12-06)"),
+                               ("vector_rerank_ceiling_musique.json", "**passage** (the default)"))]),
+]
+
+
+# ----------------------------------------------------------------------------- the rerank's grammar and fill (no LLM)
+def _fill_diff(r: dict) -> str:
+    """'+1.3 [-3.5, +6.2]': a fill's paired difference from naive, in points, with its 95% bootstrap interval."""
+    d = r["all"]["minus_naive"]
+    return f"{100 * d['mean']:+.1f} [{100 * d['ci95'][0]:+.1f}, {100 * d['ci95'][1]:+.1f}]"
+
+
+_FILL_NAMES = {"relation": 'relation (`fill_order="relation"`)', "question": 'passage (`fill_order="passage"`, default)'}
+_FILL_COLS = ("rerank-filled R@5", "first 50 / last 50", "- naive [95%, paired]")
+
+
+def _fill_rows(file: str, grammar: str, orders: Sequence[str]) -> Rows:
+    return Rows(file, "rows", grammar, lambda r: _FILL_NAMES.get(r["order"], r["order"]),
+                f"{{{file}#picks/rerank_picks_mean:.1f}}",
+                f"{{{file}#picks/rerank_list_head}} of {{{file}#picks/rerank_replies}}",
+                "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
+                where=lambda r: r["order"] in orders)
+
+
+TABLES += [
+    Table("vr-grammar-fill", "docs/RESULTS.md",
+          ("rerank reply (grammar)", "fill after the LLM's passages", "relations per reply",
+           "replies that are the list's head (1, 2, ..., k)", *_FILL_COLS), [
+              _fill_rows("vector_rerank_fill_musique_vr2.json", "vr-2: ids, then reasoning", ("relation", "question")),
+              _fill_rows("vector_rerank_fill_musique.json", "**vr-3: reasoning, then ids**", ("relation", "question")),
+          ]),
+    Table("vr-fill-exploration", "docs/RESULTS.md", ("fill after the LLM's passages (vr-3 replies)", *_FILL_COLS), [
+        Rows("vector_rerank_fill_musique.json", "rows", lambda r: _FILL_NAMES.get(r["order"], r["order"]),
+             "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
+             where=lambda r: r["order"] != "relation"),
+    ]),
 ]
 
 

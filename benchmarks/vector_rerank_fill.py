@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
     from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.summary import pick_shape
     from kgrag_utils.progress import progress_bar
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -127,7 +128,9 @@ def main(argv=None) -> int:
     run = json.loads((args.records / "run.json").read_text()) if args.records.is_dir() and (args.records / "run.json").exists() else {}
     result = {"benchmark": "vector_rerank_fill", "dataset": args.dataset, "limit": args.limit, "seed": args.seed,
               "n_questions": len(records), "records": str(args.records), "run_name": run.get("run_name"),
+              "prompt_version": (run.get("params") or {}).get("prompt_version"),
               "metric": "set-based passage Recall@5 of rerank-filled (the LLM's passages, then the fill)",
+              "picks": pick_shape(records),
               "halves": f"first {half} / last {len(records) - half} questions of the seeded order",
               "naive": {"all": round(float(np.mean(scores["naive"])), 4),
                         "first_half": round(float(np.mean(scores["naive"][:half])), 4),
