@@ -516,10 +516,12 @@ TABLES += [
 ]
 
 
-def _vr_model_row(file: str, run: str, model: str, mode: str, n: str, cached: bool = False) -> Row:
+def _vr_model_row(file: str, run: str, model: str, mode: str, n: str, cached: bool = False,
+                  seconds: str | None = None) -> Row:
     st = f"runs/{run}/summary/rerank_status"
     statuses = " / ".join(f"{{{st}/{k}|0}}" for k in ("json", "partial", "marks", "text", "failed"))
-    seconds = f"{{runs/{run}/summary/latency_mean_s/rerank_llm:.1f}}"
+    if seconds is None:
+        seconds = f"{{runs/{run}/summary/latency_mean_s/rerank_llm:.1f}}"
     if cached:
         seconds += f" ({{runs/{run}/llm/stats/cache_hits}} of {{runs/{run}/llm/stats/calls}} calls cached)"
     return Row(file, model, mode, n, *_vr_cells(run), statuses, seconds)
@@ -530,12 +532,11 @@ TABLES += [
     Table("structured-vector-rerank", RES,
           ("model", "decoding", "n", "naive R@2 / R@5", "expand", "rerank", "rerank-padded", "rerank-filled",
            "rerank statuses (json / partial / marks / text / failed)", "rerank LLM s / q"), [
-              Row("vector_rerank_musique_n100_1.5b_schema_vr3.json", _Q15,
-                  "**schema, vr-3 grammar (reasoning first), passage fill** (2026-12-06)", "{n_questions} ({runs/0/status})",
-                  *_vr_cells("0"), " / ".join(f"{{runs/0/summary/rerank_status/{k}|0}}" for k in
-                                              ("json", "partial", "marks", "text", "failed")),
-                  "{runs/0/llm/stats/cache_hits} of {runs/0/llm/stats/calls} calls cached (the computing run: "
-                  "[follow-up](#vector-rerank-fill))"),
+              _vr_model_row("vector_rerank_musique_n100_1.5b_schema_vr3.json", "0", _Q15,
+                            "**schema, vr-3 grammar (reasoning first), passage fill** (2026-12-06)",
+                            "{n_questions} ({runs/0/status})",
+                            seconds="{runs/0/llm/stats/cache_hits} of {runs/0/llm/stats/calls} calls cached (the "
+                                    "computing run: [follow-up](#vector-rerank-fill))"),
               _vr_model_row("vector_rerank_musique_n100_1.5b_schema.json", "0", _Q15, "schema, vr-2 grammar: ids first (follow-up)",
                             "{n_questions} ({runs/0/status})", cached=True),
               _vr_model_row("vector_rerank_musique_n100_1.5b_off.json", "0", _Q15, "off (follow-up)",

@@ -22,6 +22,7 @@ the first and second half of the seeded order, with the paired difference from n
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from pathlib import Path
@@ -49,7 +50,8 @@ def _records(path: Path) -> list[dict]:
 
 
 def fills(method, rec: dict) -> dict[str, list[int]]:
-    """The passage list of every fill order for one recorded question (the LLM's passages first)."""
+    """The passage list of every fill order for one recorded question (the LLM's passages first), each ranked by
+    the method's own `ranked_passages` (fill_order "passage", or "relation" for the first)."""
     from kgrag_utils.methods.vector_rerank.expansion import expand
 
     idx, k = method.index, method.config.final_k
@@ -59,24 +61,17 @@ def fills(method, rec: dict) -> dict[str, list[int]]:
     g = rec["graph"]["rerank"]
     cand = [c[0] for c in g["candidates"]]
     first = method.passages_of([c[0] for c in rec["rerank"].get("chosen") or []], qv, k)
-
-    def passages(rel_ids) -> np.ndarray:
-        parts = [idx.relation_passages(int(r)) for r in rel_ids]
-        return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
-
-    def by(vec, ps: np.ndarray) -> list[int]:
-        rest = ps[np.argsort(-(idx.passage_vecs[ps] @ vec), kind="stable")].tolist() if ps.size else []
-        return list(dict.fromkeys([*first, *rest]))[:k]
-
-    out = {"relation": list(dict.fromkeys([*first, *method.passages_of(cand, qv, 2 * k)]))[:k]}
-    cps = passages(cand)
-    out["question"], out["question+reasoning"] = by(qv, cps), by(qr, cps)
+    by_relation = copy.copy(method)
+    by_relation.config = method.config.model_copy(update={"fill_order": "relation"})
+    out = {"relation": by_relation.ranked_passages(cand, qv, k, first=first),
+           "question": method.ranked_passages(cand, qv, k, first=first),
+           "question+reasoning": method.ranked_passages(cand, qr, k, first=first)}
     for degree in (1, 2):
         exp = expand(idx.incidence, idx.incidence_t, [e[0] for e in g["seed_entities"]],
                      [r[0] for r in g["seed_relations"]], degree)
-        eps = passages(exp.relation_ids)
-        out[f"question, expansion degree {degree}"] = by(qv, eps)
-        out[f"question+reasoning, expansion degree {degree}"] = by(qr, eps)
+        out[f"question, expansion degree {degree}"] = method.ranked_passages(exp.relation_ids, qv, k, first=first)
+        out[f"question+reasoning, expansion degree {degree}"] = method.ranked_passages(exp.relation_ids, qr, k,
+                                                                                       first=first)
     return out
 
 
@@ -108,7 +103,7 @@ def main(argv=None) -> int:
                          f"{args.seed} (e.g. {missing[0]}): pass the run's own --limit and --seed")
     records.sort(key=lambda r: order[r["id"]])
     cfg = VectorRerankConfig(dataset=args.dataset, limit=args.limit, seed=args.seed, entity_extraction="lexical",
-                             variants=("naive", "expand"))
+                             variants=("naive", "expand"), fill_order="passage")
     method = VectorRerank.prepare(cfg, ds, progress=False)
     scores: dict[str, list[float]] = {o: [] for o in ("naive", *ORDERS)}
     with progress_bar(total=len(records), desc="fills", unit="q") as bar:

@@ -194,9 +194,9 @@ class VectorRerank(Method):
         if self.config.fill_order == "relation":
             rest = self.passages_of(rel_ids, qvec, k + len(out))
         else:
-            ps = np.unique(np.concatenate([self.index.relation_passages(int(r)) for r in rel_ids])) if len(rel_ids) else []
-            ps = np.asarray(ps, dtype=np.int64)
-            rest = ps[np.argsort(-(self.index.passage_vecs[ps] @ qvec), kind="stable")].tolist() if ps.size else []
+            parts = [self.index.relation_passages(int(r)) for r in rel_ids]
+            ps = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+            rest = ps[np.argsort(-(self.index.passage_vecs[ps] @ qvec), kind="stable")].tolist()
         seen = set(out)
         for p in rest:
             if p not in seen:
