@@ -38,7 +38,7 @@ from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_j
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",
           "entity_extraction", "pool_per_question", "fill_order",
-          "rerank_max_new_tokens")
+          "rerank_max_new_tokens", "samples", "sample_temperature")
 
 
 def parse_args(argv=None) -> argparse.Namespace:

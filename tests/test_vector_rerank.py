@@ -258,6 +258,63 @@ def test_summary_counts_picks_and_replies_that_count_down_the_list():
     recs.append({"rerank": {"raw": None, "positions": []}})  # no candidates: no reply, not counted
     assert pick_shape(recs) == {"rerank_picks_mean": 3.0, "rerank_list_head": 2, "rerank_replies": 5}
     assert pick_shape([{"variants": {}}]) == {}
+    voted = [{"rerank": {"raw": "r", "positions": [1], "vote": v}} for v in ("majority", "plurality", "majority")]
+    assert pick_shape(voted)["rerank_votes"] == {"majority": 2, "plurality": 1}
+
+
+@pytest.mark.parametrize("picks, n, chosen, rule", [
+    ([[1, 0], [1, 2], [1]], 3, [1], "majority"),            # 1 named by all three; 0 and 2 by one each
+    ([[0, 1], [1, 0], [2]], 3, [0, 1], "majority"),          # a tie in votes keeps the order the replies named them
+    ([[0], [1], [2]], 3, [0, 1, 2], "plurality"),            # no majority: the most-voted, in naming order
+    ([[3, 3, 3], [4], []], 3, [3, 4], "plurality"),          # a reply votes once per candidate; [] still counts in n
+    ([[0, 1], [0, 1], []], 3, [0, 1], "majority"),           # 2 of 3 is a majority though one reply named nothing
+    ([[], []], 2, [], "none"),
+])
+def test_rerank_vote(picks, n, chosen, rule):
+    from kgrag_utils.methods.vector_rerank.samples import vote
+
+    got, votes, how = vote(picks, n)
+    assert (got, how) == (chosen, rule)
+    assert sum(votes.values()) == sum(len(set(p)) for p in picks)
+
+
+def test_sampled_rerank_votes_over_seeded_replies_and_records_each(index, tmp_path):
+    """samples=3: a greedy reply and two sampled ones per question, asked in a row; the vote picks the facts; a rerun
+    with the same seeds is answered from the response cache; samples=1 records stay as they were (no sample fields)."""
+    calls: list[str] = []
+
+    def respond(text: str) -> str:
+        if "List the named entities" in text:
+            return '["Marl Bridge"]' if "Marl Bridge" in text.split("Question:")[-1] else "not json"
+        question = text.split("Question:")[-1].split("\n")[0]
+        if "Paper Lantern" in question:
+            return "no idea"
+        calls.append(question)
+        facts = text.split("Facts:")[-1]
+        # reply 0: both facts, reply 1: only the first, reply 2: the first again -> it wins 3 to 1
+        both = ("Dunmere founded in 1568", "Cosima Fairweather born in Dunmere")
+        return _pick(*(both if len(calls) % 3 == 1 else both[:1]))(facts)
+
+    cfg = VectorRerankConfig(dataset="sample-passages", degree=2, candidate_cap=20, final_k=5, entity_min_score=0.5,
+                             samples=3)
+    llm = load_llm("fake", responses=respond, cache=tmp_path / "llm.sqlite")
+    r1 = VectorRerank(cfg, index, llm).run(QUESTIONS[:1], progress=False)[0]
+    rr = r1["rerank"]
+    assert [s["seed"] for s in rr["samples"]] == [0, 1, 2] and [s["temperature"] for s in rr["samples"]] == [0.0, 0.7, 0.7]
+    assert [len(s["positions"]) for s in rr["samples"]] == [2, 1, 1] and rr["vote"] == "majority"
+    assert [c[1] for c in rr["chosen"]] == ["Dunmere founded in 1568"]
+    assert r1["variants"]["rerank"]["passages"] == ["Dunmere#3"]
+    assert sorted(rr["votes"].values()) == [1, 3] and rr["status"] == "json"
+    assert len(calls) == 3 and not rr["cached"]
+    again = VectorRerank(cfg, index, llm).run(QUESTIONS[:1], progress=False)[0]["rerank"]  # same seeds: all cached
+    assert len(calls) == 3 and again["cached"] and again["chosen"] == rr["chosen"]
+    greedy = VectorRerank(cfg.model_copy(update={"samples": 1}), index, llm).run(QUESTIONS[:1], progress=False)[0]
+    assert "samples" not in greedy["rerank"] and len(calls) == 3  # the greedy reply is reply 0's cache row
+    assert [c[1] for c in greedy["rerank"]["chosen"]] == ["Dunmere founded in 1568", "Cosima Fairweather born in Dunmere"]
+    with pytest.raises(ConfigError, match="samples"):
+        VectorRerankConfig(samples=0)
+    with pytest.raises(ConfigError, match="sample_temperature"):
+        VectorRerankConfig(samples=3, sample_temperature=0)
 
 
 def test_pipeline_without_llm_runs_the_no_llm_variants_only(index):

@@ -90,6 +90,7 @@ class VectorRerankConfig(MethodConfig):
     similarity to the question, or "relation", by the similarity of the candidate relation that
     reaches it (the relation ranking of the published construction). On MuSiQue's 100 questions
     "passage" lifts expand Recall@5 from 56.1 to 62.1 (docs/RESULTS.md#vector-rerank-fill).
+    samples / sample_temperature: self-consistency for the rerank call, a vote over n replies (samples.py).
     """
 
     RENAMED = {"variant": "variants", "entity_max_tokens": "entity_max_new_tokens",
@@ -111,6 +112,8 @@ class VectorRerankConfig(MethodConfig):
     fill_order: Literal["passage", "relation"] = "passage"  # expand and rerank-filled's fill: see the docstring
     demos: Literal["fixed", "nearest"] = "fixed"  # rerank prompt: the fixed example; nearest: + the nearest training questions
     shots: int = 2                   # demos="nearest": training questions shown after the fixed example (nearest last)
+    samples: int = 1                 # rerank replies per question: n > 1 adds n-1 sampled ones and a vote (samples.py)
+    sample_temperature: float = 0.7  # samples > 1: the temperature of the sampled replies (seeds 1..n-1; the first is greedy)
     entity_max_new_tokens: int = 64
     rerank_max_new_tokens: int = 128
     answer_max_new_tokens: int = 48
@@ -126,9 +129,11 @@ class VectorRerankConfig(MethodConfig):
 
     def _check(self) -> None:
         for name in ("entity_topk", "relation_topk", "candidate_cap", "select_n", "final_k", "answer_max_new_tokens",
-                     "batch_size", "shots"):
+                     "batch_size", "shots", "samples"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"VectorRerankConfig.{name} must be a positive int, got {getattr(self, name)!r}.")
+        if not float(self.sample_temperature) > 0:
+            raise ConfigError(f"VectorRerankConfig.sample_temperature must be > 0 (sampled replies), got {self.sample_temperature!r}.")
         if self.degree not in (0, 1, 2, 3):
             raise ConfigError(f"VectorRerankConfig.degree must be 0, 1, 2 or 3 (the method uses 1 or 2), got {self.degree!r}.")
         if self.pool_per_question < -1:

@@ -34,9 +34,8 @@ from ...parsers import parse_answer_list
 from .config import KGQA_VARIANT_LABELS, KGQA_VARIANTS, VectorRerankConfig
 from .pipeline import VectorRerank
 from ...llm.structured import wants_schema
-from .prompts import ANSWER_SCHEMA, RERANK_SCHEMA, answer_prompt
+from .prompts import ANSWER_SCHEMA, answer_prompt
 from .query_entities import QueryEntities, lexical_entities, marked_entities
-from .rerank import map_rerank_answer
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...llm import LLM
@@ -140,27 +139,17 @@ class FactRerank(VectorRerank):
 
     def _rerank_and_answer(self, chunk, records: list[dict], prompts: list) -> None:
         cfg = self.config
-        todo = [i for i, p in enumerate(prompts) if p is not None]
+        cands = {i: [c[0] for c in rec["graph"]["rerank"]["candidates"]] for i, rec in enumerate(records) if prompts[i] is not None}
         chosen_by: dict[int, list[int]] = {}
-        if todo:
-            t0 = time.perf_counter()
-            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens,
-                                     schema=RERANK_SCHEMA)
-            wall = (time.perf_counter() - t0) / len(todo)
-            for i, r in zip(todo, outs):
-                rec = records[i]
-                cand = [c[0] for c in rec["graph"]["rerank"]["candidates"]]
-                choice = map_rerank_answer(r.text, [self.index.relation_sentences[j] for j in cand])
-                chosen = [cand[p] for p in choice.positions][: cfg.final_k]
-                chosen_by[i] = chosen
-                rec["rerank"].update({"raw": r.text, "status": choice.status, "reasoning": choice.reasoning,
-                                      "positions": choice.positions, "n_items": choice.n_items, "bad_ids": choice.bad_ids,
-                                      "duplicates": choice.duplicates, "by_text": choice.by_text, "cached": r.cached,
-                                      "chosen": self._facts(chosen)})
-                rec["tokens"]["prompt"] += r.prompt_tokens
-                rec["tokens"]["completion"] += r.completion_tokens
-                rec["tokens"]["rerank_prompt"] = r.prompt_tokens
-                rec["timings"]["rerank_llm"] = wall
+        for i, reply in self.ask_rerank({i: prompts[i] for i in cands}, cands).items():
+            rec = records[i]
+            chosen = [cands[i][p] for p in reply.choice.positions][: cfg.final_k]
+            chosen_by[i] = chosen
+            rec["rerank"].update({**reply.record(), "chosen": self._facts(chosen)})
+            rec["tokens"]["prompt"] += reply.prompt_tokens
+            rec["tokens"]["completion"] += reply.completion_tokens
+            rec["tokens"]["rerank_prompt"] = reply.replies[0].prompt_tokens
+            rec["timings"]["rerank_llm"] = reply.seconds
         for i, rec in enumerate(records):
             if i not in chosen_by:
                 rec["rerank"].update({"raw": None, "status": "no-candidates", "chosen": []})

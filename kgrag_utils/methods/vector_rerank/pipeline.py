@@ -22,7 +22,7 @@ the naive list; it is scored as such and its rows say `rerank_failed`).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, ClassVar, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
@@ -34,9 +34,9 @@ from .record import VectorRerankRecord
 from ..scoring import Headline
 from .expansion import Expansion, cap_by_similarity, expand
 from .graph_index import GraphIndex
-from .prompts import ENTITY_SCHEMA, RERANK_SCHEMA, entity_prompt, rerank_prompt
+from .prompts import ENTITY_SCHEMA, entity_prompt, rerank_prompt
 from .query_entities import QueryEntities, lexical_entities, parse_entity_answer
-from .rerank import map_rerank_answer
+from .samples import RerankReply, ask_rerank
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...llm import LLM
@@ -347,32 +347,30 @@ class VectorRerank(Method):
             "candidate_triples": [list(t) for t in idx.triples(g["candidates"])],  # (head, predicate, tail) per candidate
         }
 
+    def ask_rerank(self, prompts: dict[int, Any], candidates: dict[int, Sequence[int]]) -> dict[int, RerankReply]:
+        """The rerank replies (samples.py: one greedy reply, or `samples` replies and a vote) parsed against each
+        question's candidate relations."""
+        cfg = self.config
+        sentences = {i: [self.index.relation_sentences[j] for j in candidates[i]] for i in prompts}
+        return ask_rerank(self.llm, prompts, sentences, cfg.rerank_max_new_tokens, cfg.samples, cfg.sample_temperature)
+
     def _rerank_chunk(self, chunk, records, prompts, qvecs, naive_hits) -> None:
         cfg = self.config
-        todo = [i for i, p in enumerate(prompts) if p is not None]
-        results = {}
-        if todo:
-            t0 = time.perf_counter()
-            outs = self.llm.generate([prompts[i] for i in todo], max_new_tokens=cfg.rerank_max_new_tokens,
-                                     schema=RERANK_SCHEMA)
-            wall = (time.perf_counter() - t0) / len(todo)
-            results = {i: (r, wall) for i, r in zip(todo, outs)}
+        cands = {i: [c[0] for c in rec["graph"]["rerank"]["candidates"]] for i, rec in enumerate(records) if prompts[i] is not None}
+        replies = self.ask_rerank({i: prompts[i] for i in cands}, cands)
         for i, rec in enumerate(records):
             gold = rec["gold"]
             qvec = qvecs[i]
             rr = rec["rerank"]
             cand = [c[0] for c in rec["graph"]["rerank"]["candidates"]]
-            if i in results:
-                r, wall = results[i]
-                choice = map_rerank_answer(r.text, [self.index.relation_sentences[j] for j in cand])
-                chosen = [cand[p] for p in choice.positions]
-                rr.update({"raw": r.text, "finish": r.finish_reason, "structured": self.llm.structured, "status": choice.status, "reasoning": choice.reasoning,
-                           "positions": choice.positions, "n_items": choice.n_items, "bad_ids": choice.bad_ids,
-                           "duplicates": choice.duplicates, "by_text": choice.by_text, "cached": r.cached,
+            if i in replies:
+                reply = replies[i]
+                chosen = [cand[p] for p in reply.choice.positions]
+                rr.update({**reply.record(), "structured": self.llm.structured,
                            "chosen": [[int(j), self.index.relation_sentences[j]] for j in chosen]})
-                rec["tokens"]["prompt"] += r.prompt_tokens
-                rec["tokens"]["completion"] += r.completion_tokens
-                rec["timings"]["rerank_llm"] = wall
+                rec["tokens"]["prompt"] += reply.prompt_tokens
+                rec["tokens"]["completion"] += reply.completion_tokens
+                rec["timings"]["rerank_llm"] = reply.seconds
             else:
                 chosen = []
                 rr.update({"raw": None, "status": "no-candidates", "chosen": []})

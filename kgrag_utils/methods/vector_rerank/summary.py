@@ -139,8 +139,12 @@ def pick_shape(records: Sequence[Mapping]) -> dict:
     if not picks:
         return {}
     head = sum(1 for p in picks if len(p) >= 3 and p == list(range(len(p))))
-    return {"rerank_picks_mean": float(np.mean([len(p) for p in picks])), "rerank_list_head": head,
-            "rerank_replies": len(picks)}
+    out = {"rerank_picks_mean": float(np.mean([len(p) for p in picks])), "rerank_list_head": head,
+           "rerank_replies": len(picks)}
+    rules = [str(r["rerank"]["vote"]) for r in records if r.get("rerank", {}).get("vote") is not None]
+    if rules:  # samples > 1 (samples.py): the voted picks above, and how each vote was decided
+        out["rerank_votes"] = {k: rules.count(k) for k in sorted(set(rules))}
+    return out
 
 
 def _finish(out: dict, records: Sequence[Mapping]) -> dict:
