@@ -11,6 +11,10 @@ script keeps each question's recorded choice and reasoning and ranks the fill in
 * the last two over all passages of the degree-1 and degree-2 expansion of the rerank's seeds instead of the
   40 capped candidates.
 
+On a run with `samples` > 1 (a vote over several rerank replies), `--choice` picks what counts as the LLM's choice:
+"recorded" (the run's vote, the default), "greedy" (reply 0 alone: the samples=1 run's reply, a check that the
+sampled run reproduces it) or "union" (every candidate any reply named, by votes: exploration, not an option).
+
 Only "relation" and "question" are options of the method; the others were tried here on the evaluated questions
 themselves, so their numbers are exploration, not a tuned setting. Each order is reported on all questions and on
 the first and second half of the seeded order, with the paired difference from naive (95% bootstrap interval).
@@ -49,7 +53,23 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def fills(method, rec: dict) -> dict[str, list[int]]:
+CHOICES = ("recorded", "greedy", "union")
+
+
+def chosen_positions(rec: dict, choice: str = "recorded") -> list[int]:
+    """The candidate positions counted as the LLM's choice: the recorded one, or from a sampled run's replies."""
+    rr = rec.get("rerank") or {}
+    if choice == "recorded":
+        return list(rr.get("positions") or [])
+    if not rr.get("samples"):
+        raise SystemExit(f"--choice {choice} needs a run with samples > 1 (record {rec.get('id')} has no replies)")
+    if choice == "greedy":
+        return list(rr["samples"][0]["positions"])
+    votes = {int(p): v for p, v in rr["votes"].items()}  # in the order the replies named them
+    return sorted(votes, key=lambda p: -votes[p])
+
+
+def fills(method, rec: dict, choice: str = "recorded") -> dict[str, list[int]]:
     """The passage list of every fill order for one recorded question (the LLM's passages first), each ranked by
     the method's own `ranked_passages` (fill_order "passage", or "relation" for the first)."""
     from kgrag_utils.methods.vector_rerank.expansion import expand
@@ -60,7 +80,7 @@ def fills(method, rec: dict) -> dict[str, list[int]]:
     qr = idx.encode([f"{rec['question']} {reasoning}".strip()])[0]
     g = rec["graph"]["rerank"]
     cand = [c[0] for c in g["candidates"]]
-    first = method.passages_of([c[0] for c in rec["rerank"].get("chosen") or []], qv, k)
+    first = method.passages_of([cand[p] for p in chosen_positions(rec, choice)], qv, k)
     by_relation = copy.copy(method)
     by_relation.config = method.config.model_copy(update={"fill_order": "relation"})
     out = {"relation": by_relation.ranked_passages(cand, qv, k, first=first),
@@ -92,6 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dataset", default="musique")
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--choice", default="recorded", choices=CHOICES,
+                    help="a sampled run (samples > 1): the vote (recorded), reply 0 alone (greedy), or every named fact")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     records = [r for r in _records(args.records) if (r.get("rerank") or {}).get("raw") is not None]
@@ -110,7 +132,7 @@ def main(argv=None) -> int:
         for r in records:
             gold = r["gold"]
             scores["naive"].append(float(r["variants"]["naive"]["recall@5"]))
-            for name, ps in fills(method, r).items():
+            for name, ps in fills(method, r, args.choice).items():
                 scores[name].append(recall_at_k(method._keys(ps), gold, 5))
             bar.update(1)
     half = len(records) // 2
@@ -123,9 +145,10 @@ def main(argv=None) -> int:
     run = json.loads((args.records / "run.json").read_text()) if args.records.is_dir() and (args.records / "run.json").exists() else {}
     result = {"benchmark": "vector_rerank_fill", "dataset": args.dataset, "limit": args.limit, "seed": args.seed,
               "n_questions": len(records), "records": str(args.records), "run_name": run.get("run_name"),
-              "prompt_version": (run.get("params") or {}).get("prompt_version"),
+              "prompt_version": (run.get("params") or {}).get("prompt_version"), "choice": args.choice,
               "metric": "set-based passage Recall@5 of rerank-filled (the LLM's passages, then the fill)",
-              "picks": pick_shape(records),
+              "picks": pick_shape([{**r, "rerank": {**r["rerank"], "positions": chosen_positions(r, args.choice)}}
+                                   for r in records]),
               "halves": f"first {half} / last {len(records) - half} questions of the seeded order",
               "naive": {"all": round(float(np.mean(scores["naive"])), 4),
                         "first_half": round(float(np.mean(scores["naive"][:half])), 4),
