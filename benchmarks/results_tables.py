@@ -537,6 +537,9 @@ TABLES += [
                             "{n_questions} ({runs/0/status})",
                             seconds="{runs/0/llm/stats/cache_hits} of {runs/0/llm/stats/calls} calls cached (the "
                                     "computing run: [follow-up](#vector-rerank-fill))"),
+              _vr_model_row("vector_rerank_musique_n100_1.5b_schema_vr3_samples5.json", "0", _Q15,
+                            "schema, vr-3, passage fill, `samples=5` (a vote over 5 replies; [follow-up](#vector-rerank-samples))",
+                            "{n_questions} ({runs/0/status})"),
               _vr_model_row("vector_rerank_musique_n100_1.5b_schema.json", "0", _Q15, "schema, vr-2 grammar: ids first (follow-up)",
                             "{n_questions} ({runs/0/status})", cached=True),
               _vr_model_row("vector_rerank_musique_n100_1.5b_off.json", "0", _Q15, "off (follow-up)",
@@ -1081,6 +1084,21 @@ TABLES += [
              "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
              where=lambda r: r["order"] != "relation"),
     ]),
+]
+
+
+# ----------------------------------------------------------------------------- the rerank's samples (self-consistency)
+_VOTES = {"recorded": "**the vote** (majority of the 5 replies; plurality where none)",
+          "greedy": "reply 0 alone (greedy: the samples=1 reply)",
+          "union": "every fact any reply named, by votes (exploration)"}
+TABLES += [
+    Table("vr-samples", "docs/RESULTS.md",
+          ("the LLM's choice (vr-3, 5 replies, T = 0.7)", "relations per question", *_FILL_COLS), [
+              Rows(f"vector_rerank_fill_musique_samples5{suffix}.json", "rows", lambda r, c=choice: _VOTES[c],
+                   f"{{vector_rerank_fill_musique_samples5{suffix}.json#picks/rerank_picks_mean:.1f}}",
+                   "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
+                   where=lambda r: r["order"] == "question")
+              for choice, suffix in (("greedy", "_greedy"), ("recorded", ""), ("union", "_union"))]),
 ]
 
 
