@@ -1216,7 +1216,7 @@ _FIXED12 = "simgrag_e2e_metaqa-{hop}hop_1.5b_fixed12.json"
 FIXED12_HOPS: tuple[str, ...] = ("1", "2", "3")
 # the best setting with five sampled patterns and the GSD-weighted vote, on the templated questions (--samples 5)
 _BEST_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers_samples5.json"
-BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2")
+BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2", "3")
 # the default setting on the 1.5B's own greedy paraphrases of the seeded questions (--paraphrase llm; rejected ones left out)
 _LLMPARA = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_llm_paraphrase.json"
 LLMPARA_HOPS: tuple[str, ...] = ("1", "2", "3")
