@@ -139,9 +139,9 @@ class FactRerank(VectorRerank):
 
     def _rerank_and_answer(self, chunk, records: list[dict], prompts: list) -> None:
         cfg = self.config
-        cands = {i: [c[0] for c in rec["graph"]["rerank"]["candidates"]] for i, rec in enumerate(records) if prompts[i] is not None}
+        cands = [[c[0] for c in rec["graph"]["rerank"]["candidates"]] for rec in records]
         chosen_by: dict[int, list[int]] = {}
-        for i, reply in self.ask_rerank({i: prompts[i] for i in cands}, cands).items():
+        for i, reply in self.ask_rerank({i: p for i, p in enumerate(prompts) if p is not None}, cands).items():
             rec = records[i]
             chosen = [cands[i][p] for p in reply.choice.positions][: cfg.final_k]
             chosen_by[i] = chosen

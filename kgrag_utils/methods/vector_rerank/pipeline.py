@@ -347,22 +347,22 @@ class VectorRerank(Method):
             "candidate_triples": [list(t) for t in idx.triples(g["candidates"])],  # (head, predicate, tail) per candidate
         }
 
-    def ask_rerank(self, prompts: dict[int, Any], candidates: dict[int, Sequence[int]]) -> dict[int, RerankReply]:
-        """The rerank replies (samples.py: one greedy reply, or `samples` replies and a vote) parsed against each
-        question's candidate relations."""
+    def ask_rerank(self, prompts: dict[int, Any], candidates: Sequence[Sequence[int]]) -> dict[int, RerankReply]:
+        """The rerank replies (samples.py: one greedy reply, or `samples` replies and a vote) of the prompts (keyed by
+        the question's position in the chunk), parsed against that question's candidate relations."""
         cfg = self.config
         sentences = {i: [self.index.relation_sentences[j] for j in candidates[i]] for i in prompts}
         return ask_rerank(self.llm, prompts, sentences, cfg.rerank_max_new_tokens, cfg.samples, cfg.sample_temperature)
 
     def _rerank_chunk(self, chunk, records, prompts, qvecs, naive_hits) -> None:
         cfg = self.config
-        cands = {i: [c[0] for c in rec["graph"]["rerank"]["candidates"]] for i, rec in enumerate(records) if prompts[i] is not None}
-        replies = self.ask_rerank({i: prompts[i] for i in cands}, cands)
+        cands = [[c[0] for c in rec["graph"]["rerank"]["candidates"]] for rec in records]
+        replies = self.ask_rerank({i: p for i, p in enumerate(prompts) if p is not None}, cands)
         for i, rec in enumerate(records):
             gold = rec["gold"]
             qvec = qvecs[i]
             rr = rec["rerank"]
-            cand = [c[0] for c in rec["graph"]["rerank"]["candidates"]]
+            cand = cands[i]
             if i in replies:
                 reply = replies[i]
                 chosen = [cand[p] for p in reply.choice.positions]

@@ -17,9 +17,8 @@ positions, and every reply (`samples`).
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .prompts import RERANK_SCHEMA
@@ -96,5 +95,5 @@ def ask_rerank(llm, prompts: dict[int, Any], sentences: dict[int, Sequence[str]]
         positions, votes, rule = vote([c.positions for c in choices], samples)
         log = [{"seed": s, "temperature": temperature if s else 0.0, "raw": r.text, "status": c.status,
                 "positions": c.positions, "cached": r.cached} for s, (r, c) in enumerate(zip(replies, choices))]
-        out[i] = RerankReply(dataclasses.replace(choices[0], positions=positions), replies, wall, log, votes, rule)
+        out[i] = RerankReply(replace(choices[0], positions=positions), replies, wall, log, votes, rule)
     return out
