@@ -1060,7 +1060,9 @@ def _fill_diff(r: dict) -> str:
     return f"{100 * d['mean']:+.1f} [{100 * d['ci95'][0]:+.1f}, {100 * d['ci95'][1]:+.1f}]"
 
 
-_FILL_NAMES = {"relation": 'relation (`fill_order="relation"`)', "question": 'passage (`fill_order="passage"`, default)'}
+_FILL_NAMES = {"relation": 'relation (`fill_order="relation"`)', "question": 'passage (`fill_order="passage"`, default)',
+               "chosen on the other half": "**chosen on the other half** (each half scored with the fill that was "
+                                           "best on the other half, of all rows here and `relation`)"}
 _FILL_COLS = ("rerank-filled R@5", "first 50 / last 50", "- naive [95%, paired]")
 
 

@@ -53,6 +53,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--demos", default=d.demos, choices=("fixed", "nearest"),
                     help="rerank prompt: the fixed example, or + the training questions nearest to each question")
     ap.add_argument("--shots", type=int, default=d.shots, help="--demos nearest: training questions shown")
+    ap.add_argument("--demo-pool", default=d.demo_pool, choices=("train", "crossfit"),
+                    help="--demos nearest: from the training split, or from the other fold of the evaluated questions "
+                         "(crossfit: for a data copy without a training split; labelled, not a training-split number)")
     ap.add_argument("--run-name", default=None)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--no-progress", action="store_true")
@@ -65,7 +68,7 @@ def main(argv=None) -> int:
     cfg = VectorRerankConfig(dataset=args.dataset, split=args.split, limit=len(ds.items), seed=args.seed,
                              vector_store=args.vector_store, embedder=args.embedder, llm_preset=args.llm,
                              llm_backend=args.llm_backend or "", variants=args.variants,
-                             demos=args.demos, shots=args.shots,
+                             demos=args.demos, shots=args.shots, demo_pool=args.demo_pool,
                              **{k: getattr(args, k) for k in _KNOBS})
     variants = kgqa_variants(cfg)
     llm = None
@@ -83,6 +86,8 @@ def main(argv=None) -> int:
               **evaluation_params_from_args(args, default_split=None)}  # options: another file is another run
     if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
         params.pop("demos"), params.pop("shots")
+    if cfg.demo_pool == "train":  # the default: earlier runs' names and keys hold
+        params.pop("demo_pool")
     if llm is not None:  # a new prompt is a new run (never resumed from another prompt's records)
         params.update({"prompt_version": PROMPT_VERSION, "answer_prompt_version": ANSWER_PROMPT_VERSION})
     else:
@@ -92,7 +97,7 @@ def main(argv=None) -> int:
     if cfg.demos == "nearest":
         from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
 
-        method.demo_pool = rerank_demo_pool(ds, load_embedder(args.embedder))
+        method.demo_pool = rerank_demo_pool(ds, load_embedder(args.embedder), pool=cfg.demo_pool)
     print(f"{index} built in {t_index:.1f} s; run {rec.run_name}: {len(rec.done_ids)} of {len(ds.items)} done", flush=True)
 
     def write(records, status: str) -> None:

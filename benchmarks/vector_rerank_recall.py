@@ -68,6 +68,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--demos", default=d.demos, choices=("fixed", "nearest"),
                     help="rerank prompt: the fixed example, or + the training questions nearest to each question")
     ap.add_argument("--shots", type=int, default=d.shots, help="--demos nearest: training questions shown")
+    ap.add_argument("--demo-pool", default=d.demo_pool, choices=("train", "crossfit"),
+                    help="--demos nearest: from the training split, or from the other fold of the evaluated questions "
+                         "(crossfit: for a data copy without a training split; labelled, not a training-split number)")
     ap.add_argument("--run-name", default=None)
     ap.add_argument("--out", required=True, type=Path, help="result JSON (a relative path resolves from the repo root)")
     ap.add_argument("--no-progress", action="store_true")
@@ -90,7 +93,7 @@ def main(argv=None) -> int:
     cfg = VectorRerankConfig(dataset=args.dataset, limit=len(ds.items), seed=args.seed, vector_store=args.vector_store,
                              milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
                              llm_backend=args.llm_backend or "", llm_structured=args.structured, variants=args.variants,
-                             demos=args.demos, shots=args.shots,
+                             demos=args.demos, shots=args.shots, demo_pool=args.demo_pool,
                              **{k: getattr(args, k) for k in _KNOBS})
     progress = not args.no_progress
     gold_key = gold_key_for(args.dataset)
@@ -99,7 +102,7 @@ def main(argv=None) -> int:
     if cfg.demos == "nearest":  # refuses (one line) where the dataset has no training split with supporting facts
         from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
 
-        pool = rerank_demo_pool(ds, embedder)
+        pool = rerank_demo_pool(ds, embedder, pool=cfg.demo_pool)
     llm = None
     needs_openie = ds.triples is None and any(v != "naive" for v in cfg.variants_for("passages"))
     if cfg.needs_llm or needs_openie:
@@ -115,6 +118,8 @@ def main(argv=None) -> int:
     run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages, **evaluation}
     if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
         run_params.pop("demos"), run_params.pop("shots")
+    if cfg.demo_pool == "train":  # the default: earlier runs' names and keys hold
+        run_params.pop("demo_pool")
     run_params.pop("answer_max_new_tokens")  # KG questions only: passage runs keep their names (and resume)
     if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
         run_params["prompt_version"] = PROMPT_VERSION

@@ -21,10 +21,17 @@ Rules the pool keeps:
   only the similarity text is respelt;
 * an item a demonstration cannot be written from (no gold chain, no supporting facts) is left out by
   the caller's `usable` test; a training split without any usable item is refused with the fix.
+
+Where a data copy has no training split (the HippoRAG MuSiQue sample: its 100 questions are the evaluated
+ones), `pool="crossfit"` (`DemoPool.cross_fitted`) is the labelled substitute: the evaluated questions are
+cut into `CROSSFIT_FOLDS` folds by a hash of their ids, and a question's demonstrations come only from the
+other folds. No question sees its own gold, but its demonstrations are other evaluated questions, so a
+cross-fitted number is not a training-split number and every table names it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -34,10 +41,16 @@ import numpy as np
 from .errors import ConfigError
 from .spelling import Respeller
 
-__all__ = ["DEMO_MODES", "DEMO_SPELLING", "Demo", "DemoPool", "similarity_text", "check_demo_mode"]
+__all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "CROSSFIT_FOLDS", "Demo", "DemoPool", "similarity_text",
+           "check_demo_mode", "check_demo_pool", "crossfit_fold"]
 
 #: "fixed": the prompt file's examples, the same for every question; "nearest": the training items nearest to it
 DEMO_MODES = ("fixed", "nearest")
+#: where nearest demonstrations come from: "train" (the dataset's training split) or "crossfit" (the other
+#: folds of the evaluated questions, for a copy without a training split; labelled wherever it is reported)
+DEMO_POOLS = ("train", "crossfit")
+#: folds of a cross-fitted pool: two halves, each question's demonstrations from the other half
+CROSSFIT_FOLDS = 2
 #: respell a question's out-of-vocabulary words towards the pool's words before choosing (kgrag_utils.spelling)
 DEMO_SPELLING = True
 
@@ -50,6 +63,19 @@ def check_demo_mode(mode: str, stage: str = "demos") -> str:
     if mode not in DEMO_MODES:
         raise ConfigError(f"{stage} must be one of {DEMO_MODES}, got {mode!r}.")
     return mode
+
+
+def check_demo_pool(pool: str, stage: str = "demo_pool") -> str:
+    """`pool` when it is one of DEMO_POOLS, else a one-line ConfigError naming them."""
+    if pool not in DEMO_POOLS:
+        raise ConfigError(f"{stage} must be one of {DEMO_POOLS}, got {pool!r}.")
+    return pool
+
+
+def crossfit_fold(item_id: str, folds: int = CROSSFIT_FOLDS) -> int:
+    """The fold of an evaluated question in a cross-fitted pool: a hash of its id (stable across limits and runs)."""
+    digest = hashlib.blake2b(str(item_id).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % int(folds)
 
 
 def similarity_text(question: str, entities: Sequence[str] = ()) -> str:
@@ -91,16 +117,18 @@ class DemoPool:
     vector cache makes a second build cost a cache read)."""
 
     def __init__(self, items: Sequence, embedder, *, split: str = "", dataset: str = "",
-                 text_of: Callable[[Any], str] = _item_text, spelling: bool = DEMO_SPELLING):
+                 text_of: Callable[[Any], str] = _item_text, spelling: bool = DEMO_SPELLING, folds: int = 0):
         self.items = list(items)
         if not self.items:
             raise ConfigError(f"demos='nearest': no training item to choose demonstrations from ({dataset or 'dataset'}"
                               f" {split or ''}); use demos='fixed'.")
         self.embedder = embedder
         self.split, self.dataset = split, dataset
-        self.source = None  # the training Dataset the items come from (set by from_training)
+        self.source = None  # the Dataset the items come from (set by from_training / cross_fitted)
+        self.folds = int(folds)  # > 1: cross-fitted, a question's demonstrations come from the other folds only
         self._text_of = text_of
         self.ids = [_item_id(it) for it in self.items]
+        self.item_folds = [crossfit_fold(i, self.folds) for i in self.ids] if self.folds > 1 else None
         self.texts = [text_of(it) for it in self.items]
         self._questions = [str(getattr(it, "question", "")).strip().casefold() for it in self.items]
         self.vectors = np.asarray(embedder.encode(self.texts), dtype=np.float32)
@@ -141,13 +169,44 @@ class DemoPool:
         pool.source = train
         return pool
 
+    @classmethod
+    def cross_fitted(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
+                     folds: int = CROSSFIT_FOLDS, spelling: bool = DEMO_SPELLING) -> "DemoPool":
+        """The evaluated questions of `dataset` as their own pool, cut into `folds` folds (`crossfit_fold`).
+
+        For a data copy without a training split: `nearest` then takes a question's demonstrations from the
+        other folds only. `usable(item, dataset)` and `need` as in `from_training`."""
+        if int(folds) < 2:
+            raise ConfigError(f"a cross-fitted demonstration pool needs at least 2 folds, got {folds!r}.")
+        items = [it for it in dataset.items if usable(it, dataset)]
+        if not items:
+            raise ConfigError(f"demos='nearest', demo_pool='crossfit': no evaluated question of {dataset.name!r} has "
+                              f"{need} ({len(dataset.items)} questions); use demos='fixed'.")
+        pool = cls(items, embedder, split=getattr(dataset, "split", ""), dataset=dataset.name, spelling=spelling,
+                   folds=folds)
+        pool.source = dataset
+        return pool
+
+    @classmethod
+    def build(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str, pool: str = "train",
+              spelling: bool = DEMO_SPELLING) -> "DemoPool":
+        """`from_training` (pool="train") or `cross_fitted` (pool="crossfit")."""
+        if check_demo_pool(pool) == "crossfit":
+            return cls.cross_fitted(dataset, embedder, usable, need, spelling=spelling)
+        return cls.from_training(dataset, embedder, usable, need, spelling=spelling)
+
+    def fold_of(self, item: Any) -> int | None:
+        """`item`'s fold in a cross-fitted pool (None for a training-split pool)."""
+        return crossfit_fold(_item_id(item), self.folds) if self.folds > 1 else None
+
     def __len__(self) -> int:
         return len(self.items)
 
     def nearest(self, item: Any, k: int, exclude_ids: Sequence[str] = ()) -> list[Demo]:
         """The `k` pool items nearest to `item`'s question, nearest first (ties: pool order).
 
-        Never `item` itself: pool items with its id, an id in `exclude_ids`, or its question text are skipped."""
+        Never `item` itself: pool items with its id, an id in `exclude_ids`, or its question text are skipped;
+        in a cross-fitted pool, every item of `item`'s own fold is skipped too."""
         if k <= 0:
             return []
         query = np.asarray(self.embedder.encode([self.query_text(item)]), dtype=np.float32)[0]
@@ -157,10 +216,13 @@ class DemoPool:
         if own_id is not None:
             banned.add(str(own_id))
         own_text = str(getattr(item, "question", "")).strip().casefold()
+        own_fold = self.fold_of(item)
         order = np.argsort(-scores, kind="stable")
         out: list[Demo] = []
         for i in order:
             if self.ids[i] in banned or (own_text and self._questions[i] == own_text):
+                continue
+            if own_fold is not None and self.item_folds[i] == own_fold:
                 continue
             out.append(Demo(self.ids[i], round(float(scores[i]), 4), self.items[i]))
             if len(out) == k:

@@ -364,6 +364,68 @@ def test_vector_rerank_nearest_refuses_on_passages_without_a_training_split():
         rerank_demo_pool(load_dataset("sample-passages"), WordsEmbedder())
 
 
+def test_crossfit_pool_takes_demonstrations_only_from_the_other_fold():
+    """demo_pool="crossfit": the evaluated questions are their own pool, cut in two by a hash of the id; a question
+    never sees itself or any question of its own fold, and the fold does not depend on which questions are loaded."""
+    from kgrag_utils.demos import crossfit_fold
+
+    passages = load_dataset("sample-passages")
+    emb = WordsEmbedder()
+    pool = DemoPool.build(passages, emb, lambda item, train: bool(item.supporting), "supporting facts", pool="crossfit")
+    assert pool.folds == 2 and pool.source is passages and pool.ids == [q.qid for q in passages.items]
+    folds = [crossfit_fold(q.qid) for q in passages.items]
+    assert set(folds) == {0, 1} and pool.item_folds == folds
+    for q, fold in zip(passages.items, folds):
+        chosen = pool.nearest(q, 5)
+        assert len(chosen) == 5 and q.qid not in {d.id for d in chosen}
+        assert all(crossfit_fold(d.id) != fold for d in chosen) and pool.fold_of(q) == fold
+    # every item of the other fold can be reached, none of its own
+    other = sum(f != folds[0] for f in folds)
+    assert len(pool.nearest(passages.items[0], len(folds))) == other
+    # a smaller load keeps each question's fold
+    few = load_dataset("sample-passages", limit=7, seed=3)
+    assert [crossfit_fold(q.qid) for q in few.items] == [folds[[p.qid for p in passages.items].index(q.qid)]
+                                                           for q in few.items]
+    # a training-split pool has no folds; bad pools and fold counts are refused
+    movies_pool = pattern_demo_pool(load_dataset("sample-movies-2hop"), emb)
+    assert movies_pool.folds == 0 and movies_pool.fold_of(passages.items[0]) is None
+    with pytest.raises(ConfigError, match="demo_pool must be one of"):
+        DemoPool.build(passages, emb, lambda item, train: True, "x", pool="test")
+    with pytest.raises(ConfigError, match="at least 2 folds"):
+        DemoPool.cross_fitted(passages, emb, lambda item, train: True, "x", folds=1)
+    with pytest.raises(ConfigError, match="no evaluated question.*demos='fixed'"):
+        DemoPool.cross_fitted(passages, emb, lambda item, train: False, "released triples")
+
+
+def test_vector_rerank_crossfit_demos_on_passages():
+    """sample-passages has no training split: demo_pool="crossfit" shows the other fold's questions with their gold
+    facts, records each question's fold, and the config refuses a crossfit pool without nearest demos."""
+    from kgrag_utils.demos import crossfit_fold
+    from kgrag_utils.methods.vector_rerank import VectorRerankConfig
+    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+
+    passages = load_dataset("sample-passages", limit=12, seed=0)
+    emb = WordsEmbedder()
+    cfg = VectorRerankConfig(dataset="sample-passages", demos="nearest", demo_pool="crossfit", shots=2,
+                             variants=("rerank-filled",), entity_extraction="lexical", llm_preset="fake")
+    method = VectorRerank.prepare(cfg, passages, embedder=emb,
+                                  llm=load_llm("fake", responses=lambda text: '{"reasoning": "r", "ids": [1]}',
+                                               cache=False))
+    assert method.demo_pool.folds == 2
+    records = method.run(passages.items, progress=False)
+    with_demos = [r for r in records if r["rerank"].get("demos")]
+    assert with_demos
+    for rec in with_demos:
+        fold = crossfit_fold(rec["id"])
+        assert rec["rerank"]["demo_fold"] == fold and rec["id"] not in rec["rerank"]["demos"]
+        assert all(crossfit_fold(d) != fold for d in rec["rerank"]["demos"])
+        assert len(rec["rerank"]["prompt"]) == 2 + 2 * len(rec["rerank"]["demos"]) + 1
+    with pytest.raises(ConfigError, match="demo_pool='crossfit'.*demos='nearest'"):
+        VectorRerankConfig(dataset="sample-passages", demo_pool="crossfit")
+    with pytest.raises(ConfigError):
+        VectorRerankConfig(dataset="sample-passages", demos="nearest", demo_pool="tests")
+
+
 def test_kgp_agent_nearest_demos_from_the_training_split():
     """IIRC's fixture has a train split: each demonstration is one step of a training question's evidence chain."""
     from kgrag_utils.llm import load_llm as _load

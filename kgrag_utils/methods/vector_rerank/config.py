@@ -112,6 +112,7 @@ class VectorRerankConfig(MethodConfig):
     fill_order: Literal["passage", "relation"] = "passage"  # expand and rerank-filled's fill: see the docstring
     demos: Literal["fixed", "nearest"] = "fixed"  # rerank prompt: the fixed example; nearest: + the nearest training questions
     shots: int = 2                   # demos="nearest": training questions shown after the fixed example (nearest last)
+    demo_pool: Literal["train", "crossfit"] = "train"  # nearest from: the training split, or the other fold of the evaluated questions
     samples: int = 1                 # rerank replies per question: n > 1 adds n-1 sampled ones and a vote (samples.py)
     sample_temperature: float = 0.7  # samples > 1: the temperature of the sampled replies (seeds 1..n-1; the first is greedy)
     entity_max_new_tokens: int = 64
@@ -132,6 +133,9 @@ class VectorRerankConfig(MethodConfig):
                      "batch_size", "shots", "samples"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"VectorRerankConfig.{name} must be a positive int, got {getattr(self, name)!r}.")
+        if self.demo_pool != "train" and self.demos != "nearest":
+            raise ConfigError(f"VectorRerankConfig.demo_pool={self.demo_pool!r} chooses nearest demonstrations: "
+                              "set demos='nearest' too, or leave demo_pool='train'.")
         if not float(self.sample_temperature) > 0:
             raise ConfigError(f"VectorRerankConfig.sample_temperature must be > 0 (sampled replies), got {self.sample_temperature!r}.")
         if self.degree not in (0, 1, 2, 3):

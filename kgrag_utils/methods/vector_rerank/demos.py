@@ -12,6 +12,10 @@ nearest last, each as a finished rerank task:
   question's non-supporting paragraphs. A training split without released triples, or without
   supporting passages, cannot give demonstrations, and the option refuses.
 
+`demo_pool="crossfit"` takes the demonstrations from the other fold of the evaluated questions instead of a
+training split (`DemoPool.cross_fitted`): the only way to show a MuSiQue demonstration with this data copy,
+labelled as such wherever it is reported.
+
 The fact list is shuffled with a seed from the question id, so a rerun shows the same list.
 """
 
@@ -128,8 +132,9 @@ def _usable(item: Any, train) -> bool:
     return bool(item.supporting) and all(triples.get(pid) for pid in item.supporting)
 
 
-def rerank_demo_pool(dataset, embedder) -> DemoPool:
-    """The training questions of `dataset` a rerank demonstration can be written from (refuses when none)."""
+def rerank_demo_pool(dataset, embedder, pool: str = "train") -> DemoPool:
+    """The questions a rerank demonstration can be written from (refuses when none): `dataset`'s training
+    split (pool="train"), or its evaluated questions cut into folds (pool="crossfit")."""
     need = ("a gold relation chain and a topic entity" if dataset.kind == "kgqa"
             else "supporting passages with released (OpenIE) triples")
-    return DemoPool.from_training(dataset, embedder, _usable, need)
+    return DemoPool.build(dataset, embedder, _usable, need, pool=pool)

@@ -101,10 +101,10 @@ class VectorRerank(Method):
         reader = next((c for c in [cls, *cls.__subclasses__()] if c.dataset_kind == dataset.kind), cls)
         method = reader(config, index, llm)
         method.corpus_info = {**info, **index.info}
-        if config.demos == "nearest" and "rerank" in variants:
+        if config.demos == "nearest" and any(v.startswith("rerank") for v in variants):  # rerank, -padded, -filled
             from .demos import rerank_demo_pool
 
-            method.demo_pool = rerank_demo_pool(dataset, emb)
+            method.demo_pool = rerank_demo_pool(dataset, emb, pool=config.demo_pool)
         return method
 
     def close(self) -> None:
@@ -321,6 +321,8 @@ class VectorRerank(Method):
                                 demos=demos) if cand.size else None)
         rec["rerank"] = {"prompt": prompt, "demos": [d["id"] for d in demos],
                          "demo_scores": [d["score"] for d in demos]}
+        if self.demo_pool is not None and self.demo_pool.folds:  # cross-fitted: which fold the question sat in
+            rec["rerank"]["demo_fold"] = self.demo_pool.fold_of(q)
         return prompt
 
     @staticmethod
