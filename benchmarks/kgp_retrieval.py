@@ -71,6 +71,7 @@ def run_variant(ds, cfg, limit_desc: str, run_name: str | None, progress: bool, 
     elif run_name:
         # the run's parameters: the config's knobs (not its split, which this script does not record) and the sample
         fixed = {"split", "demos", "shots"} if cfg.demos == "fixed" else {"split"}  # fixed (default): earlier keys hold
+        fixed |= {"demo_pool"} if cfg.demo_pool == "train" else set()
         params = {**{k: v for k, v in cfg.to_dict().items() if k not in fixed}, "dataset": ds.name, "limit": limit_desc,
                   **(evaluation or {})}  # split and dataset options: another question file is another run
         rec = RunRecorder("kgp", params, run_name=run_name)
@@ -175,6 +176,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--demos", default="fixed", choices=("fixed", "nearest"),
                     help="agent prompt: fixed (no example) or the nearest training questions (refused without a training split)")
     ap.add_argument("--shots", type=int, default=2, help="--demos nearest: training questions shown")
+    ap.add_argument("--demo-pool", default="train", choices=("train", "crossfit"),
+                    help="--demos nearest: from the training split, or from the other fold of the evaluated questions "
+                         "(crossfit: for a data copy without a training split; labelled, not a training-split number)")
     ap.add_argument("--sweep", default=None, choices=["density", "branching"])
     ap.add_argument("--sweep-graphs", default="tfidf,knn,entity", help="constructors of the density sweep")
     ap.add_argument("--sweep-traversal", default="nollm", help="traversal used inside a sweep (nollm or llm)")
@@ -238,7 +242,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.structural:
         overrides["structural"] = True
     if args.demos != "fixed":
-        overrides.update(demos=args.demos, shots=args.shots)
+        overrides.update(demos=args.demos, shots=args.shots, demo_pool=args.demo_pool)
     base = base.replace(**overrides)
     out: dict = {"benchmark": "kgp_retrieval", "dataset": args.dataset, "split": args.split,
                  "dataset_options": check_dataset_arguments(args),

@@ -452,6 +452,26 @@ def test_kgp_agent_nearest_demos_from_the_training_split():
             llm=llm, embedder=WordsEmbedder())
 
 
+def test_kgp_agent_crossfit_demos_from_the_other_fold():
+    """sample-passages has no training split: demo_pool="crossfit" shows other-fold questions' evidence steps."""
+    from kgrag_utils.demos import crossfit_fold
+    from kgrag_utils.llm import load_llm as _load
+    from kgrag_utils.methods.kgp import KGP, KGPConfig
+
+    data = load_dataset("sample-passages", split="all", limit=6, seed=0)
+    llm = _load("fake", responses=lambda text: "Ingrid Lund founded it.", cache=False)
+    cfg = KGPConfig(dataset="sample-passages", split="all", demos="nearest", demo_pool="crossfit", shots=2, budget=4,
+                    set_passages=0, reader=False, limit=6)
+    kgp = KGP(cfg, data, llm=llm, embedder=WordsEmbedder())
+    assert kgp.demo_pool.folds == 2
+    for rec in kgp.run(data.items[:3], progress=False):
+        fold = crossfit_fold(rec["id"])
+        assert not rec["failed"] and rec["agent_demo_fold"] == fold and len(rec["agent_demos"]) == 2
+        assert rec["id"] not in rec["agent_demos"] and all(crossfit_fold(d) != fold for d in rec["agent_demos"])
+    with pytest.raises(ConfigError, match="demo_pool='crossfit'.*demos='nearest'"):
+        KGPConfig(dataset="sample-passages", demo_pool="crossfit")
+
+
 def test_answer_demos_show_training_questions_answered_from_their_gold_evidence(movies2, retriever):
     pool = pattern_demo_pool(movies2, WordsEmbedder())
     config = SimGRAGConfig(demos="fixed", answer_demos="nearest", answer_shots=2, shots=2, dataset=movies2.name)

@@ -69,6 +69,7 @@ class KGPConfig(MethodConfig):
     path_passages: int = 3  # the last passages of the path shown to the agent
     demos: Literal["fixed", "nearest"] = "fixed"  # agent prompt: fixed has no example; nearest: the nearest training questions
     shots: int = 2  # demos="nearest": training questions shown, each one step of its gold evidence chain
+    demo_pool: Literal["train", "crossfit"] = "train"  # nearest from: the training split, or the other fold of the evaluated questions
     passage_chars: int = 200
     # reader (the paper gave ChatGPT all 30 passages; a 0.5B model on a CPU reads the first 10)
     reader: bool = True
@@ -83,6 +84,9 @@ class KGPConfig(MethodConfig):
                      "reader_max_new_tokens", "shots"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"KGPConfig.{name} must be >= 1 (got {getattr(self, name)!r}).")
+        if self.demo_pool != "train" and self.demos != "nearest":
+            raise ConfigError(f"KGPConfig.demo_pool={self.demo_pool!r} chooses nearest demonstrations: set "
+                              "demos='nearest' too, or leave demo_pool='train'.")
         if self.set_passages < 0 or self.n_seeds < 0:
             raise ConfigError("KGPConfig.set_passages and n_seeds must be >= 0 (0 = own documents only / automatic).")
         for name in ("keyword_max_df", "entity_max_df"):

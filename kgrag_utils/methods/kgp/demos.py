@@ -45,6 +45,7 @@ def agent_demo(item: Any, chars: int = 200) -> dict:
     return {"id": str(item.qid), "question": item.question, "passages": [(first.title, first.text)], "evidence": evidence}
 
 
-def agent_demo_pool(dataset, embedder) -> DemoPool:
-    """The training questions of `dataset` with a two-passage gold evidence chain (refuses when none)."""
-    return DemoPool.from_training(dataset, embedder, _usable, DEMO_NEED)
+def agent_demo_pool(dataset, embedder, pool: str = "train") -> DemoPool:
+    """The questions with a two-passage gold evidence chain (refuses when none): `dataset`'s training split
+    (pool="train"), or its evaluated questions cut into folds (pool="crossfit", `DemoPool.cross_fitted`)."""
+    return DemoPool.build(dataset, embedder, _usable, DEMO_NEED, pool=pool)

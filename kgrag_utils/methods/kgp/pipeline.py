@@ -106,7 +106,8 @@ class KGP(Method):
         if self.config.demos == "nearest" and self.config.uses_llm_traversal:
             from .demos import agent_demo_pool
 
-            self.demo_pool = pool if pool is not None else agent_demo_pool(self.dataset, self.embedder)
+            self.demo_pool = pool if pool is not None else agent_demo_pool(self.dataset, self.embedder,
+                                                                           pool=self.config.demo_pool)
 
     # ------------------------------------------------------------------ lazy models
     @property
@@ -241,6 +242,8 @@ class KGP(Method):
             demos = self.agent_demos(question) if cfg.uses_llm_traversal else []
             rec["agent_demos"] = [d["id"] for d in demos]
             rec["agent_demo_scores"] = [d["score"] for d in demos]
+            if self.demo_pool is not None and self.demo_pool.folds:  # cross-fitted: the question's fold
+                rec["agent_demo_fold"] = self.demo_pool.fold_of(question)
             res = self.retrieve(question, prep, demos)
             pid = dset.pids
             rec["seeds"] = [{"pid": pid[s], "score": round(float(sc), 5)} for s, sc in zip(res.seeds, res.seed_scores)]

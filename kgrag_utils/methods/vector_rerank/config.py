@@ -91,6 +91,8 @@ class VectorRerankConfig(MethodConfig):
     reaches it (the relation ranking of the published construction). On MuSiQue's 100 questions
     "passage" lifts expand Recall@5 from 56.1 to 62.1 (docs/RESULTS.md#vector-rerank-fill).
     samples / sample_temperature: self-consistency for the rerank call, a vote over n replies (samples.py).
+    demos / shots / demo_pool: the rerank prompt's examples (demos.py); demo_pool="crossfit" takes nearest ones
+    from the other fold of the evaluated questions, for a copy without a training split (docs/DEMONSTRATIONS.md).
     """
 
     RENAMED = {"variant": "variants", "entity_max_tokens": "entity_max_new_tokens",
