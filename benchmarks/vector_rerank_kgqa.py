@@ -26,7 +26,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
-from kgrag_utils.methods.vector_rerank.prompts import ANSWER_PROMPT_VERSION, PROMPT_VERSION
+from kgrag_utils.methods.vector_rerank.prompts import ANSWER_PROMPT_VERSION, DEMO_ANSWER_VERSION, PROMPT_VERSION
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
 from kgrag_utils.methods.vector_rerank.kgqa import kgqa_variants
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
@@ -90,6 +90,8 @@ def main(argv=None) -> int:
         params.pop("demo_pool")
     if llm is not None:  # a new prompt is a new run (never resumed from another prompt's records)
         params.update({"prompt_version": PROMPT_VERSION, "answer_prompt_version": ANSWER_PROMPT_VERSION})
+        if cfg.demos == "nearest":  # a new demonstration wording is a new run too
+            params["demo_answer_version"] = DEMO_ANSWER_VERSION
     else:
         params["llm_preset"] = ""
     rec = RunRecorder("vector_rerank", params, run_name=args.run_name or

@@ -30,7 +30,7 @@ from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank.config import MEASURED_NAIVE_MUSIQUE, gold_key_for
-from kgrag_utils.methods.vector_rerank.prompts import PROMPT_VERSION
+from kgrag_utils.methods.vector_rerank.prompts import DEMO_ANSWER_VERSION, PROMPT_VERSION
 from kgrag_utils.methods.vector_rerank.published import PUBLISHED_RECALL5
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
 from kgrag_utils import settings  # noqa: E402
@@ -123,6 +123,8 @@ def main(argv=None) -> int:
     run_params.pop("answer_max_new_tokens")  # KG questions only: passage runs keep their names (and resume)
     if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
         run_params["prompt_version"] = PROMPT_VERSION
+        if cfg.demos == "nearest":  # a new demonstration wording is a new run too
+            run_params["demo_answer_version"] = DEMO_ANSWER_VERSION
     run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"
     rec = RunRecorder("vector_rerank", run_params, run_name=run_name)
     method.demo_pool = pool

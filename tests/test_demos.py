@@ -357,6 +357,23 @@ def test_vector_rerank_nearest_demos_on_kg_questions(movies2):
         assert len(rec["rerank"]["prompt"]) == 2 + 2 * 2 + 1 and rec["rerank"]["status"]
 
 
+def test_vector_rerank_demo_answer_reasons_with_its_gold_facts_within_the_schema_cap():
+    """demo-2: the demonstration's reasoning names each gold fact with its id, in hop order (demo-1's one template
+    sentence was copied by the 1.5B with its own first ids), and never exceeds RERANK_SCHEMA's 200 characters."""
+    from kgrag_utils.methods.vector_rerank.prompts import RERANK_SCHEMA, rerank_prompt
+
+    cap = RERANK_SCHEMA["properties"]["reasoning"]["maxLength"]
+    demo = {"question": "Where did Ann Lee die?", "facts": ["Ann Lee born in Oslo", "Ann Lee died in Bergen", "x y"],
+            "ids": [2]}
+    answer = json.loads(rerank_prompt("q?", ["a"], 1, demos=[demo])[3]["content"])
+    assert answer == {"reasoning": "Ann Lee died in Bergen [2].", "ids": [2]}
+    long = {"question": "q", "facts": [" ".join(["word"] * 60) + f" end{i}" for i in range(6)], "ids": [4, 1, 6, 2]}
+    answer = json.loads(rerank_prompt("q?", ["a"], 1, demos=[long])[3]["content"])
+    assert len(answer["reasoning"]) <= cap and answer["ids"] == [4, 1, 6, 2]
+    marks = [answer["reasoning"].index(f"[{i}]") for i in long["ids"]]
+    assert marks == sorted(marks)  # every id shown, in hop order
+
+
 def test_vector_rerank_nearest_refuses_on_passages_without_a_training_split():
     from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
 

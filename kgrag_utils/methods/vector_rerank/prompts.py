@@ -26,7 +26,7 @@ import json
 from typing import Sequence
 
 __all__ = ["entity_prompt", "rerank_prompt", "openie_prompt", "answer_prompt", "format_candidates", "PROMPT_VERSION",
-           "OPENIE_PROMPT_VERSION", "ANSWER_PROMPT_VERSION", "ENTITY_SCHEMA", "RERANK_SCHEMA", "OPENIE_SCHEMA", "ANSWER_SCHEMA"]
+           "DEMO_ANSWER_VERSION", "OPENIE_PROMPT_VERSION", "ANSWER_PROMPT_VERSION", "ENTITY_SCHEMA", "RERANK_SCHEMA", "OPENIE_SCHEMA", "ANSWER_SCHEMA"]
 
 #: query entities: a short list of names copied from the question
 ENTITY_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 80}, "maxItems": 6}
@@ -48,6 +48,11 @@ ANSWER_SCHEMA = {"type": "object",
 #: vr-3: the rerank schema's properties keep their order, reasoning then ids (under vr-2 the grammar wrote the ids
 #: first: llm/structured.py, schema_text); the prompt texts are those of vr-2
 PROMPT_VERSION = "vr-3"
+#: the answer a nearest demonstration shows (demos="nearest" only). demo-1 wrote one template sentence, "Facts [3], [5]
+#: lead from the question's entity to its answer, one per hop.", and the 1.5B copied it with its own list's first ids,
+#: [1], [2], ..., [5] (the first MuSiQue cross-fit run, docs/RESULTS.md#vector-rerank-crossfit); demo-2 reasons
+#: as the fixed example does, each gold fact's words with its id
+DEMO_ANSWER_VERSION = "demo-2"
 #: the OpenIE prompt (unchanged since vr-2): part of the OpenIE cache's key, so extracted triples stay valid
 OPENIE_PROMPT_VERSION = "vr-2"
 #: the answer prompt of KG question datasets (answering from the chosen facts); versioned on its own
@@ -114,9 +119,20 @@ def _rerank_task(question: str, sentences: Sequence[str], n: int) -> str:
             f"{format_candidates(sentences)}")
 
 
-def _demo_answer(ids: Sequence[int]) -> dict:
-    marks = ", ".join(f"[{i}]" for i in ids)
-    return {"reasoning": f"Facts {marks} lead from the question's entity to its answer, one per hop.", "ids": list(ids)}
+def _clip(text: str, chars: int) -> str:
+    """`text` cut at a word boundary to at most `chars` characters."""
+    if len(text) <= chars:
+        return text
+    cut = text[:chars].rsplit(" ", 1)[0]
+    return cut if cut else text[:chars]
+
+
+def _demo_answer(facts: Sequence[str], ids: Sequence[int], limit: int = 200) -> dict:
+    """A demonstration's answer in the fixed example's manner: each gold fact, in hop order, with its id
+    ("X founded by Y [4]; Y born in 1931 [2]."), every fact clipped so the reasoning fits the schema's cap."""
+    each = max(12, (limit - 1) // max(1, len(ids)) - len(" [10]; "))
+    steps = [f"{_clip(str(facts[i - 1]), each)} [{i}]" for i in ids]
+    return {"reasoning": _clip("; ".join(steps), limit - 1) + ".", "ids": list(ids)}
 
 
 def rerank_prompt(question: str, sentences: Sequence[str], select_n: int, demos: Sequence[dict] = ()) -> list[dict]:
@@ -131,7 +147,7 @@ def rerank_prompt(question: str, sentences: Sequence[str], select_n: int, demos:
     ]
     for d in demos:
         chat.append({"role": "user", "content": _rerank_task(d["question"], d["facts"], len(d["ids"]))})
-        chat.append({"role": "assistant", "content": json.dumps(_demo_answer(d["ids"]))})
+        chat.append({"role": "assistant", "content": json.dumps(_demo_answer(d["facts"], d["ids"]))})
     chat.append({"role": "user", "content": _rerank_task(question, sentences, select_n)})
     return chat
 
