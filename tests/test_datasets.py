@@ -499,6 +499,18 @@ def test_musique_loader_maps_paragraphs_to_corpus_and_reads_openie(data_root):
     assert load_dataset("musique", openie=False).triples is None
 
 
+def test_musique_supporting_passages_follow_the_hops_not_the_paragraph_order():
+    """The file lists supporting paragraphs in paragraph order; demonstrations need the chain's order (first hop
+    first), which the decomposition's paragraph_support_idx gives. Passages no step names stay last, in order."""
+    from kgrag_utils.datasets.passages import _in_hop_order
+
+    support = [(3, "B"), (7, "A"), (9, "C")]
+    hops = [{"paragraph_support_idx": 7}, {"paragraph_support_idx": 3}]
+    assert _in_hop_order(support, hops) == ["A", "B", "C"]
+    assert _in_hop_order(support, []) == ["B", "A", "C"]
+    assert _in_hop_order(support, [{"id": 1}, {"paragraph_support_idx": None}]) == ["B", "A", "C"]
+
+
 def test_2wiki_loader_with_title_questions(data_root):
     root = data_root / "2WikiMultiHopQA"
     root.mkdir()

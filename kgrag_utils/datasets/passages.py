@@ -97,6 +97,19 @@ def read_hotpot_questions(path: Path, prefix: str = "hotpotqa") -> list[PassageQ
     return out
 
 
+def _in_hop_order(support: list, decomposition: list) -> list:
+    """The supporting passages in the order of the question's hops (`paragraph_support_idx` of each step of its
+    decomposition), so a demonstration's evidence chain starts at the first hop; the file lists them in paragraph
+    order. Supporting passages no step names keep their paragraph order, after the others."""
+    rank = {}
+    for step, hop in enumerate(decomposition):
+        idx = hop.get("paragraph_support_idx") if isinstance(hop, dict) else None
+        if idx is not None:
+            rank.setdefault(idx, step)
+    order = sorted(range(len(support)), key=lambda i: (rank.get(support[i][0], len(decomposition)), i))
+    return [support[i][1] for i in order]
+
+
 def read_musique_questions(path: Path) -> list[PassageQuestion]:
     """MuSiQue questions; paragraph pids are passage_id(title, text) (so they match the corpus)."""
     data = read_json(path)
@@ -104,14 +117,15 @@ def read_musique_questions(path: Path) -> list[PassageQuestion]:
         raise IntegrityError(f"{path}: expected a list of questions.")
     out = []
     for i, q in enumerate(data):
-        paragraphs, supporting, titles = [], [], []
-        for p in q.get("paragraphs", []):
+        paragraphs, support = [], []
+        for k, p in enumerate(q.get("paragraphs", [])):
             title, text = str(p["title"]), str(p.get("paragraph_text", p.get("text", "")))
             passage = Passage(pid=passage_id(title, text), title=title, text=text)
             paragraphs.append(passage)
             if p.get("is_supporting"):
-                supporting.append(passage.pid)
-                titles.append(title)
+                support.append((p.get("idx", k), passage))
+        support = _in_hop_order(support, q.get("question_decomposition") or [])
+        supporting, titles = [p.pid for p in support], [p.title for p in support]
         answers = [str(q["answer"])] if q.get("answer") not in (None, "") else []
         answers += [str(a) for a in q.get("answer_aliases", []) if str(a) not in answers]
         qid = str(q.get("id", f"musique-{i:04d}"))
