@@ -1104,6 +1104,34 @@ TABLES += [
 ]
 
 
+# ----------------------------------------------------------------------------- the rerank's cross-fitted demonstrations
+def _crossfit_row(fill: str, run: str, label: str, seconds: str | None = None) -> Rows:
+    """One row of vr-crossfit: the fill file's default-fill row, the pick shape, the run file's prompt tokens."""
+    cost = f"{run}#runs/0/summary/cost/rerank-filled"
+    return Rows(fill, "rows", label,
+                f"{{{fill}#picks/rerank_picks_mean:.1f}}",
+                f"{{{fill}#picks/rerank_list_head}} of {{{fill}#picks/rerank_replies}}",
+                "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
+                f"{{{cost}/prompt_tokens_per_q:,.0f}}", seconds or f"{{{cost}/seconds_per_q:.1f}}",
+                where=lambda r: r["order"] == "question")
+
+
+TABLES += [
+    Table("vr-crossfit", "docs/RESULTS.md",
+          ("the rerank prompt's examples (vr-3)", "relations per reply", "replies that are the list's head",
+           *_FILL_COLS, "prompt tokens / q", "rerank LLM s / q"), [
+              _crossfit_row("vector_rerank_fill_musique.json", "vector_rerank_musique_n100_1.5b_schema_vr3.json",
+                            "the fixed worked example (default)", "6.3 (the computing run)"),
+              _crossfit_row("vector_rerank_fill_musique_crossfit.json",
+                            "vector_rerank_musique_n100_1.5b_schema_vr3_crossfit.json",
+                            "+ 2 nearest, **cross-fit**, demo-1 (template reasoning, paragraph order)"),
+              _crossfit_row("vector_rerank_fill_musique_crossfit_demo2.json",
+                            "vector_rerank_musique_n100_1.5b_schema_vr3_crossfit_demo2.json",
+                            "+ 2 nearest, **cross-fit**, demo-2 (gold facts' words, hop order)"),
+          ]),
+]
+
+
 # ----------------------------------------------------------------------------- the peers (docs/PEERS.md)
 PEERS_DOC = "docs/PEERS.md"
 
