@@ -441,10 +441,10 @@ def _kgp_graph_rows(ds: str, label: str) -> list[Row]:
     return rows
 
 
-def _kgp_model_row(size: str, mode: str) -> Row:
-    label = {"0.5b": "Qwen2.5-Coder-0.5B", "1.5b": "Qwen2.5-Coder-1.5B"}[size]
+def _kgp_model_row(size: str, mode: str, suffix: str = "", note: str = "") -> Row:
+    label = {"0.5b": "Qwen2.5-Coder-0.5B", "1.5b": "Qwen2.5-Coder-1.5B"}[size] + note
     s = "results/0/summary"
-    return Row(f"kgp_musique_llm_n50_{size}_{mode}.json", label, "**schema**" if mode == "schema" else mode,
+    return Row(f"kgp_musique_llm_n50_{size}_{mode}{suffix}.json", label, "**schema**" if mode == "schema" else mode,
                "{n_questions}", *_kgp_retrieval_cells("results/0", ks=(10, 30)),
                f"{{{s}/em:%.1f}}", f"{{{s}/f1:%.1f}}", "{results/0/reader_failed}")
 
@@ -476,7 +476,9 @@ TABLES += [
                   *_kgp_retrieval_cells(_kgp_base("musique", "none-tfidf"), ks=(10, 30)), "–", "–", "–"),
               Row(None, "entity graph, no LLM", "–", "{" + _kgp_base("musique", "entity-nollm") + "/summary/n}",
                   *_kgp_retrieval_cells(_kgp_base("musique", "entity-nollm"), ks=(10, 30)), "–", "–", "–"),
-          ] + [_kgp_model_row(size, mode) for size in ("0.5b", "1.5b") for mode in ("off", "schema")]),
+          ] + [_kgp_model_row(size, mode) for size in ("0.5b", "1.5b") for mode in ("off", "schema")]
+            + [_kgp_model_row("1.5b", "schema", "_crossfit", ", agent + 2 nearest demonstrations, **cross-fit** "
+                                                              "([below](#kgp-crossfit))")]),
 ]
 
 
