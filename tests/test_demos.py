@@ -485,6 +485,8 @@ def test_kgp_agent_crossfit_demos_from_the_other_fold():
         fold = crossfit_fold(rec["id"])
         assert not rec["failed"] and rec["agent_demo_fold"] == fold and len(rec["agent_demos"]) == 2
         assert rec["id"] not in rec["agent_demos"] and all(crossfit_fold(d) != fold for d in rec["agent_demos"])
+    sibling = kgp.sibling(budget=3)  # a variant shares the pool and keeps the cross-fit setting
+    assert sibling.demo_pool is kgp.demo_pool and sibling.config.demo_pool == "crossfit"
     with pytest.raises(ConfigError, match="demo_pool='crossfit'.*demos='nearest'"):
         KGPConfig(dataset="sample-passages", demo_pool="crossfit")
 

@@ -95,7 +95,8 @@ class KGP(Method):
 
     def sibling(self, **changes) -> "KGP":
         """The same dataset under `config.replace(**changes)`, sharing this one's models (loaded or not yet)."""
-        other = KGP(self.config.replace(**{**changes, "demos": "fixed"}), self.dataset, _shared=self._shared)
+        other = KGP(self.config.replace(**{**changes, "demos": "fixed", "demo_pool": "train"}), self.dataset,
+                    _shared=self._shared)  # no pool built here: this one's is attached below
         other.config = self.config.replace(**changes)
         other._attach_demos(self.demo_pool)  # one pool for all variants
         return other
