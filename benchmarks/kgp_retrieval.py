@@ -36,6 +36,7 @@ import sys
 import time
 from pathlib import Path
 
+from kgrag_utils.demos import DEMO_POOLS  # noqa: E402
 from kgrag_utils.datasets.arguments import (add_dataset_arguments, check_dataset_arguments, dataset_from_args,
                                             evaluation_params_from_args)
 
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--demos", default="fixed", choices=("fixed", "nearest"),
                     help="agent prompt: fixed (no example) or the nearest training questions (refused without a training split)")
     ap.add_argument("--shots", type=int, default=2, help="--demos nearest: training questions shown")
-    ap.add_argument("--demo-pool", default="train", choices=("train", "crossfit"),
+    ap.add_argument("--demo-pool", default="train", choices=DEMO_POOLS,
                     help="--demos nearest: from the training split, or from the other fold of the evaluated questions "
                          "(crossfit: for a data copy without a training split; labelled, not a training-split number)")
     ap.add_argument("--sweep", default=None, choices=["density", "branching"])

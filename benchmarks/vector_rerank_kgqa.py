@@ -23,6 +23,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from kgrag_utils.demos import DEMO_POOLS  # noqa: E402
 from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
@@ -53,7 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--demos", default=d.demos, choices=("fixed", "nearest"),
                     help="rerank prompt: the fixed example, or + the training questions nearest to each question")
     ap.add_argument("--shots", type=int, default=d.shots, help="--demos nearest: training questions shown")
-    ap.add_argument("--demo-pool", default=d.demo_pool, choices=("train", "crossfit"),
+    ap.add_argument("--demo-pool", default=d.demo_pool, choices=DEMO_POOLS,
                     help="--demos nearest: from the training split, or from the other fold of the evaluated questions "
                          "(crossfit: for a data copy without a training split; labelled, not a training-split number)")
     ap.add_argument("--run-name", default=None)
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
     step = max(1, args.slice)
     t0 = time.perf_counter()  # the protocol's prepare: the KG's facts indexed, FactRerank over them
     method = VectorRerank.prepare(cfg.replace(batch_size=step), ds, llm=llm, embedder=load_embedder(args.embedder),
-                                  progress=not args.no_progress)  # one slice per batch (not in the run's params)
+                                  progress=not args.no_progress)  # one slice per batch; builds a nearest pool too
     t_index = time.perf_counter() - t0
     index, info = method.index, method.corpus_info
     params = {**cfg.to_dict(), "limit": args.limit, "task": "kgqa", "variants": list(variants),
@@ -96,10 +97,6 @@ def main(argv=None) -> int:
         params["llm_preset"] = ""
     rec = RunRecorder("vector_rerank", params, run_name=args.run_name or
                       f"vector_rerank_kgqa-{args.dataset}-{params_hash(params)[:10]}")
-    if cfg.demos == "nearest":
-        from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
-
-        method.demo_pool = rerank_demo_pool(ds, load_embedder(args.embedder), pool=cfg.demo_pool)
     print(f"{index} built in {t_index:.1f} s; run {rec.run_name}: {len(rec.done_ids)} of {len(ds.items)} done", flush=True)
 
     def write(records, status: str) -> None:

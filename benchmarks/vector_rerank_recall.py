@@ -26,6 +26,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from kgrag_utils.demos import DEMO_POOLS  # noqa: E402
 from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
@@ -68,7 +69,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--demos", default=d.demos, choices=("fixed", "nearest"),
                     help="rerank prompt: the fixed example, or + the training questions nearest to each question")
     ap.add_argument("--shots", type=int, default=d.shots, help="--demos nearest: training questions shown")
-    ap.add_argument("--demo-pool", default=d.demo_pool, choices=("train", "crossfit"),
+    ap.add_argument("--demo-pool", default=d.demo_pool, choices=DEMO_POOLS,
                     help="--demos nearest: from the training split, or from the other fold of the evaluated questions "
                          "(crossfit: for a data copy without a training split; labelled, not a training-split number)")
     ap.add_argument("--run-name", default=None)
@@ -111,7 +112,8 @@ def main(argv=None) -> int:
         opts = {"n_threads": args.llm_threads} if args.llm_threads else {}
         llm = load_llm(args.llm, backend=args.llm_backend, structured=args.structured or None, **opts)
     t0 = time.perf_counter()  # the protocol's prepare: the index (released triples or OpenIE) and the method
-    method = VectorRerank.prepare(cfg, ds, llm=llm, embedder=embedder, progress=progress, openie_batch=args.openie_batch)
+    method = VectorRerank.prepare(cfg, ds, llm=llm, embedder=embedder, progress=progress, openie_batch=args.openie_batch,
+                                  demo_pool=pool)
     t_index = time.perf_counter() - t0
     index, corpus_info = method.index, method.corpus_info
     evaluation = evaluation_params_from_args(args)  # split and options: another question file is another run
@@ -127,7 +129,6 @@ def main(argv=None) -> int:
             run_params["demo_answer_version"] = DEMO_ANSWER_VERSION
     run_name = args.run_name or f"vector_rerank_bench-{args.dataset}-{params_hash(run_params)[:10]}"
     rec = RunRecorder("vector_rerank", run_params, run_name=run_name)
-    method.demo_pool = pool
 
     def write(records, status: str) -> None:
         out = _load_out(out_path)

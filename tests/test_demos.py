@@ -429,6 +429,9 @@ def test_vector_rerank_crossfit_demos_on_passages():
                                   llm=load_llm("fake", responses=lambda text: '{"reasoning": "r", "ids": [1]}',
                                                cache=False))
     assert method.demo_pool.folds == 2
+    # a pool the caller built already (the benchmark builds it before loading the LLM) is used, not built again
+    again = VectorRerank.prepare(cfg, passages, embedder=emb, llm=method.llm, demo_pool=method.demo_pool)
+    assert again.demo_pool is method.demo_pool
     records = method.run(passages.items, progress=False)
     with_demos = [r for r in records if r["rerank"].get("demos")]
     assert with_demos

@@ -84,9 +84,12 @@ class VectorRerank(Method):
 
     @classmethod
     def prepare(cls, config: VectorRerankConfig, dataset, *, llm: "LLM | None" = None, embedder=None,
-                progress: bool | None = None, openie_batch: int = 8) -> "VectorRerank":
+                progress: bool | None = None, openie_batch: int = 8, demo_pool=None) -> "VectorRerank":
         """Build the index for the dataset (passages: released triples or OpenIE; KG questions: the KG's facts)
-        and the method that reads it: `FactRerank` on KG question datasets, `VectorRerank` on passages."""
+        and the method that reads it: `FactRerank` on KG question datasets, `VectorRerank` on passages.
+
+        demo_pool: demos="nearest"'s pool when the caller built it already (a benchmark builds it before loading the
+        LLM, so that a refusal comes first); else it is built here."""
         from ...embeddings import load_embedder
         from .corpus import build_index
 
@@ -104,7 +107,8 @@ class VectorRerank(Method):
         if config.demos == "nearest" and any(v.startswith("rerank") for v in variants):  # rerank, -padded, -filled
             from .demos import rerank_demo_pool
 
-            method.demo_pool = rerank_demo_pool(dataset, emb, pool=config.demo_pool)
+            method.demo_pool = demo_pool if demo_pool is not None else rerank_demo_pool(dataset, emb,
+                                                                                        pool=config.demo_pool)
         return method
 
     def close(self) -> None:
