@@ -86,12 +86,14 @@ def main(argv=None) -> int:
     ap.add_argument("--caps", default="20,40,80", help="candidate caps (the method's default: 40)")
     ap.add_argument("--fill-order", default=VectorRerankConfig().fill_order, choices=("passage", "relation"),
                     help="how the passages after the picks (and the expand list) are ranked")
+    ap.add_argument("--degree", type=int, default=VectorRerankConfig().degree,
+                    help="expansion steps from the seeds before the cap (the method uses 1 or 2)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     caps = [int(c) for c in args.caps.split(",")]
     ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
     cfg = VectorRerankConfig(dataset=args.dataset, limit=args.limit, seed=args.seed, entity_extraction="lexical",
-                             variants=("naive", "expand"), fill_order=args.fill_order)
+                             variants=("naive", "expand"), fill_order=args.fill_order, degree=args.degree)
     t0 = time.perf_counter()
     method = VectorRerank.prepare(cfg, ds)
     build_s = time.perf_counter() - t0
@@ -105,6 +107,7 @@ def main(argv=None) -> int:
         by_cap.append({"cap": cap, **summarize(rows)})
     result = {"benchmark": "vector_rerank_ceiling", "dataset": ds.name, "n_questions": len(ds.items),
               "seed": args.seed, "select_n": cfg.select_n, "final_k": cfg.final_k, "method_cap": cfg.candidate_cap,
+              "degree": cfg.degree,
               "fill_order": cfg.fill_order,
               "query_entities": "lexical (the no-LLM variant's); the method's LLM entities are not used",
               "metric": "set-based passage recall, as vector_rerank_recall.py; coverage: gold passages among all "

@@ -63,3 +63,12 @@ def test_the_rerank_ceiling_bounds_every_reranker(tmp_path):
     small, large = result["by_cap"]
     assert (small["cap"], large["cap"]) == (2, 40) and result["n_questions"] == 6
     assert large["coverage"] >= small["coverage"]  # more candidates reach more
+    wide = {}
+    for degree in (1, 2):  # uncapped in effect: a second step can only add reachable passages
+        path = tmp_path / f"ceiling_d{degree}.json"
+        assert bench.main(["--dataset", "sample-passages", "--limit", "6", "--caps", "100000", "--degree", str(degree),
+                           "--out", str(path)]) == 0
+        wide[degree] = json.loads(path.read_text())
+    assert (wide[1]["degree"], wide[2]["degree"]) == (1, 2)
+    assert wide[2]["by_cap"][0]["candidates_mean"] > wide[1]["by_cap"][0]["candidates_mean"]  # the step was taken
+    assert wide[2]["by_cap"][0]["coverage"] >= wide[1]["by_cap"][0]["coverage"]
