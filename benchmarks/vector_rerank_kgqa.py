@@ -83,12 +83,8 @@ def main(argv=None) -> int:
                                   progress=not args.no_progress)  # one slice per batch; builds a nearest pool too
     t_index = time.perf_counter() - t0
     index, info = method.index, method.corpus_info
-    params = {**cfg.to_dict(), "limit": args.limit, "task": "kgqa", "variants": list(variants),
+    params = {**cfg.run_key(), "limit": args.limit, "task": "kgqa", "variants": list(variants),
               **evaluation_params_from_args(args, default_split=None)}  # options: another file is another run
-    if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
-        params.pop("demos"), params.pop("shots")
-    if cfg.demo_pool == "train":  # the default: earlier runs' names and keys hold
-        params.pop("demo_pool")
     if llm is not None:  # a new prompt is a new run (never resumed from another prompt's records)
         params.update({"prompt_version": PROMPT_VERSION, "answer_prompt_version": ANSWER_PROMPT_VERSION})
         if cfg.demos == "nearest":  # a new demonstration wording is a new run too

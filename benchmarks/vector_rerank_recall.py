@@ -72,6 +72,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--demo-pool", default=d.demo_pool, choices=DEMO_POOLS,
                     help="--demos nearest: from the training split, or from the other fold of the evaluated questions "
                          "(crossfit: for a data copy without a training split; labelled, not a training-split number)")
+    ap.add_argument("--candidate-titles", default="true" if d.candidate_titles else "false", choices=("true", "false"),
+                    help="rerank prompt: each candidate fact followed by the title of its passage")
     ap.add_argument("--run-name", default=None)
     ap.add_argument("--out", required=True, type=Path, help="result JSON (a relative path resolves from the repo root)")
     ap.add_argument("--no-progress", action="store_true")
@@ -95,7 +97,7 @@ def main(argv=None) -> int:
                              milvus_uri=args.milvus_uri, embedder=args.embedder, llm_preset=args.llm,
                              llm_backend=args.llm_backend or "", llm_structured=args.structured, variants=args.variants,
                              demos=args.demos, shots=args.shots, demo_pool=args.demo_pool,
-                             **{k: getattr(args, k) for k in _KNOBS})
+                             candidate_titles=args.candidate_titles == "true", **{k: getattr(args, k) for k in _KNOBS})
     progress = not args.no_progress
     gold_key = gold_key_for(args.dataset)
     embedder = load_embedder(args.embedder)
@@ -117,11 +119,7 @@ def main(argv=None) -> int:
     t_index = time.perf_counter() - t0
     index, corpus_info = method.index, method.corpus_info
     evaluation = evaluation_params_from_args(args)  # split and options: another question file is another run
-    run_params = {**cfg.to_dict(), "limit": args.limit, "n_corpus": index.num_passages, **evaluation}
-    if cfg.demos == "fixed":  # the default: earlier runs' names and keys hold
-        run_params.pop("demos"), run_params.pop("shots")
-    if cfg.demo_pool == "train":  # the default: earlier runs' names and keys hold
-        run_params.pop("demo_pool")
+    run_params = {**cfg.run_key(), "limit": args.limit, "n_corpus": index.num_passages, **evaluation}
     run_params.pop("answer_max_new_tokens")  # KG questions only: passage runs keep their names (and resume)
     if cfg.needs_llm:  # a new prompt is a new run (never resumed from another prompt's records)
         run_params["prompt_version"] = PROMPT_VERSION

@@ -500,3 +500,52 @@ def test_fill_script_cross_validated_choice_scores_each_half_with_the_other_half
     assert picked == ["b", "a"] and values == [0.0, 0.0, 0.0, 0.0]
     values, picked = fill.cross_validated({"a": [1.0, 0.0, 1.0, 0.0], "b": [0.0, 1.0, 0.0, 1.0]}, 2, orders=("a", "b"))
     assert picked == ["a", "a"] and values == [1.0, 0.0, 1.0, 0.0]  # ties go to the first order
+
+
+# --------------------------------------------------------------------------------------------- candidate titles
+def test_titles_follow_each_fact_and_the_fixed_example_shows_its_own():
+    titles = ["Marl Bridge", ""] + ["Dunmere"] * (len(SENTS) - 2)
+    chat = rerank_prompt("Q?", SENTS, 2, titles=titles)
+    task, example = chat[-1]["content"], chat[0]["content"]
+    assert f"[1] {SENTS[0]} (passage: Marl Bridge)\n[2] {SENTS[1]}\n[3]" in task  # no title: the plain line
+    assert "(passage: Halvane Optics)" in example and "title of the passage" in task and "title of the passage" in example
+    plain = rerank_prompt("Q?", SENTS, 2)  # the default prompt is untouched (its cache keys hold)
+    assert "passage" not in json.dumps(plain)
+    assert [m["content"] for m in plain[1:2]] == [m["content"] for m in chat[1:2]]  # the same worked answer
+    with pytest.raises(ValueError, match="titles"):
+        rerank_prompt("Q?", SENTS, 2, titles=titles[:1])
+    with pytest.raises(ValueError, match="fixed example"):
+        rerank_prompt("Q?", SENTS, 2, demos=[{"question": "q", "facts": ["a"], "ids": [1]}], titles=titles)
+
+
+def test_candidate_titles_name_the_passages_of_each_candidate(index):
+    llm = _fake_llm(_pick("Dunmere founded in 1568"))
+    cfg = VectorRerankConfig(degree=2, candidate_cap=20, final_k=5, entity_min_score=0.5, candidate_titles=True)
+    method = VectorRerank(cfg, index, llm)
+    rec = method.retrieve(QUESTIONS[0])
+    cand = [c[0] for c in rec["graph"]["rerank"]["candidates"]]
+    lines = rec["rerank"]["prompt"][-1]["content"].split("Facts:\n")[-1].splitlines()
+    assert len(lines) == len(cand) > 1
+    for line, j in zip(lines, cand):
+        titles = list(dict.fromkeys(index.passage_titles[p] for p in index.relation_passages(j)))
+        assert line.endswith(f" (passage: {'; '.join(titles[:2])})"), line
+    assert rec["variants"]["rerank"]["passages"] == ["Dunmere#3"]  # the reply still maps to its fact
+
+
+def test_candidate_titles_are_refused_where_no_passage_holds_the_facts():
+    from kgrag_utils.datasets import load_dataset
+
+    with pytest.raises(ConfigError, match="demos='fixed'"):
+        VectorRerankConfig(candidate_titles=True, demos="nearest")
+    ds = load_dataset("sample-movies-1hop", split="test", limit=2, seed=0)
+    with pytest.raises(ConfigError, match="KG question dataset"):
+        VectorRerank.prepare(VectorRerankConfig(dataset=ds.name, candidate_titles=True), ds)
+
+
+def test_run_key_leaves_out_later_knobs_at_their_defaults():
+    """Runs made before a knob existed keep their keys (and resume) while the knob holds its default."""
+    key = VectorRerankConfig().run_key()
+    assert not {"demos", "shots", "demo_pool", "candidate_titles"} & set(key)
+    assert set(VectorRerankConfig().to_dict()) - set(key) == {"demos", "shots", "demo_pool", "candidate_titles"}
+    assert VectorRerankConfig(candidate_titles=True).run_key()["candidate_titles"] is True
+    assert VectorRerankConfig(demos="nearest", shots=3).run_key()["shots"] == 3

@@ -91,6 +91,8 @@ class VectorRerankConfig(MethodConfig):
     reaches it (the relation ranking of the published construction). On MuSiQue's 100 questions
     "passage" lifts expand Recall@5 from 56.1 to 62.1 (docs/RESULTS.md#vector-rerank-fill).
     samples / sample_temperature: self-consistency for the rerank call, a vote over n replies (samples.py).
+    candidate_titles: each candidate fact in the rerank prompt is followed by the title of the passage it was read
+    from (passage datasets only): an OpenIE triple often loses who or what its passage is about.
     demos / shots / demo_pool: the rerank prompt's examples (demos.py); demo_pool="crossfit" takes nearest ones
     from the other fold of the evaluated questions, for a copy without a training split (docs/DEMONSTRATIONS.md).
     """
@@ -117,6 +119,7 @@ class VectorRerankConfig(MethodConfig):
     demo_pool: Literal["train", "crossfit"] = "train"  # nearest from: the training split, or the other fold of the evaluated questions
     samples: int = 1                 # rerank replies per question: n > 1 adds n-1 sampled ones and a vote (samples.py)
     sample_temperature: float = 0.7  # samples > 1: the temperature of the sampled replies (seeds 1..n-1; the first is greedy)
+    candidate_titles: bool = False   # rerank prompt: "[3] fact (passage: Title)"; passage datasets, fixed example only
     entity_max_new_tokens: int = 64
     rerank_max_new_tokens: int = 128
     answer_max_new_tokens: int = 48
@@ -138,6 +141,9 @@ class VectorRerankConfig(MethodConfig):
         if self.demo_pool != "train" and self.demos != "nearest":
             raise ConfigError(f"VectorRerankConfig.demo_pool={self.demo_pool!r} chooses nearest demonstrations: "
                               "set demos='nearest' too, or leave demo_pool='train'.")
+        if self.candidate_titles and self.demos != "fixed":
+            raise ConfigError("VectorRerankConfig.candidate_titles=True shows passage titles, which the nearest "
+                              "demonstrations do not carry: use demos='fixed' with it, or candidate_titles=False.")
         if not float(self.sample_temperature) > 0:
             raise ConfigError(f"VectorRerankConfig.sample_temperature must be > 0 (sampled replies), got {self.sample_temperature!r}.")
         if self.degree not in (0, 1, 2, 3):
@@ -152,6 +158,18 @@ class VectorRerankConfig(MethodConfig):
         if unknown or ("all" in self.variants and names):
             raise ConfigError(f"VectorRerankConfig.variants: unknown {unknown or self.variants}: use ['all'] or some of "
                               f"{list(VARIANTS)}.")
+
+    def run_key(self) -> dict:
+        """to_dict() without the knobs added after the first runs, where they hold their defaults, so those runs keep
+        their names and resume (the benchmarks' run keys start from this)."""
+        out = self.to_dict()
+        if self.demos == "fixed":
+            out.pop("demos"), out.pop("shots")
+        if self.demo_pool == "train":
+            out.pop("demo_pool")
+        if not self.candidate_titles:
+            out.pop("candidate_titles")
+        return out
 
     def variants_for(self, kind: str = "passages") -> tuple[str, ...]:
         """The variants a run evaluates on a dataset of this kind ("passages" or "kgqa")."""

@@ -94,6 +94,9 @@ class VectorRerank(Method):
         from .corpus import build_index
 
         kgqa = dataset.kind == "kgqa"
+        if kgqa and config.candidate_titles:
+            raise ConfigError(f"candidate_titles=True shows the passage each fact was read from; {dataset.name!r} is "
+                              "a KG question dataset, whose facts come from no passage: leave candidate_titles=False.")
         variants = config.variants_for(dataset.kind)
         needs_llm = "rerank" in variants if kgqa else (config.needs_llm or
                                                        (dataset.triples is None and variants != ("naive",)))
@@ -314,6 +317,16 @@ class VectorRerank(Method):
         chosen = [(d, rerank_demo(self.demo_pool, d.item)) for d in self.demo_pool.nearest(item, self.config.shots)]
         return [{**demo, "score": d.score} for d, demo in chosen[::-1] if demo is not None]
 
+    def candidate_titles(self, rel_ids: Sequence[int], most: int = 2) -> list[str]:
+        """config candidate_titles: per relation, the titles of the passages it was read from (distinct, at most
+        `most`, joined by "; "; "" where a relation has none)."""
+        idx = self.index
+        out = []
+        for j in rel_ids:
+            names = dict.fromkeys(str(idx.passage_titles[p]) for p in idx.relation_passages(int(j)))
+            out.append("; ".join([n for n in names if n][:most]))
+        return out
+
     def _rerank_prompt_for(self, q, ents: QueryEntities, t_ent: float, graph_cache: dict, rec: dict):
         """The rerank prompt over the candidates of the rerank seeds (None without candidates); books the entity call."""
         rec["timings"]["entities_llm"] = t_ent
@@ -321,8 +334,9 @@ class VectorRerank(Method):
         rec["tokens"]["completion"] += ents.completion_tokens
         cand = graph_cache[tuple(ents.names)]["candidates"]
         demos = self.rerank_demos(q) if cand.size else []
+        titles = self.candidate_titles(cand) if self.config.candidate_titles else None
         prompt = (rerank_prompt(q.question, [self.index.relation_sentences[j] for j in cand], self.config.select_n,
-                                demos=demos) if cand.size else None)
+                                demos=demos, titles=titles) if cand.size else None)
         rec["rerank"] = {"prompt": prompt, "demos": [d["id"] for d in demos],
                          "demo_scores": [d["score"] for d in demos]}
         if self.demo_pool is not None and self.demo_pool.folds:  # cross-fitted: which fold the question sat in

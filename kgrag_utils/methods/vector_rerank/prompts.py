@@ -103,20 +103,30 @@ _RERANK_EXAMPLE_FACTS = (
     "Ilse Marr occupation glassmaker",
     "Ostmere located in Aveland",
 )
+#: candidate_titles=True: the passage each example fact was read from (one title per fact above)
+_RERANK_EXAMPLE_TITLES = ("Halvane Optics", "Halvane Optics", "Pieter Halvane", "Pieter Halvane", "Ilse Marr",
+                          "Ilse Marr", "Ostmere")
+_TITLES_NOTE = " Each fact ends with the title of the passage it was read from, in parentheses."
 _RERANK_EXAMPLE_ANSWER = {
     "reasoning": "The founder is Pieter Halvane [1]; his mother is Ilse Marr [3]; she was born in 1904 [5].",
     "ids": [1, 3, 5, 4, 6],
 }
 
 
-def format_candidates(sentences: Sequence[str], start: int = 1) -> str:
-    """`[id] sentence` lines, ids counted from `start`."""
-    return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, start=start))
+def format_candidates(sentences: Sequence[str], start: int = 1, titles: Sequence[str] | None = None) -> str:
+    """`[id] sentence` lines, ids counted from `start`; with titles, `[id] sentence (passage: title)`."""
+    if titles is None:
+        return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, start=start))
+    if len(titles) != len(sentences):
+        raise ValueError(f"format_candidates: {len(titles)} titles for {len(sentences)} facts")
+    return "\n".join(f"[{i}] {s} (passage: {t})" if t else f"[{i}] {s}"
+                     for i, (s, t) in enumerate(zip(sentences, titles), start=start))
 
 
-def _rerank_task(question: str, sentences: Sequence[str], n: int) -> str:
-    return (f"{_RERANK_INSTRUCTIONS.format(n=n)}\n\nQuestion: {question.strip()}\n\nFacts:\n"
-            f"{format_candidates(sentences)}")
+def _rerank_task(question: str, sentences: Sequence[str], n: int, titles: Sequence[str] | None = None) -> str:
+    note = _TITLES_NOTE if titles is not None else ""
+    return (f"{_RERANK_INSTRUCTIONS.format(n=n)}{note}\n\nQuestion: {question.strip()}\n\nFacts:\n"
+            f"{format_candidates(sentences, titles=titles)}")
 
 
 def _clip(text: str, chars: int) -> str:
@@ -135,20 +145,27 @@ def _demo_answer(facts: Sequence[str], ids: Sequence[int], limit: int = 200) -> 
     return {"reasoning": _clip("; ".join(steps), limit - 1) + ".", "ids": list(ids)}
 
 
-def rerank_prompt(question: str, sentences: Sequence[str], select_n: int, demos: Sequence[dict] = ()) -> list[dict]:
+def rerank_prompt(question: str, sentences: Sequence[str], select_n: int, demos: Sequence[dict] = (),
+                  titles: Sequence[str] | None = None) -> list[dict]:
     """One-shot chat: the example task, its JSON answer, then the real task with `[id] sentence` lines.
 
     demos: finished tasks ({"question", "facts", "ids"}: the demonstrations chosen for this question,
-    config demos="nearest", `demos.py`) between the fixed example and the task, so the shared part comes first."""
+    config demos="nearest", `demos.py`) between the fixed example and the task, so the shared part comes first.
+    titles: config candidate_titles=True, the passage title of each fact (the fixed example shows its own); None
+    leaves the prompt as it was (the default's cache keys hold)."""
+    if titles is not None and demos:
+        raise ValueError("rerank_prompt: titles are shown with the fixed example only (demos carry no titles)")
     example_n = len(_RERANK_EXAMPLE_ANSWER["ids"])
+    example_titles = _RERANK_EXAMPLE_TITLES if titles is not None else None
     chat = [
-        {"role": "user", "content": _rerank_task(_RERANK_EXAMPLE_QUESTION, _RERANK_EXAMPLE_FACTS, example_n)},
+        {"role": "user", "content": _rerank_task(_RERANK_EXAMPLE_QUESTION, _RERANK_EXAMPLE_FACTS, example_n,
+                                                 example_titles)},
         {"role": "assistant", "content": json.dumps(_RERANK_EXAMPLE_ANSWER)},
     ]
     for d in demos:
         chat.append({"role": "user", "content": _rerank_task(d["question"], d["facts"], len(d["ids"]))})
         chat.append({"role": "assistant", "content": json.dumps(_demo_answer(d["facts"], d["ids"]))})
-    chat.append({"role": "user", "content": _rerank_task(question, sentences, select_n)})
+    chat.append({"role": "user", "content": _rerank_task(question, sentences, select_n, titles)})
     return chat
 
 
