@@ -1132,6 +1132,15 @@ TABLES += [
                             "vector_rerank_musique_n100_1.5b_schema_vr3_crossfit_demo2.json",
                             "+ 2 nearest, **cross-fit**, demo-2 (gold facts' words, hop order)"),
           ]),
+    Table("vr-titles", "docs/RESULTS.md",
+          ("the rerank prompt's facts (vr-3, fixed example)", "relations per reply", "replies that are the list's head",
+           *_FILL_COLS, "prompt tokens / q", "rerank LLM s / q"), [
+              _crossfit_row("vector_rerank_fill_musique.json", "vector_rerank_musique_n100_1.5b_schema_vr3.json",
+                            "`[id] fact` (default)", "6.3 (the computing run)"),
+              _crossfit_row("vector_rerank_fill_musique_titles.json",
+                            "vector_rerank_musique_n100_1.5b_schema_vr3_titles.json",
+                            "`[id] fact (passage: title)` (`candidate_titles=True`)"),
+          ]),
 ]
 
 
