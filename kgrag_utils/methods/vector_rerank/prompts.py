@@ -8,7 +8,9 @@
   the ids first was tried on 6 of those questions: the model then counted 1, 2, 3, ... through
   every candidate (no choice at all), so the reasoning stays first (and the schema keeps that order:
   until vr-3 the grammar wrote the ids first, and the 1.5B counted). Repeating the question after
-  the facts was tried on MuSiQue and not kept (docs/RESULTS.md#vector-rerank-fill);
+  the facts was tried on MuSiQue and not kept (docs/RESULTS.md#vector-rerank-fill); passage titles after the
+  facts (config candidate_titles) are off: the 1.5B copied them into its capped reasoning
+  (docs/RESULTS.md#vector-rerank-titles);
 * OpenIE: few-shot chat, the answer is a JSON list of [subject, predicate, object] lists.
 
 Each builder returns a chat (list of {role, content}) for `llm.generate`. Changing any text here
