@@ -280,7 +280,7 @@ def main(argv=None) -> int:
     from kgrag_utils.methods.simgrag.demos import default_pool, wording_key
     from kgrag_utils.methods.simgrag.pattern import pattern_family
 
-    family = pattern_family(data.name, data.kg.relation_names.tolist())
+    family = pattern_family(data.traits.shot_family, data.kg.relation_names.tolist())
     pool, demos_note = default_pool(method_settings, data, load_embedder(args.embedder), family)
     # the answer demonstrations that run ("" resolved), so that the record and the row label say it
     method_settings = method_settings.replace(

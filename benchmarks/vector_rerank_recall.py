@@ -30,7 +30,7 @@ from kgrag_utils.demos import DEMO_POOLS  # noqa: E402
 from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_args,  # noqa: E402
                                             evaluation_params_from_args)
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
-from kgrag_utils.methods.vector_rerank.config import MEASURED_NAIVE_MUSIQUE, gold_key_for
+from kgrag_utils.methods.vector_rerank.config import MEASURED_NAIVE_MUSIQUE
 from kgrag_utils.methods.vector_rerank.prompts import DEMO_ANSWER_VERSION, PROMPT_VERSION
 from kgrag_utils.methods.vector_rerank.published import PUBLISHED_RECALL5
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
                              demos=args.demos, shots=args.shots, demo_pool=args.demo_pool,
                              candidate_titles=args.candidate_titles == "true", **{k: getattr(args, k) for k in _KNOBS})
     progress = not args.no_progress
-    gold_key = gold_key_for(args.dataset)
+    gold_key = ds.traits.gold_unit  # how gold passages are matched: the dataset's trait (datasets/traits.py)
     embedder = load_embedder(args.embedder)
     pool = None
     if cfg.demos == "nearest":  # refuses (one line) where the dataset has no training split with supporting facts

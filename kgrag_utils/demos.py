@@ -7,6 +7,14 @@ method-independent half: the pool of training items, their similarity texts embe
 project's embedder (through its on-disk vector cache), and the nearest-neighbour choice. A method
 turns the chosen items into its own prompt turns.
 
+One knob name, one choice, three prompts: in every method `demos` chooses between the prompt's written
+examples ("fixed") and the training questions nearest to each question ("nearest"), but what the written
+part holds and what `shots` counts are each method's (docs/DEMONSTRATIONS.md, "Options, in one place"):
+SimGRAG's "fixed" is the prompt file's `shots` pattern shots and "nearest" keeps `fixed_shots` of them, then
+`shots` chosen ones ("" = the LLM preset's choice, `PRESET_DEMOS` in its config); vector rerank always keeps its
+one worked example and "nearest" adds `shots` chosen ones; KGP's agent prompt has no written example, so
+"fixed" shows none and "nearest" shows `shots` chosen ones. `shots` is read only where it counts.
+
 Rules the pool keeps:
 * neighbours come only from a training split (`DemoPool.from_training` takes the dataset's own
   training split, and refuses to build a pool from the split being evaluated);

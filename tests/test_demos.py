@@ -552,10 +552,9 @@ def test_misses_reach_a_prefix_reusing_backend_in_text_order():
 
 
 def test_the_preset_default_uses_nearest_demos_only_where_the_dataset_has_them(movies2, monkeypatch):
-    from kgrag_utils.llm import presets
+    from kgrag_utils.methods.simgrag.config import PRESET_DEMOS
 
-    monkeypatch.setitem(presets.PRESETS, "qwen2.5-coder-0.5b",
-                        presets.PRESETS["qwen2.5-coder-0.5b"].replace(demos="nearest"))
+    monkeypatch.setitem(PRESET_DEMOS, "qwen2.5-coder-0.5b", "nearest")
     config = SimGRAGConfig(dataset=movies2.name, llm_preset="qwen2.5-coder-0.5b")  # demos="" : the preset's
     method = SimGRAG.prepare(config, movies2, embedder=WordsEmbedder())
     assert method.demos_mode == "nearest" and method.demos_note == "nearest" and method.demo_pool is not None
@@ -585,9 +584,11 @@ def test_the_packaged_presets_default_demonstrations_are_the_measured_ones():
     """docs/DEMONSTRATIONS.md#defaults: the 1.5B measured better with nearest demonstrations on every MetaQA hop,
     the 0.5B on 2-hop; the other presets were not measured and keep the paper's fixed shots."""
     from kgrag_utils.llm.presets import DEFAULT_CPU_PRESET, PRESETS
+    from kgrag_utils.methods.simgrag.config import PRESET_DEMOS
 
-    assert PRESETS["qwen2.5-coder-1.5b"].demos == "nearest" and PRESETS[DEFAULT_CPU_PRESET].demos == "nearest"
-    assert {name for name, p in PRESETS.items() if p.demos == "nearest"} == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
+    assert set(PRESET_DEMOS) <= set(PRESETS) and PRESET_DEMOS[DEFAULT_CPU_PRESET] == "nearest"
+    assert {name for name, mode in PRESET_DEMOS.items() if mode == "nearest"} == {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"}
+    assert not any("demos" in f for f in PRESETS[DEFAULT_CPU_PRESET].to_dict())  # the LLM layer knows no method
     config = SimGRAGConfig(llm_preset="qwen2.5-coder-1.5b")
     assert requested_demos(config) == "nearest" and requested_demos(config.replace(demos="fixed")) == "fixed"
     assert requested_answer_demos(config) == "nearest"  # the answer prompt follows the pattern demonstrations

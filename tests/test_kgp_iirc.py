@@ -13,7 +13,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.kgp import KGP, KGPConfig
 from kgrag_utils.methods.kgp.sweeps import evaluate
-from kgrag_utils.methods.kgp.pipeline import page_key_for
+from kgrag_utils.datasets.registry import get_spec
 from kgrag_utils.methods.kgp.prompts import READER_INSTRUCTION_YES_NO
 
 
@@ -30,8 +30,8 @@ def _titles_by_page(dset) -> dict[int, set[str]]:
 
 
 def test_iirc_pages_are_articles_elsewhere_documents():
-    assert page_key_for("iirc") == "title" and page_key_for("fixture-iirc") == "title"
-    assert page_key_for("musique") == "passage" and page_key_for("sample-passages") == "passage"
+    assert get_spec("iirc").traits.page_key == get_spec("fixture-iirc").traits.page_key == "title"
+    assert get_spec("musique").traits.page_key == get_spec("sample-passages").traits.page_key == "passage"
     sample = load_dataset("sample-passages", split="all", limit=1)
     dset = KGP.prepare(KGPConfig(set_passages=0), sample).prepare_question(sample.items[0]).dset
     assert dset.page_index is None and np.array_equal(dset.pages, dset.doc_index)  # unchanged elsewhere

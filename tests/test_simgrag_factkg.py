@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kgrag_utils.datasets import load_dataset
+from kgrag_utils.datasets.registry import dataset_traits, get_spec
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
@@ -216,11 +217,13 @@ def test_verify_prompt_and_claims_family():
     assert "(no matching subgraph was found)" in build_verify_prompt("x", [], shots=0)[-1]["content"]
     with pytest.raises(ConfigError):
         build_verify_prompt("x", [], shots=99)
-    assert pattern_family("factkg") == pattern_family("fixture-factkg") == "claims"
+    traits, fixture = get_spec("factkg").traits, get_spec("fixture-factkg").traits
+    assert fixture == traits and pattern_family(traits.shot_family) == "claims"  # the fixture takes its twin's traits
     chat = build_pattern_prompt("Elliot See studied at UT Austin.", 4, "claims")
     assert "claim" in chat[0]["content"] and len(chat) == 10
     assert any("UNKNOWN" in m["content"] and "Triples" in m["content"] for m in chat if m["role"] == "assistant")
-    assert resolve_task("auto", "fixture-factkg") == "verify" and resolve_task("auto", "metaqa-1hop") == "qa"
+    assert resolve_task("auto", fixture) == "verify" and resolve_task("auto", get_spec("metaqa-1hop").traits) == "qa"
+    assert resolve_task("qa", fixture) == "qa" and resolve_task("auto", dataset_traits("my-own-kg")) == "qa"
     with pytest.raises(ConfigError):
         SimGRAGConfig(task="classify")
 

@@ -141,10 +141,12 @@ def test_every_shot_parses_back_to_its_own_triples():
 
 
 def test_pattern_family():
-    assert pattern_family("metaqa-2hop") == "movies"
-    assert pattern_family("sample-movies-1hop") == "movies"
-    assert pattern_family("pq-3hop") == "people"
-    assert pattern_family("my-kg", ["directed_by"]) == "movies"
+    from kgrag_utils.datasets.registry import get_spec
+
+    assert pattern_family(get_spec("metaqa-2hop").traits.shot_family) == "movies"
+    assert pattern_family(get_spec("sample-movies-1hop").traits.shot_family) == "movies"  # its twin's
+    assert pattern_family(get_spec("pq-3hop").traits.shot_family, ["directed_by"]) == "people"  # the dataset's first
+    assert pattern_family("", ["directed_by"]) == "movies" and pattern_family("", ["born_in"]) == "people"  # a user's KG
 
 
 def test_chain_pattern_directions_and_answer():

@@ -16,7 +16,8 @@ from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.vector_rerank.openie import triples_from_answer
-from kgrag_utils.methods.vector_rerank.config import VARIANTS, gold_key_for, parse_variants
+from kgrag_utils.datasets.registry import get_spec
+from kgrag_utils.methods.vector_rerank.config import VARIANTS, parse_variants
 from kgrag_utils.methods.vector_rerank.graph_index import GraphIndex
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
 from kgrag_utils.methods.vector_rerank.expansion import cap_by_similarity, expand
@@ -384,7 +385,7 @@ def test_title_gold_matches_by_title(index):
     q = PassageQuestion("t", "Who directed Paper Lantern?", [], [], ["Paper Lantern"], ["Paper Lantern"], None)
     rec = VectorRerank(VectorRerankConfig(dataset="2wiki", variants="naive"), index).retrieve(q)
     assert rec["gold_key"] == "title" and rec["variants"]["naive"]["recall@5"] == 1.0
-    assert gold_key_for("musique") == "pid" and gold_key_for("hotpotqa") == "title"
+    assert get_spec("musique").traits.gold_unit == "pid" and get_spec("hotpotqa").traits.gold_unit == "title"
 
 
 def test_run_resumes_from_recorder(index, tmp_path):

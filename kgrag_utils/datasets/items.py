@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from .traits import DatasetTraits, for_kind
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..kg import KG
 
@@ -156,6 +158,12 @@ class Dataset:
     source: str = "real"  # "real" | "sample" (generated, sample-*) | "fixture" (released format, fixture-*)
     root: Path | None = None
     info: dict = field(default_factory=dict)
+    #: what the methods need to know about it (datasets/traits.py): its registered spec's, else its kind's defaults
+    traits: DatasetTraits | None = None
+
+    def __post_init__(self):
+        if self.traits is None:
+            self.traits = for_kind(self.kind)
 
     def __len__(self) -> int:
         return len(self.items)

@@ -9,6 +9,7 @@ formats and read by the same loaders.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -22,10 +23,11 @@ from ..errors import ConfigError, DatasetMissingError, KgragError, did_you_mean
 from . import clutrr, metaqa, passages, pathquestion
 from .answerable import cached_answerable
 from .items import Dataset, KGQuestion
+from .traits import DatasetTraits, for_kind
 from .verify import real_root, verify_dataset
 
 __all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items",
-           "load_kg_file", "load_pq_file", "training_dataset"]
+           "load_kg_file", "load_pq_file", "training_dataset", "dataset_traits"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,10 @@ class DatasetSpec:
     options: tuple[str, ...] = ()
     sample_key: str | None = None
     params: dict = field(default_factory=dict)
+    #: what the methods need to know (datasets/traits.py); None: the twin's, else the kind's defaults
+    traits: DatasetTraits | None = None
+    #: a sample or fixture dataset: the registered real dataset it stands in for (it takes that one's traits)
+    twin: str | None = None
 
 
 # ----------------------------------------------------------------------------- KG loading
@@ -300,6 +306,12 @@ GENERATED_SOURCES = ("sample", "fixture")
 
 
 def _register(spec: DatasetSpec) -> None:
+    """Add a spec, its traits resolved once: its own, else its twin's (registered before it), else its kind's."""
+    if spec.traits is None:
+        if spec.twin is not None and spec.twin not in _SPECS:
+            raise ConfigError(f"dataset {spec.name!r}: its twin {spec.twin!r} must be registered before it.")
+        traits = _SPECS[spec.twin].traits if spec.twin is not None else for_kind(spec.kind)
+        spec = dataclasses.replace(spec, traits=traits)
     _SPECS[spec.name] = spec
 
 
@@ -307,27 +319,29 @@ for _k in (1, 2, 3):
     _register(DatasetSpec(
         name=f"metaqa-{_k}hop", kind="kgqa", source="real", folder="MetaQA", required=_metaqa_required(_k),
         loader=_load_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
+        traits=DatasetTraits(shot_family="movies"),
         description=f"MetaQA {_k}-hop movie questions over the MetaQA KB (variant='ntm' for paraphrases)"))
     _register(DatasetSpec(
         name=f"sample-movies-{_k}hop", kind="kgqa", source="sample", folder="MetaQA", required=_metaqa_required(_k),
         loader=_load_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
-        sample_key="movies", description=f"generated movie KG with {_k}-hop questions in MetaQA's format"))
+        sample_key="movies", twin=f"metaqa-{_k}hop", description=f"generated movie KG with {_k}-hop questions in MetaQA's format"))
 for _k in (2, 3):
     _register(DatasetSpec(
         name=f"pq-{_k}hop", kind="kgqa", source="real", folder="PathQuestion",
         required=((f"PQ-{_k}H.txt",), (f"{_k}H-kb.txt",)), loader=_load_pq, splits=pathquestion.SPLITS,
         options=("answerable",), params={"file": f"PQ-{_k}H.txt", "kb": f"{_k}H-kb.txt"},
+        traits=DatasetTraits(shot_family="people"),
         description=f"PathQuestion {_k}-hop (Freebase subset); seeded 80/10/10 split"))
 for _suffix, _file in (("1hop", "WC-P1.txt"), ("2hop", "WC-P2.txt"), ("conj", "WC-C.txt")):
     _register(DatasetSpec(
         name=f"wc2014-{_suffix}", kind="kgqa", source="real", folder="WC2014", required=((_file,), ("WC2014.txt",)),
         loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
-        params={"file": _file, "kb": "WC2014.txt"},
+        params={"file": _file, "kb": "WC2014.txt"}, traits=DatasetTraits(shot_family="people"),
         description=f"WorldCup2014 ({_suffix}) questions from the IRN repository; seeded 80/10/10 split"))
     _register(DatasetSpec(
         name=f"fixture-wc2014-{_suffix}", kind="kgqa", source="fixture", folder="WC2014",
         required=((_file,), ("WC2014.txt",)), loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
-        params={"file": _file, "kb": "WC2014.txt"}, sample_key="fixture-wc2014",
+        params={"file": _file, "kb": "WC2014.txt"}, sample_key="fixture-wc2014", twin=f"wc2014-{_suffix}",
         description=f"a small generated football world in the released format of WC2014 ({_suffix})"))
 _register(DatasetSpec(
     name="pq-file", kind="kgqa", source="real", folder="", required=(), loader=_load_pq_any,
@@ -341,13 +355,14 @@ _register(DatasetSpec(
 _register(DatasetSpec(
     name="sample-kinship", kind="kinship", source="sample", folder="CLUTRR",
     required=(("data_*/*_test.csv",), ("clutrr_store/rules_store.yaml",)), loader=_load_clutrr,
-    splits=("train", "test"), options=("chain_lengths",), sample_key="kinship",
+    splits=("train", "test"), options=("chain_lengths",), sample_key="kinship", twin="clutrr",
     description="generated kinship stories in CLUTRR's format"))
 _register(DatasetSpec(
     name="hotpotqa", kind="passages", source="real", folder="HotpotQA",
     required=(("hipporag_hotpotqa_train_100q.json",), ("hipporag_hotpotqa_train_corpus.json",)),
     loader=_load_hotpotqa, splits=_PASSAGE_SPLITS, options=("questions",),
     params={"questions": "hipporag_hotpotqa_train_100q.json", "corpus": "hipporag_hotpotqa_train_corpus.json"},
+    traits=DatasetTraits(gold_unit="title"),
     description="HotpotQA: HippoRAG's 100-question sample (distractor format) and its 994-title corpus"))
 _register(DatasetSpec(
     name="musique", kind="passages", source="real", folder="MuSiQue",
@@ -363,22 +378,26 @@ _register(DatasetSpec(
     loader=_load_2wiki, splits=_PASSAGE_SPLITS, options=("questions",),
     params={"corpus": "hipporag_2wikimultihopqa_corpus.json", "questions": "2wiki_50q_supporting_titles.json",
             "questions_full": "2wikimultihopqa.json"},
+    traits=DatasetTraits(gold_unit="title"),
     description="2WikiMultiHopQA: HippoRAG's 6,119-passage corpus with 50 questions (gold titles, no answers)"))
 _register(DatasetSpec(
     name="sample-passages", kind="passages", source="sample", folder="SamplePassages",
     required=(("sample_questions.json",), ("sample_corpus.json",)), loader=_load_musique,
-    splits=_PASSAGE_SPLITS, options=("openie", "questions"), sample_key="passages",
+    splits=_PASSAGE_SPLITS, options=("openie", "questions"), sample_key="passages", twin="musique",
     params={"questions": "sample_questions.json", "corpus": "sample_corpus.json", "openie": "sample_openie.json"},
     description="generated passage questions in MuSiQue/HippoRAG's format, with OpenIE triples"))
 
 _FACTKG_REQUIRED = (("factkg_test.pickle",), ("dbpedia_2015_undirected_light.pickle", "dbpedia_2015_undirected.pickle"))
 _IIRC_REQUIRED = (("dev.json", "iirc_train_dev/dev.json"), ("context_articles.json",))
-for _source, _prefix in (("real", ""), ("fixture", "fixture-")):
+
+for _source, _prefix in (("real", ""), ("fixture", "fixture-")):  # each fixture after its real twin
     _fixture = "a small fixture in the released format of " if _source == "fixture" else ""
     _register(DatasetSpec(
         name=f"{_prefix}factkg", kind="kgqa", source=_source, folder="FactKG", required=_FACTKG_REQUIRED,
         loader=_load_factkg, splits=("train", "dev", "test"), options=("graph", "relation_filter", "kg"),
         sample_key="fixture-factkg" if _source == "fixture" else None,
+        traits=DatasetTraits(task="verify", shot_family="claims") if not _prefix else None,
+        twin="factkg" if _prefix else None,
         description=f"{_fixture}FactKG claims (True/False) over DBpedia 2015 (entity -> relation -> neighbours)"))
     for _name, _folder, _title in (("webqsp", "RoG-webqsp", "WebQSP"), ("cwq", "RoG-cwq", "CWQ")):
         _register(DatasetSpec(
@@ -386,16 +405,24 @@ for _source, _prefix in (("real", ""), ("fixture", "fixture-")):
             required=(("data/test-*.parquet", "test-*.parquet"),), loader=_load_rog,
             splits=("train", "validation", "test"), options=("paths",),
             sample_key=f"fixture-{_name}" if _source == "fixture" else None,
+            traits=DatasetTraits(question_style="human") if not _prefix else None, twin=_name if _prefix else None,
             description=f"{_fixture}{_title} as released by RoG: per-question Freebase subgraphs (parquet)"))
     _register(DatasetSpec(
         name=f"{_prefix}iirc", kind="passages", source=_source, folder="IIRC", required=_IIRC_REQUIRED,
         loader=_load_iirc, splits=("train", "dev", "test"), options=("unanswerable",),
         sample_key="fixture-iirc" if _source == "fixture" else None,
+        traits=DatasetTraits(page_key="title") if not _prefix else None, twin="iirc" if _prefix else None,
         description=f"{_fixture}IIRC questions with their main passage and linked documents"))
 
 
-def dataset_names(source: str | None = None) -> list[str]:
-    return [n for n, s in _SPECS.items() if source is None or s.source == source]
+def dataset_names(source: str | None = None, kind: str | None = None) -> list[str]:
+    return [n for n, s in _SPECS.items() if (source is None or s.source == source) and (kind is None or s.kind == kind)]
+
+
+def dataset_traits(name: str, kind: str = "kgqa") -> DatasetTraits:
+    """The traits of a dataset known by name only: its registered spec's, else the defaults of `kind`."""
+    spec = _SPECS.get(str(name))
+    return spec.traits if spec is not None else for_kind(kind)
 
 
 def get_spec(name: str) -> DatasetSpec:
@@ -487,6 +514,7 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
     else:
         root = settings.data_dir()
     ds = spec.loader(spec, root, split, **options)
+    ds.traits = spec.traits
     n_total = len(ds.items)
     ds.items, kept = sample_items(ds.items, limit, seed)
     ds.info.update({"registered_name": spec.name, "n_total": n_total, "n_items": len(ds.items), "limit": limit,

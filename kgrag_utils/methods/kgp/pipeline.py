@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ...datasets.items import Dataset, PassageQuestion
+from ...datasets.registry import dataset_names
 from ...errors import ConfigError
 from ...llm import GenerationConfig
 from ..base import Method
@@ -31,18 +32,7 @@ from .prompts import clean_answer, clean_evidence, evidence_prompt, reader_promp
 from .similarity import SetIndex
 from .traversal import Evidence, TraversalResult, flat_retrieve, question_evidence, traverse
 
-__all__ = ["KGP", "Prepared", "ARTICLE_PAGE_DATASETS", "page_key_for"]
-
-#: datasets whose corpus stores an article as several paragraphs sharing its title (IIRC's linked
-#: documents): a page (distractor unit, structural node) is a title there, one document elsewhere
-ARTICLE_PAGE_DATASETS = ("iirc",)
-
-
-def page_key_for(dataset_name: str) -> str:
-    """"title" for IIRC (and its fixture), else "passage" (see docsets: pages)."""
-    name = str(dataset_name)
-    base = name[len("fixture-"):] if name.startswith("fixture-") else name
-    return "title" if base in ARTICLE_PAGE_DATASETS else "passage"
+__all__ = ["KGP", "Prepared"]
 
 
 @dataclass
@@ -71,23 +61,24 @@ class KGP(Method):
     label = "KGP"
 
     def __init__(self, config: KGPConfig | None = None, dataset: Dataset | None = None, llm=None, embedder=None,
-                 _shared: dict | None = None):
+                 _shared: dict | None = None, demo_pool=None):
         if (config is not None and not isinstance(config, KGPConfig)) or not isinstance(dataset, Dataset):
             raise ConfigError("KGP(config, dataset, llm=None, embedder=None): the config comes first "
                               "(see docs/MIGRATION.md).")
         if dataset.kind != "passages" or not dataset.corpus:
-            raise ConfigError(f"KGP needs a passage dataset with a corpus (hotpotqa, musique, 2wiki, iirc, sample-passages), got {dataset.name!r}.")
+            raise ConfigError(f"KGP needs a passage dataset with a corpus ({', '.join(dataset_names(kind='passages'))}), "
+                              f"got {dataset.name!r}.")
         self.dataset = dataset
         self.config = config or KGPConfig()
         self.corpus = PassageCorpus(dataset.corpus, self.config.split_rule, self.config.window, self.config.stride,
-                                    self.config.title_in_text, page_key=page_key_for(dataset.name))
+                                    self.config.title_in_text, page_key=dataset.traits.page_key)  # a page: docsets
         self._shared = _shared if _shared is not None else {"llm": None, "embedder": None}
         if llm is not None:
             self._shared["llm"] = llm
         if embedder is not None:
             self._shared["embedder"] = embedder
         self._whole: tuple[DocumentSet, SetIndex, PassageGraph | None, float, float] | None = None
-        self._attach_demos()
+        self._attach_demos(demo_pool)
 
     @classmethod
     def prepare(cls, config: KGPConfig, dataset: Dataset, *, llm=None, embedder=None) -> "KGP":
@@ -95,11 +86,8 @@ class KGP(Method):
 
     def sibling(self, **changes) -> "KGP":
         """The same dataset under `config.replace(**changes)`, sharing this one's models (loaded or not yet)."""
-        other = KGP(self.config.replace(**{**changes, "demos": "fixed", "demo_pool": "train"}), self.dataset,
-                    _shared=self._shared)  # no pool built here: this one's is attached below
-        other.config = self.config.replace(**changes)
-        other._attach_demos(self.demo_pool)  # one pool for all variants
-        return other
+        return KGP(self.config.replace(**changes), self.dataset, _shared=self._shared,
+                   demo_pool=self.demo_pool)  # one pool for all variants (built only where this one has none)
 
     def _attach_demos(self, pool=None) -> None:
         """demos="nearest" with an LLM agent: `pool`, or the training split's (refused here, before any question runs)."""

@@ -8,24 +8,30 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ...datasets.traits import DatasetTraits
 from ...demos import DEMO_SPELLING
 from ...errors import ConfigError
 from ..base import MethodConfig
 from .gsd_search import GSDConfig
 
-__all__ = ["SimGRAGConfig", "PATTERN_SOURCES", "TASKS", "resolve_task"]
+__all__ = ["SimGRAGConfig", "PATTERN_SOURCES", "TASKS", "PRESET_DEMOS", "resolve_task"]
 
 PATTERN_SOURCES = ("llm", "oracle")
 TASKS = ("auto", "qa", "verify")
 
 
-def resolve_task(task: str, dataset: str | None) -> str:
-    """'qa' or 'verify': `task` unless it is 'auto', then 'verify' for FactKG datasets (factkg, fixture-factkg)."""
+#: what `demos=""` means for each LLM preset (any preset not listed: "fixed", the prompt file's shots, the paper's).
+#: The two Qwen CPU presets' patterns default to nearest demonstrations: measured better than their fixed shots,
+#: the 0.5B on MetaQA 2-hop (the same 200 questions; docs/DEMONSTRATIONS.md, "The 0.5B on 2-hop"), the 1.5B on
+#: MetaQA 1/2/3-hop (the same questions; docs/DEMONSTRATIONS.md#results). demos="fixed" is the paper's mode.
+PRESET_DEMOS = {"qwen2.5-coder-0.5b": "nearest", "qwen2.5-coder-1.5b": "nearest"}
+
+
+def resolve_task(task: str, traits: DatasetTraits) -> str:
+    """'qa' or 'verify': `task` unless it is 'auto', then the dataset's task (`DatasetTraits.task`: FactKG verifies)."""
     if task not in TASKS:
         raise ConfigError(f"task must be one of {TASKS}, got {task!r}.")
-    if task != "auto":
-        return task
-    return "verify" if "factkg" in (dataset or "").lower() else "qa"
+    return traits.task if task == "auto" else task
 
 
 class SimGRAGConfig(MethodConfig):
@@ -34,31 +40,31 @@ class SimGRAGConfig(MethodConfig):
     RENAMED = {"node_topk": "entity_topk", "rel_topk": "relation_topk",
                "pattern_max_tokens": "pattern_max_new_tokens", "answer_max_tokens": "answer_max_new_tokens"}
 
-    dataset: str = "sample-movies-2hop"
-    limit: int = 20
-    shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation); nearest: demonstrations
-    demos: Literal["", "fixed", "nearest"] = ""  # "": the preset's; fixed: the prompt file's shots (the paper's); nearest: the training questions nearest to each
-    demo_spelling: bool = DEMO_SPELLING  # nearest: misspelt question words respelt towards the training questions' before choosing (kgrag_utils.spelling)
+    dataset: str = "sample-movies-2hop"  # sample-movies-{1,2,3}hop (generated), metaqa-{1,2,3}hop, pq-{2,3}hop, factkg, fixture-factkg
+    limit: int = 20  # questions evaluated (a seeded sample); 0: all
+    shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation)
+    demos: Literal["", "fixed", "nearest"] = ""  # "": the preset's; "fixed": the prompt file's shots (the paper's); "nearest": the training questions nearest to each
+    demo_spelling: bool = DEMO_SPELLING  # nearest demos: misspelt question words respelt towards the training questions' before choosing (kgrag_utils.spelling)
     fixed_shots: int = 4                # nearest demos: the fixed shots kept first (shared by all questions: prefix-cached)
-    samples: int = 1                    # patterns per question: n > 1 adds n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
-    sample_temperature: float = 0.7     # samples > 1: the temperature of the sampled patterns (seeds 1..n-1; the first is greedy)
+    samples: int = 1                    # patterns per question; n > 1: n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
+    sample_temperature: float = 0.7     # samples > 1: temperature of the sampled patterns (seeds 1..n-1; the first is greedy)
     answer_shots: int = 3               # worked examples in the answer prompt
-    answer_demos: Literal["", "fixed", "nearest"] = ""  # "": as the pattern demos; nearest: + answer_shots nearest training questions, answered from their gold pattern's evidence
+    answer_demos: Literal["", "fixed", "nearest"] = ""  # "": as demos; "fixed": the prompt file's answer shots; "nearest": + answer_shots nearest training questions, answered from their gold evidence
     top_k: int = 3                      # subgraphs handed to the LLM
     entity_topk: int = 16               # entity candidates per known pattern node
     relation_topk: int = 16             # relation candidates per pattern relation
-    pattern_source: Literal["llm", "oracle"] = "llm"  # oracle: the gold pattern from the gold relation chain
-    injective: bool = False             # walks allowed (a KG entity may serve several pattern nodes); True: injective
-    direction: Literal["any", "same"] = "any"  # any: a pattern edge matches a fact either way
-    time_limit_s: float = 2.0           # retrieval time limit per question; the best subgraphs so far are kept
-    family: str = ""                    # few-shot family; "" = chosen from the dataset (claims for FactKG)
-    pattern_max_new_tokens: int = 160
-    anchor_entity: bool = False         # schema mode: the first pattern triple must name the entity the question marks in [ ]
-    relation_vocabulary: bool = False   # schema mode: each pattern relation is one of the KG's relation names (enum; the prompt lists them)
-    answer_max_new_tokens: int = 64
-    task: Literal["auto", "qa", "verify"] = "auto"  # auto: verify for factkg datasets
-    type_topk: int = 16                 # entity types per typed UNKNOWN node of a pattern without known nodes
-    reader: bool = True                 # False: retrieval only, the top-1 subgraph's answer node is the prediction
+    pattern_source: Literal["llm", "oracle"] = "llm"  # "llm" or "oracle" (gold pattern from the gold relation chain)
+    injective: bool = False             # True: no KG entity or fact serves two pattern nodes/edges (no walks)
+    direction: Literal["any", "same"] = "any"  # "any": a pattern edge matches a fact either way; "same": only its own way
+    time_limit_s: float = 2.0           # retrieval time limit per question (s); the best subgraphs found so far are kept
+    family: str = ""                    # few-shot family of the pattern prompt; "": the dataset's (DatasetTraits), else from its KG's relations
+    pattern_max_new_tokens: int = 160  # token limit of the pattern call
+    anchor_entity: bool = False         # schema mode: the first pattern triple must name the entity the question marks in [brackets]
+    relation_vocabulary: bool = False   # schema mode: each pattern relation is one of the KG's relation names (an enum; the prompt lists them)
+    answer_max_new_tokens: int = 64  # token limit of the answer (or verification) call
+    task: Literal["auto", "qa", "verify"] = "auto"  # "qa", "verify" (claims -> True/False); "auto": the dataset's task (DatasetTraits: verify for FactKG)
+    type_topk: int = 16                 # entity types per UNKNOWN node when a pattern names no entity (KGs with types)
+    reader: bool = True                 # False: retrieval only (no answer call; the top-1 subgraph's answer node is the prediction)
     batch_size: int = 8                 # questions per LLM batch (records are written after each batch)
 
     def _check(self) -> None:

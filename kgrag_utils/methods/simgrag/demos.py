@@ -80,14 +80,11 @@ def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None)
 
 
 def requested_demos(config) -> str:
-    """The pattern demonstrations a config asks for: its `demos`, or "" -> its LLM preset's (`Preset.demos`;
-    "fixed" for presets that name none, such as the fake test double)."""
-    if config.demos:
-        return config.demos
-    from ...llm.presets import PRESETS
+    """The pattern demonstrations a config asks for: its `demos`, or "" -> its LLM preset's (`PRESET_DEMOS` in config.py;
+    "fixed" for presets it does not list, such as the fake test double)."""
+    from .config import PRESET_DEMOS
 
-    preset = PRESETS.get(config.llm_preset)
-    return preset.demos if preset is not None else "fixed"
+    return config.demos or PRESET_DEMOS.get(config.llm_preset, "fixed")
 
 
 def requested_answer_demos(config) -> str:

@@ -472,16 +472,11 @@ def load_prompt_file(name: str) -> dict:
         return yaml.safe_load(fh)
 
 
-def pattern_family(dataset: str | None, kg_relations: Iterable[str] | None = None) -> str:
-    """Which few-shot set fits a dataset: 'movies' (MetaQA schema), 'people' (PathQuestion) or
-    'claims' (FactKG's claims over DBpedia)."""
-    name = (dataset or "").lower()
-    if "factkg" in name:
-        return "claims"
-    if name.startswith(("pq", "pathquestion", "wc", "sample-people")):
-        return "people"
-    if name.startswith(("metaqa", "sample-movies")):
-        return "movies"
+def pattern_family(shot_family: str, kg_relations: Iterable[str] | None = None) -> str:
+    """Which few-shot set fits a dataset: its own (`DatasetTraits.shot_family`: 'movies' for MetaQA's schema,
+    'people' for PathQuestion's, 'claims' for FactKG's claims over DBpedia), else the one its KG's relations name."""
+    if shot_family:
+        return shot_family
     rels = {r.lower() for r in (kg_relations or [])}
     return "movies" if {"directed_by", "starred_actors"} & rels else "people"
 

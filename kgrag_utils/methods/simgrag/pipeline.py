@@ -13,7 +13,7 @@ containment), stage timings, tokens, and which stage failed:
 `failed` marks system failures (no usable pattern, no evidence, empty answer): they count as wrong
 and are counted separately (`n_failed`), never dropped.
 
-Fact verification (FactKG; `task="verify"`, chosen automatically for factkg datasets): the claim
+Fact verification (FactKG; `task="verify"`, chosen automatically where the dataset's task is "verify"): the claim
 takes the question's place, the pattern comes from the claim (the `claims` few-shot family), the
 evidence goes to a verification prompt and the verdict is parsed as "True" / "False". Scores:
 `hits@1` is then accuracy (the verdict equals the label exactly); `containment` is the reference
@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 
+from ...datasets.registry import dataset_traits
+from ...datasets.traits import DatasetTraits
 from ...errors import ConfigError
 from ...metrics import ACCURACY, CONTAINMENT, HITS1, containment, hits_at_1, normalize_answer
 from ...llm.structured import wants_schema
@@ -52,6 +54,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SimGRAG", "replay_gold_llm", "STAGES"]
 
+
+def task_and_family(config: SimGRAGConfig, traits: DatasetTraits, kg: "KG") -> tuple[str, str]:
+    """(task, few-shot family) of a run: the config's, else the dataset's (its traits; the family from its KG's
+    relations where the dataset names none; claims for verification)."""
+    task = resolve_task(config.task, traits)
+    family = config.family or ("claims" if task == "verify" else
+                               pattern_family(traits.shot_family, kg.relation_names.tolist()))
+    return task, family
 
 
 def _gold_hit(names: Iterable[str], golds: Sequence[str]) -> bool:
@@ -84,7 +94,8 @@ class SimGRAG(Method):
     label = "SimGRAG"
 
     def __init__(self, config: SimGRAGConfig | None = None, kg: "KG | None" = None, retriever: GSDRetriever | None = None,
-                 llm: "LLM | None" = None, dataset: str | None = None, demo_pool=None):
+                 llm: "LLM | None" = None, dataset: str | None = None, demo_pool=None, *,
+                 traits: DatasetTraits | None = None, demos_note: str = "", fake_items: Sequence = ()):
         if config is not None and not isinstance(config, SimGRAGConfig):
             raise ConfigError("SimGRAG(config, kg, retriever, llm=None, dataset=None): the config comes first "
                               "(see docs/MIGRATION.md).")
@@ -94,19 +105,18 @@ class SimGRAG(Method):
         self.kg = kg
         self.retriever = retriever
         self._llm = llm
-        self._fake_items: Sequence = ()
+        self._fake_items: Sequence = list(fake_items)  # the "fake" preset replays these questions' gold patterns
         self.demo_pool = demo_pool  # demos="nearest": the training questions (kgrag_utils.demos.DemoPool)
         # the pattern demonstrations used: the config's, or its preset's default where a pool could be built
         requested = requested_demos(self.config)
         chosen = bool(self.config.demos) or demo_pool is not None  # else the preset's nearest could not be built
         self.demos_mode = requested if chosen else "fixed"
-        self.demos_note = requested if self.config.demos else f"{self.demos_mode} (the preset default)"
+        self.demos_note = demos_note or (requested if self.config.demos else f"{self.demos_mode} (the preset default)")
         # the answer prompt's: the config's, or as the patterns'
         self.answer_demos_mode = requested_answer_demos(self.config) if chosen or self.config.answer_demos else "fixed"
         self.dataset = dataset or self.config.dataset
-        self.task = resolve_task(self.config.task, self.dataset)
-        self.family = self.config.family or ("claims" if self.task == "verify" else
-                                             pattern_family(self.dataset, kg.relation_names.tolist()))
+        # the dataset's traits: given by prepare, else the registered name's (a name nobody registered: a KG's defaults)
+        self.task, self.family = task_and_family(self.config, traits or dataset_traits(self.dataset), kg)
 
     @classmethod
     def prepare(cls, config: SimGRAGConfig, dataset, *, llm: "LLM | None" = None, embedder=None,
@@ -117,13 +127,10 @@ class SimGRAG(Method):
         from ...embeddings import load_embedder
 
         emb = embedder or config.embedder
-        verify = resolve_task(config.task, dataset.name) == "verify"
-        family = config.family or ("claims" if verify else pattern_family(dataset.name, dataset.kg.relation_names.tolist()))
+        _, family = task_and_family(config, dataset.traits, dataset.kg)
         pool, note = default_pool(config, dataset, load_embedder(emb) if isinstance(emb, str) else emb, family)
-        method = cls(config, dataset.kg, retriever, llm, dataset=dataset.name, demo_pool=pool)
-        method.demos_note = note
-        method._fake_items = list(dataset.items)
-        return method
+        return cls(config, dataset.kg, retriever, llm, dataset=dataset.name, demo_pool=pool, traits=dataset.traits,
+                   demos_note=note, fake_items=dataset.items)
 
     def _load_llm(self):
         if self.config.llm_preset == "fake":

@@ -14,7 +14,7 @@ from ...errors import ConfigError
 from ..base import MethodConfig
 
 __all__ = ["VARIANTS", "VARIANT_LABELS", "KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "RECALL_KS", "VectorRerankConfig", "MEASURED_NAIVE_MUSIQUE",
-           "parse_variants", "gold_key_for"]
+           "parse_variants"]
 
 #: the named variants, cheapest first (rerank-filled is ours: it isolates the LLM's reordering of the
 #: graph candidates from the naive padding; small models often choose fewer relations than asked)
@@ -32,8 +32,6 @@ VARIANT_LABELS = {
 #: (docs/METHODS.md#vector-rerank-measurements; benchmarks/results/vector_rerank_musique.json)
 MEASURED_NAIVE_MUSIQUE = {"recall@2": 47.2, "recall@5": 62.2}
 
-_TITLE_GOLD = ("hotpotqa", "2wiki")
-
 #: the variants of KG question datasets ("all" there means these three; see kgqa.py)
 KGQA_VARIANTS = ("naive", "expand", "rerank")
 KGQA_VARIANT_LABELS = {
@@ -44,11 +42,6 @@ KGQA_VARIANT_LABELS = {
 
 #: the cut-offs of passage recall (Recall@2 and @5, the paper's)
 RECALL_KS = (2, 5)
-
-
-def gold_key_for(dataset: str) -> str:
-    """How gold passages are matched: "title" for HotpotQA and 2Wiki, "pid" (title + text) otherwise."""
-    return "title" if dataset in _TITLE_GOLD else "pid"
 
 
 def parse_variants(variants: str | list | tuple, kind: str = "passages") -> tuple[str, ...]:
@@ -100,29 +93,32 @@ class VectorRerankConfig(MethodConfig):
     RENAMED = {"variant": "variants", "entity_max_tokens": "entity_max_new_tokens",
                "rerank_max_tokens": "rerank_max_new_tokens", "answer_max_tokens": "answer_max_new_tokens"}
 
-    dataset: str = "sample-passages"
-    vector_store: Literal["faiss", "milvus"] = "faiss"
-    milvus_uri: str = ""             # "" = cache/milvus/kgrag.db; or e.g. "http://localhost:19530"
-    entity_topk: int = 5
-    entity_min_score: float = 0.8
-    relation_topk: int = 10
-    degree: int = 1
-    candidate_cap: int = 40
-    select_n: int = 5
-    final_k: int = 5
-    variants: tuple[str, ...] = ("all",)
-    pool_per_question: int = -1
-    entity_extraction: Literal["llm", "lexical"] = "llm"
-    fill_order: Literal["passage", "relation"] = "passage"  # expand and rerank-filled's fill: see the docstring
-    demos: Literal["fixed", "nearest"] = "fixed"  # rerank prompt: the fixed example; nearest: + the nearest training questions
-    shots: int = 2                   # demos="nearest": training questions shown after the fixed example (nearest last)
-    demo_pool: Literal["train", "crossfit"] = "train"  # nearest from: the training split, or the other fold of the evaluated questions
-    samples: int = 1                 # rerank replies per question: n > 1 adds n-1 sampled ones and a vote (samples.py)
-    sample_temperature: float = 0.7  # samples > 1: the temperature of the sampled replies (seeds 1..n-1; the first is greedy)
-    candidate_titles: bool = False   # rerank prompt: "[3] fact (passage: Title)"; passage datasets, fixed example only
-    entity_max_new_tokens: int = 64
-    rerank_max_new_tokens: int = 128
-    answer_max_new_tokens: int = 48
+    dataset: str = "sample-passages"  # passages: sample-passages (embedded default), musique, hotpotqa, 2wiki;
+                                      # KG questions (answers from the reranked facts): sample-movies-{1,2,3}hop,
+                                      # metaqa-{1,2,3}hop, pq-{2,3}hop
+    vector_store: Literal["faiss", "milvus"] = "faiss"  # "faiss" or "milvus" (Milvus Lite file, or a server URI in milvus_uri)
+    milvus_uri: str = ""             # "": cache/milvus/kgrag.db; or e.g. "http://localhost:19530"
+    entity_topk: int = 5  # entities kept per query entity
+    entity_min_score: float = 0.8  # cosine below which an entity hit is not a seed
+    relation_topk: int = 10  # relations retrieved for the whole question
+    degree: int = 1  # expansion steps (the method uses 1 or 2)
+    candidate_cap: int = 40  # relations kept (by query similarity) for the prompt / the expand variant
+    select_n: int = 5  # relations the LLM is asked to choose
+    final_k: int = 5  # passages per variant
+    variants: tuple[str, ...] = ("all",)  # ["all"] or some of naive, expand, rerank, rerank-padded, rerank-filled
+                                          # (KG questions: "all" means naive, expand, rerank)
+    pool_per_question: int = -1  # -1: whole corpus; n of 0 or more: gold + top-n dense passages per question (OpenIE corpora)
+    entity_extraction: Literal["llm", "lexical"] = "llm"  # "llm" (lexical fallback) or "lexical" (no LLM) for the rerank variants' seeds
+    fill_order: Literal["passage", "relation"] = "passage"  # expand / rerank-filled: candidate passages by their own similarity, or "relation"
+    demos: Literal["fixed", "nearest"] = "fixed"  # rerank prompt: "fixed" (one worked example) or "nearest" (+ the nearest training questions)
+    shots: int = 2                   # nearest demos: training questions shown after the fixed example (nearest last)
+    demo_pool: Literal["train", "crossfit"] = "train"  # nearest demos from: "train" (the training split) or "crossfit" (the other half of the evaluated questions)
+    samples: int = 1                 # rerank replies per question: n > 1 adds n-1 sampled replies and a vote over their facts
+    sample_temperature: float = 0.7  # samples > 1: temperature of the sampled replies (the first reply is greedy)
+    candidate_titles: bool = False   # rerank prompt: each fact followed by the title of its passage (passage datasets, fixed example)
+    entity_max_new_tokens: int = 64  # token limit of the entity-extraction call
+    rerank_max_new_tokens: int = 128  # token limit of the rerank call
+    answer_max_new_tokens: int = 48  # token limit of the answer call on KG question datasets
     batch_size: int = 8              # questions per batch (records are written after each batch)
 
     @model_validator(mode="before")

@@ -61,7 +61,7 @@ def dataset_triples(dataset: "Dataset", corpus: Sequence["Passage"], llm: "LLM |
         triples = {pid: rows for pid, rows in dataset.triples.items() if pid in wanted}
         return triples, {"triples_source": "released", "openie_file": dataset.info.get("openie_file")}
     if llm is None:
-        raise ConfigError(f"dataset {dataset.name!r} has no released triples: pass an LLM for the OpenIE step (or use musique).")
+        raise ConfigError(f"dataset {dataset.name!r} has no released triples: pass an LLM for the OpenIE step (or use a dataset with released OpenIE triples).")
     from .openie import extract_openie
 
     result = extract_openie(corpus, llm, tag=tag or dataset.name, batch_size=batch_size, progress=progress)
@@ -77,19 +77,18 @@ def build_index(config, dataset: "Dataset", embedder: "Embedder", llm: "LLM | No
     run needs no triples (and no LLM). A KG question dataset (kind "kgqa") gives the index of its KG's
     facts (`GraphIndex.from_kg`).
     """
-    from .config import gold_key_for
     from .graph_index import GraphIndex
 
     if getattr(dataset, "kind", None) == "kgqa":  # the KG's facts are the unit of retrieval; no passages, no OpenIE
         if dataset.kg is None:
-            raise ConfigError(f"dataset {dataset.name!r} has no KG: load a KG question dataset (e.g. metaqa-2hop).")
+            raise ConfigError(f"dataset {dataset.name!r} has no KG: load a KG question dataset (kind 'kgqa').")
         index = GraphIndex.from_kg(dataset.kg)
         index.attach_vectors(embedder, backend=config.vector_store, milvus_uri=config.milvus_uri or None, progress=progress)
         return index, {"pool": False, "triples_source": "the dataset's KG"}
     corpus, info = list(dataset.corpus or []), {"pool": False}
     if config.pool_per_question >= 0:
         corpus, info = pool_corpus(corpus, dataset.items, embedder, config.pool_per_question,
-                                   gold_key=gold_key_for(config.dataset))
+                                   gold_key=dataset.traits.gold_unit)
     if any(v != "naive" for v in config.variants_for("passages")):
         # the OpenIE store is keyed by passage id, so pools of one dataset share it
         triples, triple_info = dataset_triples(dataset, corpus, llm, tag=dataset.name, batch_size=openie_batch,

@@ -106,7 +106,7 @@ class GraphIndex:
     def from_triples(cls, corpus: Sequence["Passage"], triples: Mapping[str, Iterable[Sequence[str]]]) -> "GraphIndex":
         """The graph and vocabularies only (no vectors): what `build` embeds."""
         if not corpus:
-            raise ConfigError("the corpus is empty: load a passage dataset (e.g. load_dataset('sample-passages')).")
+            raise ConfigError("the corpus is empty: load a dataset of kind 'passages' (`kgrag data list`).")
         pid_pos = {p.pid: i for i, p in enumerate(corpus)}
         ents = _Vocab()
         rel_ids: dict[tuple[str, str, str], int] = {}
@@ -158,7 +158,7 @@ class GraphIndex:
         spaces), in edge order, so relation j is KG edge j. Built with array operations only.
         """
         if len(kg) == 0:
-            raise ConfigError("the KG has no facts: load a KG question dataset (e.g. load_dataset('sample-movies-2hop')).")
+            raise ConfigError("the KG has no facts: load a dataset of kind 'kgqa' (`kgrag data list`).")
         names = [str(n) for n in kg.entity_names]
         ids: dict[str, int] = {}
         for i, n in enumerate(names):  # first surface form wins for the lexical lookup; every entity keeps its id

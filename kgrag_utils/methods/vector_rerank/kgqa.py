@@ -67,9 +67,9 @@ class FactRerank(VectorRerank):
     dataset_kind = "kgqa"
 
     def __init__(self, config: VectorRerankConfig | None = None, index: "GraphIndex | None" = None,
-                 llm: "LLM | None" = None):
-        super().__init__(config, index, llm, gold_key="pid")
-        self.gold_key = "answer"
+                 llm: "LLM | None" = None, gold_key: str | None = None, **built):
+        super().__init__(config, index, llm, gold_key="pid", **built)
+        self.gold_key = "answer"  # the gold is the question's answers (a passage dataset's gold_key does not apply)
         self.variants = kgqa_variants(self.config)
 
     def error_fields(self) -> dict:

@@ -29,7 +29,8 @@ import numpy as np
 from ...errors import ConfigError
 from ...metrics import CONTAINMENT, HITS1, recall_at_k, recall_name
 from ..base import Method
-from .config import RECALL_KS, VectorRerankConfig, gold_key_for
+from ...datasets.registry import dataset_traits
+from .config import RECALL_KS, VectorRerankConfig
 from .record import VectorRerankRecord
 from ..scoring import Headline
 from .expansion import Expansion, cap_by_similarity, expand
@@ -68,17 +69,19 @@ class VectorRerank(Method):
     dataset_kind: ClassVar[str] = "passages"
 
     def __init__(self, config: VectorRerankConfig | None = None, index: GraphIndex | None = None,
-                 llm: "LLM | None" = None, gold_key: str | None = None):
+                 llm: "LLM | None" = None, gold_key: str | None = None, *, corpus_info: dict | None = None,
+                 demo_pool=None):
         if (config is not None and not isinstance(config, VectorRerankConfig)) or index is None:
             raise ConfigError("VectorRerank(config, index, llm=None): the config comes first and an index is needed "
                               "(VectorRerank.prepare(config, dataset) builds one; see docs/MIGRATION.md).")
         self.index = index
         self.config = config or VectorRerankConfig()
         self._llm = llm
-        self.corpus_info: dict = {}
+        self.corpus_info: dict = dict(corpus_info or {})  # which corpus and triples the index holds (prepare)
         self.variants = self.config.variants_for("passages")
-        self.demo_pool = None  # demos="nearest": the training questions (VectorRerank.prepare builds it)
-        self.gold_key = gold_key or gold_key_for(self.config.dataset)
+        self.demo_pool = demo_pool  # demos="nearest": the training questions (VectorRerank.prepare builds it)
+        # how gold passages are matched: given (prepare: the dataset's trait), else the config's dataset's
+        self.gold_key = gold_key or dataset_traits(self.config.dataset, kind="passages").gold_unit
         if self.gold_key not in ("pid", "title"):
             raise ConfigError(f"gold_key must be 'pid' or 'title', got {self.gold_key!r}.")
 
@@ -105,14 +108,14 @@ class VectorRerank(Method):
         emb = embedder if embedder is not None else load_embedder(config.embedder)
         index, info = build_index(config, dataset, emb, llm, progress=progress, openie_batch=openie_batch)
         reader = next((c for c in [cls, *cls.__subclasses__()] if c.dataset_kind == dataset.kind), cls)
-        method = reader(config, index, llm)
-        method.corpus_info = {**info, **index.info}
         if config.demos == "nearest" and any(v.startswith("rerank") for v in variants):  # rerank, -padded, -filled
             from .demos import rerank_demo_pool
 
-            method.demo_pool = demo_pool if demo_pool is not None else rerank_demo_pool(dataset, emb,
-                                                                                        pool=config.demo_pool)
-        return method
+            demo_pool = demo_pool if demo_pool is not None else rerank_demo_pool(dataset, emb, pool=config.demo_pool)
+        else:
+            demo_pool = None
+        return reader(config, index, llm, gold_key=dataset.traits.gold_unit, corpus_info={**info, **index.info},
+                      demo_pool=demo_pool)
 
     def close(self) -> None:
         """Release the index (a Milvus collection holds a connection)."""

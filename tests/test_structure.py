@@ -1,0 +1,105 @@
+"""The package's floor plan, checked on its source (AST): what a newcomer adding a method or a dataset relies on.
+
+* Methods ask the dataset (`dataset.traits`), never its name: no registered dataset name in a string
+  literal of kgrag_utils/methods/, and no `startswith` on a prefix of one. Excepted: docstrings (usage
+  examples), `published.py` (the papers' numbers, keyed by the datasets they were measured on) and a
+  config field's default value (`dataset: str = "sample-movies-2hop"`: the one place of that default).
+* `prepare` is a pure builder: it computes everything, then calls the constructor once; no attribute is
+  assigned on the object it builds.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from kgrag_utils.datasets.registry import dataset_names
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = ROOT / "kgrag_utils" / "methods"
+
+
+def _exempt_constants(tree: ast.AST) -> set[int]:
+    """ids of the string constants that may name a dataset: docstrings and class-level field defaults."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            out.add(id(body[0].value))
+        if isinstance(node, ast.ClassDef):
+            out.update(id(s.value) for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.value, ast.Constant))
+    return out
+
+
+def dataset_name_uses(source: str, names: list[str]) -> list[tuple[int, str]]:
+    """(line, literal) of each string literal that names a registered dataset (as a whole word), is a
+    prefix of one ending in "-" ("fixture-"), or is the argument of a `startswith` that one starts with."""
+    tree = ast.parse(source)
+    exempt = _exempt_constants(tree)
+    word = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")(?![\w-])")
+    prefixes = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith":
+            prefixes.update(id(c) for a in node.args for c in ast.walk(a))
+    hits = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in exempt:
+            continue
+        v = node.value
+        starts = any(n.startswith(v) for n in names) and len(v) >= 2
+        if word.search(v) or (v.endswith("-") and starts) or (id(node) in prefixes and starts):
+            hits.append((node.lineno, v))
+    return sorted(hits)
+
+
+def test_the_scan_finds_name_tables_and_strippers():
+    names = ["factkg", "fixture-factkg", "pq-2hop", "webqsp"]
+    code = ('HUMAN = ("webqsp", "cwq")\n'
+            'def f(name):\n    """factkg in a docstring is fine."""\n'
+            '    base = name[len("fixture-"):] if name.startswith("fixture-") else name\n'
+            '    return name.startswith(("pq", "wc")) or "factkg" in name\n'
+            'class C:\n    dataset: str = "pq-2hop"\n')
+    assert [line for line, _ in dataset_name_uses(code, names)] == [1, 4, 4, 5, 5]
+
+
+def test_methods_never_compare_dataset_names():
+    names = dataset_names()
+    hits = [f"{p.relative_to(ROOT)}:{line}: {value[:80]!r}"
+            for p in sorted(METHODS.rglob("*.py")) if p.name != "published.py"
+            for line, value in dataset_name_uses(p.read_text(encoding="utf-8"), names)]
+    assert not hits, "methods ask dataset.traits (datasets/traits.py), never the name:\n" + "\n".join(hits)
+
+
+BUILDERS = ("prepare", "sibling")
+
+
+def attribute_assignments(source: str, builders=BUILDERS) -> list[tuple[str, int, str]]:
+    """(function, line, target) of each `obj.attr = ...` (or `+=`, or `setattr(obj, ...)`) inside a builder: a
+    builder computes everything first, then calls the constructor once, and touches the object no more."""
+    hits = []
+    for fn in ast.walk(ast.parse(source)):
+        if not (isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in builders):
+            continue
+        for node in ast.walk(fn):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            hits += [(fn.name, node.lineno, ast.unparse(t)) for t in targets if isinstance(t, ast.Attribute)]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+                hits.append((fn.name, node.lineno, ast.unparse(node)))
+    return sorted(hits, key=lambda h: h[1])
+
+
+def test_the_builder_scan_finds_patches():
+    code = ("class M:\n    @classmethod\n    def prepare(cls, c, d):\n        m = cls(c)\n        m.gate = 1\n"
+            "        setattr(m, 'x', 2)\n        tuning = {}\n        tuning['k'] = 3\n        return m\n"
+            "    def run(self):\n        self.done = True\n")
+    assert [(f, line) for f, line, _ in attribute_assignments(code)] == [("prepare", 5), ("prepare", 6)]
+
+
+def test_prepare_is_a_pure_builder():
+    hits = [f"{p.relative_to(ROOT)}:{line}: {fn}: {target}"
+            for p in sorted(METHODS.rglob("*.py"))
+            for fn, line, target in attribute_assignments(p.read_text(encoding="utf-8"))]
+    assert not hits, "prepare computes everything, then calls the constructor once:\n" + "\n".join(hits)
