@@ -27,6 +27,37 @@ def test_the_registry_lists_the_four_methods_and_every_notebook():
     assert method_for_notebook("99_nothing") is None
 
 
+def test_report_and_explorer_are_notebook_entries_not_methods():
+    from kgrag_utils.methods.base import REGISTERED
+    from kgrag_utils.methods.registry import NotebookEntry
+
+    for name in ("report", "explore"):
+        entry = get_method(name)
+        assert isinstance(entry, NotebookEntry) and entry.kind == "report" and entry.config_class is None
+        assert name not in REGISTERED  # no Method subclass stands for a notebook
+    assert {s.name for s in methods("tour")} == {"quickstart"}
+
+
+def test_a_fifth_method_registers_itself_by_its_class_statement():
+    from kgrag_utils.methods.base import REGISTERED
+    from kgrag_utils.methods.registry import entries
+
+    try:
+        class Fifth(Method):
+            name = "fifth"
+            notebook = "07_fifth.ipynb"
+            label = "a toy"
+
+        class Variant(Fifth):  # no notebook of its own (a test's, a dataset kind's subclass): not listed
+            pass
+
+        assert get_method("fifth").method_class is Fifth and list(entries())[-1] == "fifth"
+        assert [s.method_class for s in methods()].count(Fifth) == 1 and Variant not in REGISTERED.values()
+    finally:
+        REGISTERED.pop("fifth", None)
+    assert "fifth" not in entries()
+
+
 def test_an_unknown_method_name_is_refused_naming_the_closest():
     with pytest.raises(ConfigError, match="did you mean 'simgrag'"):
         get_method("simgrg")
@@ -113,11 +144,9 @@ def test_run_parameters_are_every_notebook_parameter_but_run_name(spec):
 # ----------------------------------------------------------------------------- one run for every method
 import inspect  # noqa: E402
 
-from kgrag_utils.datasets import load_dataset  # noqa: E402
-from kgrag_utils.embeddings import Embedder  # noqa: E402
+from cases import CASES  # noqa: E402
 from kgrag_utils.methods.base import Method, SystematicFailure  # noqa: E402
 from kgrag_utils.records import RunRecorder  # noqa: E402
-from stand_ins import HashBOW  # noqa: E402
 
 
 @pytest.mark.parametrize("spec", METHODS, ids=IDS)
@@ -129,25 +158,13 @@ def test_every_method_has_the_same_run_and_prepare(spec):
     assert list(inspect.signature(cls.prepare).parameters)[:2] == ["config", "dataset"]  # a classmethod
 
 
-def _embedder():
-    return Embedder(model=HashBOW(), model_id="hash-bow-protocol", cache=False)
+def test_every_method_has_one_smoke_case():
+    assert sorted(CASES) == sorted(IDS)  # tests/cases.py: one small MethodCase subclass per registered method
 
 
 def _prepared(name):
     """Each method on its sample data, without an LLM (the no-LLM variants), with a stand-in embedder."""
-    spec = get_method(name)
-    cfg = spec.config_class
-    if name == "simgrag":
-        ds = load_dataset("sample-movies-2hop", limit=6)
-        return spec.method_class.prepare(cfg(pattern_source="oracle", reader=False, batch_size=3), ds,
-                                         embedder=_embedder()), ds
-    if name == "compact":
-        ds = load_dataset("sample-movies-2hop", limit=6)
-        return spec.method_class.prepare(cfg(reader=False, context="compact", batch_size=3), ds, embedder=_embedder()), ds
-    ds = load_dataset("sample-passages", split="test" if name == "vector_rerank" else "all", limit=4)
-    if name == "vector_rerank":
-        return spec.method_class.prepare(cfg(variants=["naive", "expand"], batch_size=2), ds, embedder=_embedder()), ds
-    return spec.method_class.prepare(cfg(traversal="tfidf", reader=False, set_passages=40), ds, embedder=_embedder()), ds
+    return CASES[name].prepared()
 
 
 @pytest.mark.parametrize("name", IDS)

@@ -37,7 +37,11 @@ from .isolation import error_record, is_error_record, isolated
 from .scoring import Headline
 
 __all__ = ["MethodConfig", "Method", "SystematicFailure", "figure_name", "isolated", "error_record", "is_error_record",
-           "Headline"]
+           "Headline", "REGISTERED"]
+
+#: every Method subclass that names its own notebook, by method name, as its class statement ran (the registry
+#: lists these; a subclass without a `notebook` of its own, such as a test's or a dataset kind's, is not listed)
+REGISTERED: dict[str, type] = {}
 
 
 def _did_you_mean(name: str, options: Iterable[str], renamed: Mapping[str, str] | None = None) -> str:
@@ -57,14 +61,14 @@ class MethodConfig(BaseModel):
     #: renamed fields: old name -> new name (refused with the new name; see docs/MIGRATION.md)
     RENAMED: ClassVar[dict[str, str]] = {}
 
-    dataset: str = "sample-movies-2hop"
-    split: str = "test"
-    limit: int = 8  # questions evaluated (a seeded sample); 0 = all
-    seed: int = 0
-    llm_preset: str = DEFAULT_CPU_PRESET
-    llm_backend: str = ""  # "" = the preset's default backend
-    llm_structured: str = ""  # "" = the preset's default; "off" = free text (the papers' prompts); "schema" = JSON-schema-constrained
-    embedder: str = "minilm"
+    dataset: str = "sample-movies-2hop"  # a registered dataset name (`kgrag data list`)
+    split: str = "test"  # the evaluated split (a method that learns takes the dataset's training split: train, or dev for MetaQA)
+    limit: int = 8  # questions (or stories) evaluated (a seeded sample); 0: all
+    seed: int = 0  # seed of the evaluated sample and of the method's seeded choices
+    llm_preset: str = DEFAULT_CPU_PRESET  # `kgrag presets`: the packaged CPU default; on a GPU e.g. qwen2.5-7b; "fake": a test double
+    llm_backend: str = ""  # "": the preset's default; or "hf", "llamacpp", "openai"
+    llm_structured: str = ""  # decoding: "": the preset's default; "off": free text (the papers' prompts); "schema": JSON-schema-constrained
+    embedder: str = "minilm"  # sentence embeddings: the packaged all-MiniLM-L6-v2, or any sentence-transformers name
 
     def __init__(self, **data: Any):
         cls = type(self)
@@ -222,6 +226,13 @@ class Method:
 
     config: MethodConfig
     _llm: Any = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("notebook"):
+            if not cls.name:
+                raise ConfigError(f"{cls.__name__} names a notebook but no method `name`: set both as class attributes.")
+            REGISTERED[cls.name] = cls  # a class statement run again (a reloaded module) replaces the earlier class
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -1,5 +1,5 @@
-"""The method registry, built from the method classes (a class resolver): one entry per notebook that
-writes run records, iterated by the report, the runner and the CLI.
+"""The method registry, built from the method classes: one entry per notebook, iterated by the report, the
+runner and the CLI.
 
     from kgrag_utils.methods import REGISTRY, get_method, method_for_notebook
     spec = get_method("simgrag")             # did-you-mean on a typo
@@ -7,64 +7,56 @@ writes run records, iterated by the report, the runner and the CLI.
     cfg = spec.config_class.from_params(params)
     spec.headline                           # the metrics the grid summary shows (strict, lenient)
 
-Each entry is read from its class's attributes (`base.Method`: `name`, `notebook`, `kind`,
-`config_class`, `record_type`, `headline`, `color`, `label`); the method's package beside the class
-holds `summary.py` (its summary hooks), `published.py` (the paper's numbers: `rows()`,
-`OUR_METRICS`) and `figures.py`. A fifth method is one folder, one notebook and one class in
-`_classes()`. The registry is built on first use, so importing this module imports no method.
+A method registers itself: every `base.Method` subclass that sets its own `notebook` (and `name`) is listed
+(`base.REGISTERED`), and the registry imports each module and package of `kgrag_utils.methods` once to run those
+class statements (`_discover`). Each entry is read from its class's attributes (`name`, `notebook`, `kind`,
+`config_class`, `record_type`, `headline`, `color`, `label`); the method's package beside the class holds
+`summary.py` (its summary hooks), `published.py` (the paper's numbers: `rows()`, `OUR_METRICS`) and
+`figures.py`. A fifth method is one folder with its class, and one notebook: no line here.
 
-`kind` is "method" for the four methods, "tour" for the quickstart (scored, no config class) and
-"report" for the report notebook (reads other runs; never scored).
+`kind` is "method" for the four methods and "tour" for the quickstart (scored, no config class). The report and
+the run explorer are notebooks, not methods: `NotebookEntry` (kind "report": they read other runs; never scored).
+The registry is built on first use, so importing this module imports no method.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ..errors import ConfigError, did_you_mean
-from .base import Method
+from .base import REGISTERED, Method
 from .scoring import Headline
 
-__all__ = ["Headline", "MethodSpec", "REGISTRY", "entries", "get_method", "method_for_notebook", "methods"]
+__all__ = ["Headline", "MethodSpec", "NotebookEntry", "NOTEBOOKS", "REGISTRY", "entries", "get_method",
+           "method_for_notebook", "methods"]
 
 
-class ReportNotebook(Method):
-    """The reproduction report's entry: it reads other runs' records, is never scored and never skipped."""
+class _Listed:
+    """What every entry says about its notebook (`self.notebook`: its file name under notebooks/)."""
 
-    name: ClassVar[str] = "report"
-    notebook: ClassVar[str] = "05_report.ipynb"
-    kind: ClassVar[str] = "report"
-    headline: ClassVar[Headline] = Headline(())
-    label: ClassVar[str] = "the reproduction report"
+    @property
+    def notebook_stem(self) -> str:
+        return Path(self.notebook).stem
 
+    def parameter_names(self) -> list[str]:
+        """The names of the notebook's parameters cell (read from the notebook file)."""
+        from ..notebook_params import notebook_parameters
 
-class ExploreNotebook(Method):
-    """The run explorer's entry (kgrag_utils/explore): it reads other runs' records and is never scored."""
+        return list(notebook_parameters(self.notebook))
 
-    name: ClassVar[str] = "explore"
-    notebook: ClassVar[str] = "06_explore.ipynb"
-    kind: ClassVar[str] = "report"
-    headline: ClassVar[Headline] = Headline(())
-    label: ClassVar[str] = "the run explorer"
-
-
-def _classes() -> tuple[type[Method], ...]:
-    """Every notebook's class, in notebook order."""
-    from .compact import Compact
-    from .kgp import KGP
-    from .simgrag import SimGRAG
-    from .tour import Quickstart
-    from .vector_rerank import VectorRerank
-
-    return (Quickstart, SimGRAG, Compact, VectorRerank, KGP, ReportNotebook, ExploreNotebook)
+    def run_parameters(self, namespace: dict) -> dict:
+        """What a run records as its parameters: every notebook parameter but run_name, from `namespace`
+        (the notebook's `globals()`), so that the runner and the run record hash the same values."""
+        return {k: namespace[k] for k in self.parameter_names() if k != "run_name" and k in namespace}
 
 
 @dataclass(frozen=True)
-class MethodSpec:
+class MethodSpec(_Listed):
     """One registry entry: a method class's face, and the modules of its package."""
 
     method_class: type[Method]
@@ -100,30 +92,55 @@ class MethodSpec:
     def figures(self):
         return importlib.import_module(f"{self.package}.figures")
 
-    @property
-    def notebook_stem(self) -> str:
-        return Path(self.notebook).stem
 
-    def parameter_names(self) -> list[str]:
-        """The names of the notebook's parameters cell (read from the notebook file)."""
-        from ..notebook_params import notebook_parameters
+@dataclass(frozen=True)
+class NotebookEntry(_Listed):
+    """A notebook that reads other runs' records (the report, the run explorer): listed, never scored, no config."""
 
-        return list(notebook_parameters(self.notebook))
+    name: str
+    notebook: str
+    label: str
+    kind: str = "report"
+    headline: Headline = Headline(())
+    color: str = "#333333"
+    config_class: None = None
+    record_type: None = None
 
-    def run_parameters(self, namespace: dict) -> dict:
-        """What a run records as its parameters: every notebook parameter but run_name, from `namespace`
-        (the notebook's `globals()`), so that the runner and the run record hash the same values."""
-        return {k: namespace[k] for k in self.parameter_names() if k != "run_name" and k in namespace}
+
+#: the notebooks that are no method (they read other runs)
+NOTEBOOKS = (NotebookEntry("report", "05_report.ipynb", "the reproduction report"),
+             NotebookEntry("explore", "06_explore.ipynb", "the run explorer"))
+
+
+def _discover() -> None:
+    """Import each module and package of kgrag_utils.methods, so that every method class has registered itself."""
+    package = importlib.import_module(__name__.rpartition(".")[0])
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
 
 
 _FACE = ("name", "notebook", "kind", "config_class", "record_type", "headline", "color", "label")
 
 
-@lru_cache(maxsize=1)
-def entries() -> dict[str, MethodSpec]:
-    """name -> entry, in notebook order (built from the classes on first use)."""
-    specs = [MethodSpec.of(c) for c in _classes()]
-    return {s.name: s for s in specs}
+_discovered: list[bool] = []
+
+
+def entries() -> dict[str, "MethodSpec | NotebookEntry"]:
+    """name -> entry, in notebook order (the registered method classes and `NOTEBOOKS`; built on first use)."""
+    if not _discovered:
+        _discover()
+        _discovered.append(True)
+    return _entries(tuple(REGISTERED.values()))
+
+
+@lru_cache(maxsize=4)
+def _entries(classes: tuple[type[Method], ...]) -> dict[str, "MethodSpec | NotebookEntry"]:
+    listed = [*(MethodSpec.of(c) for c in classes), *NOTEBOOKS]
+    names = [s.name for s in listed]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"method name(s) {twice} are registered twice: give each method class its own `name`.")
+    return {s.name: s for s in sorted(listed, key=lambda s: s.notebook)}
 
 
 def __getattr__(name: str):
@@ -132,12 +149,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def methods(kind: str | None = "method") -> list[MethodSpec]:
+def methods(kind: str | None = "method") -> list["MethodSpec | NotebookEntry"]:
     """Registry entries of one kind ("method", "tour", "report"; None = all), in notebook order."""
     return [s for s in entries().values() if kind is None or s.kind == kind]
 
 
-def get_method(name: str) -> MethodSpec:
+def get_method(name: str) -> "MethodSpec | NotebookEntry":
     """The entry of a method name; a typo is refused naming the closest registered name."""
     reg = entries()
     try:
@@ -148,7 +165,7 @@ def get_method(name: str) -> MethodSpec:
         raise ConfigError(f"unknown method {name!r}{hint}; registered: {', '.join(reg)}.") from None
 
 
-def method_for_notebook(notebook: str | Path) -> MethodSpec | None:
+def method_for_notebook(notebook: str | Path) -> "MethodSpec | NotebookEntry | None":
     """The entry whose notebook this is (by file name or stem), or None for a notebook not registered."""
     stem = Path(str(notebook)).stem
     for spec in entries().values():

@@ -3,26 +3,29 @@
 A view module has `outline(rec) -> dict` (see `..outcome`), `panels(rec) -> list[Panel]` (the example's
 stages in the method's own terms) and `signature(rec) -> list[(stage, value)]` (what each stage produced,
 in pipeline order: two runs' records first differ at the stage where their outcomes parted,
-`..compare`). A method without a view of its own gets `generic` (its record's keys as a table).
+`..compare`). A method's view is the module named after it (the method name its run records carry, e.g.
+`simgrag.py`); a method without one gets `generic` (its record's keys as a table).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 from types import ModuleType
 from typing import Mapping
 
-__all__ = ["VIEWS", "view_for", "panels_of", "view_failure", "VIEW_FAILED"]
+__all__ = ["view_for", "panels_of", "view_failure", "VIEW_FAILED"]
 
-#: run record method name -> view module (the names `RunRecorder` records; see methods/registry.py)
-VIEWS = {"quickstart": "quickstart", "simgrag": "simgrag", "compact": "compact", "vector_rerank": "vector_rerank",
-         "kgp": "kgp"}
+#: modules of this package that are no method's view
+_SHARED = ("common", "generic")
 
 
 def view_for(method: str) -> ModuleType:
-    """The view module of a method (the generic view for a method without one)."""
-    return importlib.import_module(f"{__name__}.{VIEWS.get(method, 'generic')}")
+    """The view module of a method: the module of its name here, else the generic view."""
+    name = str(method)
+    own = name.isidentifier() and name not in _SHARED and importlib.util.find_spec(f"{__name__}.{name}") is not None
+    return importlib.import_module(f"{__name__}.{name if own else 'generic'}")
 
 
 def panels_of(view: ModuleType, rec: Mapping, passages: Mapping[str, str] | None = None) -> list:
