@@ -6,6 +6,7 @@
     kgrag data list | kgrag data fetch metaqa [--force] | kgrag data verify [NAME] [--accept] | kgrag data samples
     kgrag reproduce benchmarks/results/X.json [--limit 10]   # re-run its first questions, compare one by one
     kgrag presets | kgrag paths | kgrag cache stats
+    kgrag params [--check]                 # the notebooks' parameters cells: each config field's comment, from its config
 """
 
 from __future__ import annotations
@@ -153,6 +154,17 @@ def _cmd_presets(args) -> int:
     return 0
 
 
+def _cmd_params(args) -> int:
+    from .methods import methods
+    from .methods.knob_docs import sync_parameters_cell
+
+    stale = [spec.notebook for spec in methods() if not sync_parameters_cell(spec.notebook, spec.config_class,
+                                                                                write=not args.check)]
+    for name in stale:
+        print(f"{name}: {'out of date (run `kgrag params`)' if args.check else 'parameters cell rewritten'}")
+    return 1 if stale and args.check else 0
+
+
 def _cmd_paths(args) -> int:
     from .settings import describe
 
@@ -210,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("presets", help="list LLM presets").set_defaults(func=_cmd_presets)
     sub.add_parser("paths", help="show resolved folders").set_defaults(func=_cmd_paths)
+    pm = sub.add_parser("params", help="write each config field's comment into its notebook's parameters cell")
+    pm.add_argument("--check", action="store_true", help="only say which notebooks are out of date (exit 1 if any)")
+    pm.set_defaults(func=_cmd_params)
     return ap
 
 

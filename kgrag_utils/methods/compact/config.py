@@ -28,31 +28,32 @@ class CompactConfig(MethodConfig):
 
     RENAMED = {"max_new_tokens": "reader_max_new_tokens"}
 
-    dataset: str = "sample-movies-2hop"
-    limit: int = 8
+    dataset: str = "sample-movies-2hop"  # KG questions: sample-movies-{1,2,3}hop, metaqa-{1,2,3}hop, pq-{2,3}hop, webqsp, cwq
+                                         # (fixture-webqsp / fixture-cwq: tiny fixtures in RoG's format); kinship: sample-kinship, clutrr
+    limit: int = 8  # evaluated items (seeded sample); 0: all
     # relation knowledge
-    knowledge: Literal["auto", "rules", "lexicon", "knn", "hybrid"] = "auto"  # auto: rules for kinship stories, knn for
+    knowledge: Literal["auto", "rules", "lexicon", "knn", "hybrid"] = "auto"  # auto (kinship: rules; human-written questions, e.g. webqsp/cwq: knn; else hybrid) | rules | lexicon | knn | hybrid
     #                                  WebQSP/CWQ (human-written), hybrid (lexicon + kNN vote) otherwise
-    lift_threshold: float = 0.0      # 0 = choose on validation from threshold_grid
-    threshold_grid: tuple[float, ...] = (1.5, 2.0, 3.0, 5.0)
+    lift_threshold: float = 0.0      # 0 means: tuned on a validation part of the training split
+    threshold_grid: tuple[float, ...] = (1.5, 2.0, 3.0, 5.0)  # the lift thresholds tried on validation
     min_pair_count: float = 2.0      # minimum expected (aligned) count of a kept word-relation pair
     align_iterations: int = 10       # EM iterations of the word-relation alignment
-    knn_k: int = 10
-    validation_fraction: float = 0.2  # share of the training split held out to tune threshold and gate
+    knn_k: int = 10  # neighbours in the kNN vote
+    validation_fraction: float = 0.2  # share of the training split held out to tune the threshold and the gate
     max_validation: int = 2000
     # chains, contexts and checks
-    max_candidates: int = 5          # proposals the derivability check may try
-    max_facts: int = 20              # compact cap (whole paths); 0 = no cap
+    max_candidates: int = 5          # chain proposals the derivability check may try
+    max_facts: int = 20              # compact cap (whole paths kept); 0: no cap
     rival_min_score: float = 0.2     # a rival chain needs this share of the support to count
-    gate: str = "auto"               # auto = chosen on validation, or a name from gate.GATES
-    gate_precision: float = 0.9
-    top_k: int = 100                 # facts of the baseline ("topk") context
+    gate: str = "auto"               # auto: chosen on validation; or a rule name from compact.GATES
+    gate_precision: float = 0.9  # the validation precision the chosen gate must reach
+    top_k: int = 100                 # facts in the baseline ("topk") context
     baseline_pool: int = 3000        # neighbourhood facts ranked for the baseline
     baseline_hops: int = 2           # neighbourhood radius: max(question hops, this); RoG's subgraphs are 2-hop
     # the reader
-    context: Literal["compact", "topk", "both"] = "both"  # the contexts the LLM reads
-    reader: bool = True              # False: derivation only (no LLM; prompt tokens counted when a counter is given)
-    reader_max_new_tokens: int = 32
+    context: Literal["compact", "topk", "both"] = "both"  # compact | topk | both
+    reader: bool = True              # False: derivation only, no LLM (prompt tokens counted when a counter is given)
+    reader_max_new_tokens: int = 32  # token limit of the reader's answer
     batch_size: int = 8              # items per batch (records are written after each batch)
 
     def _check(self) -> None:

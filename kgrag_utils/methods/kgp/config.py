@@ -36,40 +36,41 @@ class KGPConfig(MethodConfig):
     "tfidf" / "knn" (top `budget` passages for the question, no graph, no LLM).
     """
 
-    dataset: str = "sample-passages"
+    dataset: str = "sample-passages"  # hotpotqa, musique (real copies), 2wiki, iirc (split "dev"), the generated sample-passages,
+                                      # or fixture-iirc (a tiny fixture in IIRC's released format)
     split: str = "all"  # "all" for the HippoRAG samples; IIRC: train, dev or test
-    limit: int = 4
+    limit: int = 4  # questions evaluated (a seeded sample); 0: all
     # document sets and passages
-    split_rule: Literal["auto", "paragraph", "sentences"] = "auto"
+    split_rule: Literal["auto", "paragraph", "sentences"] = "auto"  # auto: sentence windows when the corpus stores sentences, else paragraphs
     window: int = 2
     stride: int = 2
-    set_passages: int = 700  # the paper's sets averaged 715 (HotpotQA) and 748 (MuSiQue) passages
-    whole_corpus: bool = False
+    set_passages: int = 700  # own documents + seeded distractors up to this many passages (0: own only); the paper's sets averaged 715 (HotpotQA) and 748 (MuSiQue)
+    whole_corpus: bool = False  # one graph over the whole corpus instead
     title_in_text: bool = True
     # graph constructors
-    graph: Literal["tfidf", "knn", "entity", "union", "none"] = "entity"  # the paper's main graphs linked shared
+    graph: Literal["tfidf", "knn", "entity", "union", "none"] = "entity"  # tfidf, knn, entity (offline TAGME stand-in), union
     #                                                      (TAGME) entities; ours is the offline stand-in
-    structural: bool = False
+    structural: bool = False  # add document nodes (document -> its passages)
     n_keywords: int = 10
     keyword_max_df: float = 0.05
     keyword_titles: bool = True
     knn_k: int = 10
     entity_max_df: float = 0.05
     # traversal
-    traversal: Literal["llm", "nollm", "nograph", "tfidf", "knn"] = "llm"
-    mode: Literal["multi", "onehop"] = "multi"
+    traversal: Literal["llm", "nollm", "nograph", "tfidf", "knn"] = "llm"  # llm (KGP), nollm, nograph, tfidf, knn
+    mode: Literal["multi", "onehop"] = "multi"  # multi-round (paper) or onehop (reference code)
     budget: int = 30
     branching: int = 3
-    n_seeds: int = 0  # 0 = budget // (branching + 1): every seed is expanded once within the budget
-    similarity: Literal["tfidf", "embedding"] = "tfidf"
+    n_seeds: int = 0  # 0: budget // (branching + 1), every seed expanded once within the budget
+    similarity: Literal["tfidf", "embedding"] = "tfidf"  # how neighbours are ranked against the evidence: tfidf or embedding
     reseed: bool = True
     rank_order: Literal["visit", "path"] = "visit"
     # LLM (traversal agent and reader)
     evidence_max_new_tokens: int = 32
     path_passages: int = 3  # the last passages of the path shown to the agent
-    demos: Literal["fixed", "nearest"] = "fixed"  # agent prompt: fixed has no example; nearest: the nearest training questions
-    shots: int = 2  # demos="nearest": training questions shown, each one step of its gold evidence chain
-    demo_pool: Literal["train", "crossfit"] = "train"  # nearest from: the training split, or the other fold of the evaluated questions
+    demos: Literal["fixed", "nearest"] = "fixed"  # agent prompt: "fixed" (no example) or "nearest" (the nearest training questions)
+    shots: int = 2  # nearest demos: training questions shown, one step of each one's evidence chain
+    demo_pool: Literal["train", "crossfit"] = "train"  # nearest demos from: "train" (the training split) or "crossfit" (the other half of the evaluated questions)
     passage_chars: int = 200
     # reader (the paper gave ChatGPT all 30 passages; a 0.5B model on a CPU reads the first 10)
     reader: bool = True
