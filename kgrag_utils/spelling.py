@@ -13,6 +13,10 @@ English knows the query word about as well as that vocabulary word: a real word 
 ("show", "flicks") is kept, because its English frequency (pyspellchecker's word list) is at least
 1 / `prior_ratio` of the candidate's. It is a noisy-channel rule: the channel is the edit distance, the
 prior English word frequency. Only the similarity text is respelt; the question the LLM reads is not.
+
+The one corrector of the project: compact relation selection's `SpellingCorrector` (methods/compact/spelling.py)
+is this class under another rule (`Respeller(vocabulary=counts, prior_ratio=None, min_length=4, max_edits=1)`:
+words of at least 4 letters, one edit, no English prior, the training vocabulary's commonest word first).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Mapping
 
 __all__ = ["PRIOR_RATIO", "Respeller", "english_frequency"]
 
@@ -44,18 +48,27 @@ def english_frequency(word: str) -> int:
 
 
 class Respeller:
-    """Maps the out-of-vocabulary words of a text to the vocabulary of `texts` (see the module docstring)."""
+    """Maps the out-of-vocabulary words of a text to the vocabulary of `texts` (see the module docstring).
 
-    def __init__(self, texts: Iterable[str], prior_ratio: float = PRIOR_RATIO):
-        self.vocab = Counter(w.lower() for t in texts for w in _WORD.findall(t))
+    vocabulary: word counts to use instead of the words of `texts`; prior_ratio=None: no English prior (the
+    nearest vocabulary word, the commonest among equally near ones, always wins); min_length: shorter words
+    stay; max_edits: the edit limit for every word (None: 1 up to 4 letters, 2 beyond).
+    """
+
+    def __init__(self, texts: Iterable[str] = (), prior_ratio: float | None = PRIOR_RATIO, *,
+                 vocabulary: Mapping[str, int] | None = None, min_length: int = 3, max_edits: int | None = None):
+        self.vocab = Counter(vocabulary) if vocabulary is not None else Counter(w.lower() for t in texts
+                                                                                for w in _WORD.findall(t))
         self._words = list(self.vocab)
-        self.prior_ratio = float(prior_ratio)
+        self.prior_ratio = None if prior_ratio is None else float(prior_ratio)
+        self.min_length = int(min_length)
+        self.max_edits = max_edits
         self._fixed: dict[str, str | None] = {}
 
     def word(self, word: str) -> str | None:
         """The vocabulary word `word` is respelt to, or None when it stays (known, real, or no close word)."""
         low = word.lower()
-        if low in self.vocab or len(low) < 3:  # short words (and the entity blank "X") stay
+        if low in self.vocab or len(low) < self.min_length:  # short words (and the entity blank "X") stay
             return None
         if low not in self._fixed:
             self._fixed[low] = self._nearest(low)
@@ -65,10 +78,12 @@ class Respeller:
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
-        limit = 1 if len(low) <= 4 else 2
+        limit = self.max_edits if self.max_edits is not None else (1 if len(low) <= 4 else 2)
         hits = process.extract(low, self._words, scorer=OSA.distance, score_cutoff=limit, limit=None)
         if not hits:
             return None
+        if self.prior_ratio is None:
+            return min(hits, key=lambda h: (h[1], -self.vocab[h[0]], h[0]))[0]
         best = min(hits, key=lambda h: (h[1], -english_frequency(h[0]), -self.vocab[h[0]], h[0]))[0]
         own = english_frequency(low)
         return best if own == 0 or english_frequency(best) >= self.prior_ratio * own else None

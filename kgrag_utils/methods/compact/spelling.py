@@ -11,73 +11,48 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Sequence
 
+from ...spelling import Respeller
 from .lexicon import TOPIC_MARK, OTHER_MARK, other_topics, question_tokens
 
 __all__ = ["SpellingCorrector", "within_one_edit"]
 
 _WORD = re.compile(r"[^\W\d_]+")
-_MENTION = re.compile(r"(\[[^\]]*\])")
 
 
 def within_one_edit(a: str, b: str) -> bool:
     """Damerau-Levenshtein distance of a and b <= 1 (adjacent transposition counts as one edit)."""
-    if a == b:
-        return True
-    la, lb = len(a), len(b)
-    if abs(la - lb) > 1:
-        return False
-    if la == lb:
-        diff = [i for i in range(la) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
-    if la < lb:
-        a, b = b, a
-    i = 0
-    while i < len(b) and a[i] == b[i]:
-        i += 1
-    return a[i + 1:] == b[i:]
+    from rapidfuzz.distance import OSA
+
+    return OSA.distance(a, b) <= 1
 
 
 class SpellingCorrector:
-    """Learns a vocabulary from training questions; corrects words outside it (see the module docstring)."""
+    """Learns a vocabulary from training questions; corrects words outside it (see the module docstring) with the
+    project's one corrector (`kgrag_utils.spelling.Respeller`) under this rule."""
 
     def __init__(self, min_length: int = 4, min_count: int = 2):
         self.min_length = int(min_length)
         self.min_count = int(min_count)
         self.vocabulary: Counter = Counter()
-        self._by_deletion: dict[str, set[str]] = defaultdict(set)
-        self._memo: dict[str, str] = {}
+        self._respeller = Respeller(vocabulary={}, prior_ratio=None, min_length=self.min_length, max_edits=1)
 
     def fit(self, questions: Sequence) -> "SpellingCorrector":
         counts = Counter(t for q in questions
                          for t in question_tokens(q.question, q.topic_entities, other_topics(q))
                          if t not in (TOPIC_MARK, OTHER_MARK))
         self.vocabulary = Counter({w: n for w, n in counts.items() if n >= self.min_count and _WORD.fullmatch(w)})
-        self._by_deletion = defaultdict(set)
-        for w in self.vocabulary:
-            for key in self._keys(w):
-                self._by_deletion[key].add(w)
-        self._memo = {}
+        self._respeller = Respeller(vocabulary=self.vocabulary, prior_ratio=None, min_length=self.min_length,
+                                    max_edits=1)
         return self
-
-    @staticmethod
-    def _keys(word: str) -> set[str]:
-        return {word} | {word[:i] + word[i + 1:] for i in range(len(word))}
 
     def correct_word(self, word: str) -> str:
         """The training word for `word` (lower case), or `word` itself."""
-        low = word.lower()
-        if len(low) < self.min_length or low in self.vocabulary or not _WORD.fullmatch(low):
+        if not _WORD.fullmatch(word.lower()):
             return word
-        if low not in self._memo:
-            cands = {w for key in self._keys(low) for w in self._by_deletion.get(key, ())}
-            cands = [w for w in cands if within_one_edit(low, w)]
-            self._memo[low] = min(cands, key=lambda w: (-self.vocabulary[w], w)) if cands else low
-        fixed = self._memo[low]
-        return word if fixed == low else fixed
+        return self._respeller.word(word) or word
 
     def correct_text(self, text: str, protect: Sequence[str] = ()) -> str:
         """The text with every word corrected, except bracketed mentions and the `protect` names."""
