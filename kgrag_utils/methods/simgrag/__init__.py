@@ -7,7 +7,7 @@
     summary = summarize(records)
 
 FactKG (fact verification): `prepare` passes the KG's entity types to the retriever (the type-candidate
-rule), and a factkg dataset verifies claims (task "verify").
+rule), and a dataset whose task is "verify" (`dataset.traits.task`: FactKG) verifies claims.
 
 Modules: `pattern` (pattern graphs, parser, validation, prompt), `oracle` (gold patterns from
 chains), `gsd_search` (filtering, ordering, enumeration with an admissible bound), `type_candidates`
