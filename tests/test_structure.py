@@ -21,14 +21,14 @@ METHODS = ROOT / "kgrag_utils" / "methods"
 
 
 def _exempt_constants(tree: ast.AST) -> set[int]:
-    """ids of the string constants that may name a dataset: docstrings and class-level field defaults."""
+    """ids of the string constants that may name a dataset: docstrings and a config class's field defaults."""
     out: set[int] = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             out.add(id(body[0].value))
-        if isinstance(node, ast.ClassDef):
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Config"):  # a config field's default
             out.update(id(s.value) for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.value, ast.Constant))
     return out
 
@@ -60,8 +60,9 @@ def test_the_scan_finds_name_tables_and_strippers():
             'def f(name):\n    """factkg in a docstring is fine."""\n'
             '    base = name[len("fixture-"):] if name.startswith("fixture-") else name\n'
             '    return name.startswith(("pq", "wc")) or "factkg" in name\n'
-            'class C:\n    dataset: str = "pq-2hop"\n')
-    assert [line for line, _ in dataset_name_uses(code, names)] == [1, 4, 4, 5, 5]
+            'class CConfig:\n    dataset: str = "pq-2hop"\n'
+            'class M:\n    kind: str = "webqsp"\n')
+    assert [line for line, _ in dataset_name_uses(code, names)] == [1, 4, 4, 5, 5, 9]
 
 
 def test_methods_never_compare_dataset_names():
