@@ -53,6 +53,10 @@ def test_a_fifth_method_registers_itself_by_its_class_statement():
 
         assert get_method("fifth").method_class is Fifth and list(entries())[-1] == "fifth"
         assert [s.method_class for s in methods()].count(Fifth) == 1 and Variant not in REGISTERED.values()
+        with pytest.raises(ConfigError, match="method name 'fifth' is taken"):
+            class Other(Method):  # noqa: F841 - another class under a registered name is refused
+                name = "fifth"
+                notebook = "08_other.ipynb"
     finally:
         REGISTERED.pop("fifth", None)
     assert "fifth" not in entries()

@@ -232,6 +232,10 @@ class Method:
         if cls.__dict__.get("notebook"):
             if not cls.name:
                 raise ConfigError(f"{cls.__name__} names a notebook but no method `name`: set both as class attributes.")
+            known = REGISTERED.get(cls.name)
+            if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+                raise ConfigError(f"method name {cls.name!r} is taken by {known.__module__}.{known.__qualname__}: give "
+                                  f"{cls.__qualname__} its own `name` (a subclass that is no new method sets no `notebook`).")
             REGISTERED[cls.name] = cls  # a class statement run again (a reloaded module) replaces the earlier class
 
     # ------------------------------------------------------------------ construction
