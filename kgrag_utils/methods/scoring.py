@@ -33,10 +33,10 @@ def num(x: Any) -> float | None:
     return None
 
 
-def mean(values: Iterable[Any]) -> float | None:
-    """Mean of the finite numbers among values (None when there are none)."""
+def mean(values: Iterable[Any], empty: float | None = None) -> float | None:
+    """Mean of the finite numbers among values (`empty` when there are none: None, or e.g. nan for a table)."""
     vals = [v for v in (num(x) for x in values) if v is not None]
-    return sum(vals) / len(vals) if vals else None
+    return sum(vals) / len(vals) if vals else empty
 
 
 def cost(tokens: Iterable[Any] = (), seconds: Iterable[Any] = (), cached: Iterable[Any] = ()) -> dict:

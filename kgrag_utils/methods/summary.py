@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
 from .isolation import is_error_record
-from .scoring import SCORE_COLUMNS, num, run_fields, score_row
+from .scoring import SCORE_COLUMNS, mean, num, run_fields, score_row
 
 __all__ = ["SummaryHooks", "RunSummary", "ScoreRow", "Cost", "summarize", "score_rows", "record_scores", "record_value",
            "answerable", "is_answerable", "count_failed", "count_errors", "SHARED_KEYS"]
@@ -167,8 +167,7 @@ def _means(per_record: Sequence[Mapping]) -> Scores:
         out[variant] = {}
         for m in names:
             vals = [(s.get(variant) or {}).get(m, 0.0) for s in per_record]
-            kept = [float(v) for v in vals if v is not None and not _is_nan(v)]
-            out[variant][m] = sum(kept) / len(kept) if kept else math.nan
+            out[variant][m] = mean((float(v) for v in vals if v is not None), empty=math.nan)  # bools count
     return out
 
 

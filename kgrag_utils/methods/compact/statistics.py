@@ -6,19 +6,21 @@
 
 from __future__ import annotations
 
+import math
+from functools import partial
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..isolation import is_error_record
+from ..scoring import mean
 from ..summary import answerable as answerable_subset
 
 __all__ = ["derivation_statistics", "kind_of"]
 
 
-def _mean(values) -> float:
-    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
-    return float(np.mean(vals)) if vals else float("nan")
+#: the protocol's mean (every value here is a float; nan where there is none)
+_mean = partial(mean, empty=math.nan)
 
 
 def _dist(values) -> dict:

@@ -10,12 +10,14 @@ traversal's recall@k / SF-EM@k, the density sweep measures the graph itself agai
 
 from __future__ import annotations
 
+import math
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from ...datasets.items import PassageQuestion
 from ...errors import ConfigError
+from ..scoring import mean
 from .docsets import GoldUnits, gold_units
 from ...datasets.items import Dataset
 from ...metrics import summarize as summarize_rows
@@ -61,8 +63,8 @@ def graph_gold_stats(graph: PassageGraph, gold: GoldUnits) -> dict:
 
 
 def _mean(rows: Sequence[dict], key: str) -> float:
-    vals = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and np.isfinite(r[key])]
-    return float(np.mean(vals)) if vals else float("nan")
+    """The protocol's mean of one key over rows (nan where no row has a finite number)."""
+    return mean((r.get(key) for r in rows), empty=math.nan)
 
 
 def density_sweep(kgp: KGP, questions: Iterable[PassageQuestion], constructor: str,
