@@ -110,9 +110,7 @@ def _cmd_data(args) -> int:
         if not args.name:
             raise ConfigError("say which dataset to fetch: `kgrag data fetch NAME` (see `kgrag data list`).")
         for name in args.name:
-            path = download.fetch(name, force=args.force)
-            for group in (download.GROUPS if name == "all" else [download.group_of(name)]):
-                download.accept_group(group)  # what was fetched is the reference the loaders check against
+            path = download.fetch_and_accept(name, force=args.force)  # only what it wrote becomes the reference
             print(f"{name}: ready at {path}")
         return 0
     if args.action == "verify":
@@ -140,8 +138,8 @@ def _cmd_reproduce(args) -> int:
     for c in comparisons:
         print(c.line())
     same = all(c.same == c.n for c in comparisons)
-    print(f"{'reproduced' if same else 'NOT reproduced'}: the first {args.limit} question(s) of {args.file}; "
-          f"re-run log: {log}")
+    print(f"{'reproduced' if same else 'NOT reproduced'}: the first {args.limit} question(s) of {args.file}"
+          + (f"; re-run log: {log}" if log else " (its scratch folder is removed)"))
     return 0 if same else 1
 
 

@@ -471,16 +471,23 @@ def _end_with_newline(path: Path) -> None:
             os.fsync(fh.fileno())
 
 
-def parse_example_line(line: str | bytes) -> dict | None:
-    """One examples.jsonl line as its record; None for a line torn by a crash (or holding no record).
-    Blank lines are the caller's to skip. Lazy readers (`kgrag_utils.explore`) parse with this too."""
+#: the types an example's id may have (a list or a mapping cannot key an index: such a line counts as torn)
+ID_TYPES = (str, int, float, bool)
+
+
+def parse_example_line(line: str | bytes, id_key: str = "id") -> dict | None:
+    """One examples.jsonl line as its record; None for a line torn by a crash (or holding no record, or an
+    id that is not a str, number or bool). Blank lines are the caller's to skip. Lazy readers
+    (`kgrag_utils.explore`) parse with this too."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", errors="replace")
     try:
         ex = json.loads(line)
     except ValueError:
         return None
-    return ex if isinstance(ex, dict) else None
+    if not isinstance(ex, dict) or not isinstance(ex.get(id_key, ""), ID_TYPES):
+        return None
+    return ex
 
 
 def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int]:
@@ -493,7 +500,7 @@ def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int
         for line in fh:
             if not line.strip():
                 continue
-            ex = parse_example_line(line)
+            ex = parse_example_line(line, id_key)
             if ex is None:
                 torn += 1
                 continue
@@ -565,20 +572,18 @@ def load_runs(root: Path | str | None = None):
     if root.exists():
         for run_file in sorted(root.glob(f"*/{RUN_FILE}")):
             try:
-                rec = read_run(run_file.parent)
-            except (KgragError, OSError) as exc:
-                rows.append({"run_name": run_file.parent.name, "status": "unreadable", "error": str(exc)})
-                continue
-            row = {k: rec.get(k) for k in ("run_name", "method", "status", "n_examples", "torn_lines", "started",
-                                           "updated", "error")}
-            for k, v in (rec.get("params") or {}).items():
-                row[f"params.{k}"] = v
-            for k, v in (rec.get("summary") or {}).items():
-                row[f"summary.{k}"] = v
-            for k, v in (rec.get("tokens") or {}).items():
-                row[f"tokens.{k}"] = v
-            for k, v in (rec.get("timings") or {}).items():
-                row[f"timings.{k}"] = v
-            row["device"] = (rec.get("environment") or {}).get("device")
-            rows.append(row)
+                rows.append(_run_row(read_run(run_file.parent)))
+            except Exception as exc:  # one odd record is that run's row, never the end of every reader
+                error = str(exc) if isinstance(exc, (KgragError, OSError)) else f"{type(exc).__name__}: {exc}"
+                rows.append({"run_name": run_file.parent.name, "status": "unreadable", "error": error})
     return pd.DataFrame(rows)
+
+
+def _run_row(rec: dict) -> dict:
+    row = {k: rec.get(k) for k in ("run_name", "method", "status", "n_examples", "torn_lines", "started",
+                                   "updated", "error")}
+    for part in ("params", "summary", "tokens", "timings"):
+        for k, v in (rec.get(part) or {}).items():
+            row[f"{part}.{k}"] = v
+    row["device"] = (rec.get("environment") or {}).get("device")
+    return row
