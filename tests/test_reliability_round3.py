@@ -161,3 +161,143 @@ def test_a_list_or_dict_id_is_a_torn_line_for_every_reader(tmp_path):
 
     view = open_run("idl", tmp_path / "results")
     assert len(view) == 2 and view.torn_lines == 2
+
+
+# ----------------------------------------------------------------------------- N3: a topic entity the KB lacks
+def _tiny_metaqa(data: Path) -> None:
+    """A MetaQA-format copy with three 1-hop questions; the first names a topic entity the KB does not hold."""
+    root = data / "MetaQA"
+    (root / "qa" / "1-hop" / "vanilla").mkdir(parents=True)
+    (root / "kb_reconstructed.txt").write_text(
+        "Heat|directed_by|Michael Mann\nAlien|directed_by|Ridley Scott\nAlien|starred_actors|Sigourney Weaver\n")
+    (root / "qa" / "1-hop" / "vanilla" / "qa_test.txt").write_text(
+        "who directed [Nowhere Film]\tSomeone\nwho directed [Heat]\tMichael Mann\nwho directed [Alien]\tRidley Scott\n")
+    (root / "qa" / "1-hop" / "qa_test_qtype.txt").write_text("movie_to_director\n" * 3)
+
+
+@pytest.mark.slow
+def test_quickstart_records_a_question_whose_topic_entity_is_not_in_the_kb_and_goes_on(tmp_path):
+    data, results = tmp_path / "d", tmp_path / "results"
+    _tiny_metaqa(data)
+    env = {"KGRAG_DATA_DIR": data, "KGRAG_RESULTS_DIR": results, "KGRAG_RUNS_DIR": tmp_path / "runs"}
+    accepted = kgrag("data", "verify", "metaqa-1hop", "--accept", **env)  # a copy we mean to use
+    assert accepted.returncode == 0, accepted.stderr
+    done = kgrag("run", "00_quickstart", "-p", "dataset=metaqa-1hop", "-p", "llm_preset=fake", "-p", "limit=0",
+                 "--run-name", "unknown-topic", **env)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    rows, torn = records.read_examples(results / "unknown-topic" / records.EXAMPLES_FILE)
+    assert len(rows) == 3 and torn == 0  # every question recorded, the run finished
+    missing = [r for r in rows if r.get("failure") == "unknown_entity"]
+    assert len(missing) == 1 and "Nowhere Film" in missing[0]["error"] and missing[0]["hits@1"] == 0
+    rec = records.read_run(results / "unknown-topic")
+    assert rec["status"] == "ok" and rec["summary"]["n"] == 3 and rec["summary"]["n_failed"] >= 1
+
+
+# ----------------------------------------------------------------------------- N10: servers that answer badly
+_SERVER = r'''
+import json, sys, time
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+mode = sys.argv[1]
+OK = json.dumps({"choices": [{"message": {"content": "Paris"}, "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 10, "completion_tokens": 1}}).encode()
+BODY = {"ok": OK, "text": b"upstream connect error or disconnect/reset before headers",
+        "garbage": b"<html>\x00\xff not json at all",
+        "badjson_shape": json.dumps({"choices": [{"message": {"content": 42}}], "usage": {"prompt_tokens": "many"}}).encode(),
+        "trickle": OK}[mode]
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        data = json.dumps({"data": [{"id": "m"}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200); self.send_header("Content-Length", str(len(BODY))); self.end_headers()
+        for i in range(0, len(BODY), 1 if mode == "trickle" else len(BODY)):
+            self.wfile.write(BODY[i:i + (1 if mode == "trickle" else len(BODY))]); self.wfile.flush()
+            if mode == "trickle": time.sleep(0.5)
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+'''
+
+
+@pytest.fixture
+def bad_server(tmp_path):
+    procs = []
+
+    def start(mode: str) -> str:
+        script = tmp_path / "srv.py"
+        script.write_text(_SERVER)
+        proc = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        return f"http://127.0.0.1:{proc.stdout.readline().strip()}/v1"
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("mode", ["text", "garbage", "badjson_shape", "trickle"])
+def test_an_openai_server_that_answers_badly_is_one_line_naming_it(bad_server, tmp_path, monkeypatch, mode):
+    from kgrag_utils.errors import BackendUnavailableError
+    from kgrag_utils.llm import load_llm
+    from kgrag_utils.llm.cache import ResponseCache
+
+    monkeypatch.setenv("KGRAG_OPENAI_TIMEOUT", "3")  # a trickle of 150 bytes, one per 0.5 s, outlasts it
+    url = bad_server(mode)
+    llm = load_llm("qwen2.5-coder-0.5b", backend="openai", base_url=url, model="m", max_retries=0,
+                   cache=ResponseCache(tmp_path / "c.sqlite"))
+    with pytest.raises(BackendUnavailableError) as info:
+        llm.generate(["What is the capital of France?"], max_new_tokens=4)
+    text = str(info.value)
+    assert "\n" not in text and url in text
+    if mode == "trickle":
+        assert "did not finish its reply within 3 s" in text and "KGRAG_OPENAI_TIMEOUT" in text
+    elif mode == "badjson_shape":
+        assert "not shaped as a chat completion" in text
+    else:
+        assert "not a JSON object" in text
+
+
+def test_the_openai_cache_key_names_the_server(bad_server, tmp_path):
+    from kgrag_utils.llm import load_llm
+    from kgrag_utils.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    one, two = (load_llm("qwen2.5-coder-0.5b", backend="openai", base_url=bad_server("ok"), model="m", cache=cache)
+                for _ in range(2))
+    assert one.cache_key("q") != two.cache_key("q")  # a reply from one server is never replayed for another
+    first = one.generate(["q"], max_new_tokens=2)[0]
+    assert first.text == "Paris" and not first.cached and not two.generate(["q"], max_new_tokens=2)[0].cached
+
+
+# ----------------------------------------------------------------------------- N7: a reply cache locked elsewhere
+_HOLD = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_held_reply_cache_is_a_bounded_wait_then_one_line_naming_the_file(tmp_path, capfd):
+    from kgrag_utils.llm.cache import CacheLockedError, ResponseCache
+
+    path = tmp_path / "responses.sqlite"
+    ResponseCache(path).put("k0", {"text": "x"})  # the file exists, in WAL mode
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(path), "600"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        cache = ResponseCache(path, timeout_s=3)
+        with pytest.raises(CacheLockedError) as info:
+            cache.put("k1", {"text": "y"})
+    finally:
+        holder.kill()
+        holder.wait()
+    text = str(info.value)
+    assert str(path) in text and "fuser" in text and "3 s" in text and "\n" not in text
+    assert "waiting up to 3 s for the LLM reply cache" in capfd.readouterr().err
+    cache.put("k1", {"text": "y"})  # the holder gone, the write goes through
+    assert cache.get("k1") == {"text": "y"}

@@ -121,6 +121,7 @@ def run_notebook(
     `env` adds environment variables to the kernel (e.g. CUDA_VISIBLE_DEVICES).
     """
     require_papermill()
+    settings.check_folders()
     path = resolve_notebook(notebook)
     params = check_run_parameters(path, dict(parameters or {}))
     check_data_present(params)
@@ -197,6 +198,16 @@ def _execute_logged(path: Path, out_nb: Path, log_path: Path, params: Mapping[st
                     kernel_env: Mapping[str, str], on_interrupt) -> str | None:
     """Run the notebook with its log at `log_path`: None when it finished, else its short error
     (`on_interrupt` records a Ctrl-C before it propagates)."""
+    try:
+        return _execute_with_log(path, out_nb, log_path, params, timeout, kernel_env, on_interrupt)
+    except OSError as exc:  # the log's writes fail without a file name: this is the runs folder's, named here
+        if not storage_errno(exc) or exc.filename:
+            raise
+        raise StorageError(storage_message(exc, log_path, "KGRAG_RUNS_DIR")) from None
+
+
+def _execute_with_log(path: Path, out_nb: Path, log_path: Path, params: Mapping[str, Any], timeout: int,
+                      kernel_env: Mapping[str, str], on_interrupt) -> str | None:
     refuse_link(out_nb, "notebook")  # papermill writes it: a link there (a shared runs folder) is refused
     log_fd = open_in_folder(log_path.parent, log_path.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(log_fd, "w", encoding="utf-8") as log:

@@ -201,6 +201,7 @@ def run_grid(
     if validate_only:
         return [RunOutcome(p.name, run_name_for(p, check_run_parameters(p, prm)), "validated", 0.0, prm)
                 for p, prm in runs]
+    settings.check_folders()  # a storage variable naming an impossible folder: refused before any kernel
     timeout = int(cfg.get("timeout") or DEFAULT_TIMEOUT)
     grid = str(cfg["name"])
     outcomes: list[RunOutcome] = []
