@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import settings
-from .fileio import UnsafeFileError, atomic_write_text, open_in_folder, refuse_link
+from .fileio import UnsafeFileError, atomic_write_text, open_in_folder, refuse_link, remove_stale_temps
 from .provenance import environment_info, git_commit  # noqa: F401 - environment_info re-exported (benchmarks)
-from .errors import ConfigError, KgragError
+from .errors import ConfigError, KgragError, shown
 
 RUN_FILE = "run.json"
 EXAMPLES_FILE = "examples.jsonl"
@@ -125,18 +125,18 @@ MAX_NAME = 200
 def check_run_name(name: Any, what: str = "run_name") -> str:
     """A run or grid name is a folder name: letters, digits and `_.+=@,-`; no separators, no `..`."""
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{what} must be a non-empty name such as 'simgrag-2hop', got {name!r}.")
+        raise ConfigError(f"{what} must be a non-empty name such as 'simgrag-2hop', got {shown(name, 60)}.")
     if len(name) > MAX_NAME or not _NAME.fullmatch(name) or ".." in name:
         raise ConfigError(
-            f"{what} {name!r} is not a plain name: use letters, digits and _.+=@,- only (no '/', '\\', "
-            f"'..' or leading '.'), at most {MAX_NAME} characters, e.g. {_suggest_name(name)!r}."
+            f"{what} {shown(name, 60)} is not a plain name: use letters, digits and _.+=@,- only (no '/', '\\', "
+            f"'..' or leading '.'), at most {MAX_NAME} characters, e.g. {shown(_suggest_name(name), 60)}."
         )
     return name
 
 
 def _suggest_name(name: Any) -> str:
-    text = re.sub(r"[^A-Za-z0-9_.+=@,-]+", "-", str(name)).replace("..", "")
-    return text.strip("-.")[:MAX_NAME] or "my-run"
+    text = re.sub(r"[^A-Za-z0-9_.+=@,-]+", "-", str(name)[: 4 * MAX_NAME]).replace("..", "")
+    return text.strip("-.")[:60] or "my-run"
 
 
 # ----------------------------------------------------------------------------- one writer per run folder
@@ -226,6 +226,7 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
         self._fd = fd
+        remove_stale_temps(self.run_dir)  # what writers killed mid-write left here
         return self
 
     def release(self) -> None:
