@@ -301,3 +301,22 @@ def test_a_held_reply_cache_is_a_bounded_wait_then_one_line_naming_the_file(tmp_
     assert "waiting up to 3 s for the LLM reply cache" in capfd.readouterr().err
     cache.put("k1", {"text": "y"})  # the holder gone, the write goes through
     assert cache.get("k1") == {"text": "y"}
+
+
+# ----------------------------------------------------------------------------- N16: the explorer on odd records
+def test_the_explorer_lists_odd_but_valid_records_instead_of_stopping(tmp_path):
+    from kgrag_utils.explore import compare_runs, open_run
+
+    lines = [{"id": "x1", "question": "q", "scores": {"oracle-chain reader": {"hits@1": 1.0}}},
+             {"id": "x2", "question": "q", "scores": {"oracle-chain reader": "hits@1"}},
+             {"id": "x3", "question": "q", "scores": {"oracle-chain reader": ["hits@1"]}}, {}, {}]
+    for name in ("odd-a", "odd-b"):
+        run = tmp_path / name
+        run.mkdir()
+        (run / records.RUN_FILE).write_text(json.dumps({"run_name": name, "status": "ok", "method": "quickstart",
+                                                        "params": {"dataset": "sample-movies-2hop"}}))
+        (run / records.EXAMPLES_FILE).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    a, b = open_run("odd-a", tmp_path), open_run("odd-b", tmp_path)
+    assert len(a) == 5 and list(a.outline["id"][:3]) == ["x1", "x2", "x3"]
+    table = compare_runs(a, b, changed_only=False)
+    assert sorted(table["id"]) == ["x1", "x2", "x3"]  # records without an id pair with nothing
