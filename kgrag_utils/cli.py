@@ -66,10 +66,12 @@ def _cmd_grid(args) -> int:
         return 0
     if shard is not None and shard[1] > 1:
         print(f"shard {shard[0]}/{shard[1]} done; once every shard is: `kgrag report {args.config}`")
-    failed = [o for o in outcomes if o.status not in ("ok", "skipped")]
+    failed = [o for o in outcomes if o.status not in ("ok", "skipped", "locked")]
+    locked = [o for o in outcomes if o.status == "locked"]
     grid_dir = settings.runs_dir() / str(load_grid(args.config)["name"])
-    print(f"\n{len(outcomes) - len(failed)} ok/skipped, {len(failed)} failed; summary in {grid_dir / 'summary.md'} "
-          f"(and summary.csv), executed notebooks and logs in {grid_dir}")
+    print(f"\n{len(outcomes) - len(failed) - len(locked)} ok/skipped, {len(failed)} failed"
+          + (f", {len(locked)} still written by another process (locked: rerun later to include them)" if locked else "")
+          + f"; summary in {grid_dir / 'summary.md'} (and summary.csv), executed notebooks and logs in {grid_dir}")
     return 1 if failed else 0
 
 
@@ -111,9 +113,7 @@ def _cmd_data(args) -> int:
         if not args.name:
             raise ConfigError("say which dataset to fetch: `kgrag data fetch NAME` (see `kgrag data list`).")
         for name in args.name:
-            path = download.fetch(name, force=args.force)
-            for group in (download.GROUPS if name == "all" else [download.group_of(name)]):
-                download.accept_group(group)  # what was fetched is the reference the loaders check against
+            path = download.fetch_and_accept(name, force=args.force)  # only what it wrote becomes the reference
             print(f"{name}: ready at {path}")
         return 0
     if args.action == "verify":
@@ -141,8 +141,8 @@ def _cmd_reproduce(args) -> int:
     for c in comparisons:
         print(c.line())
     same = all(c.same == c.n for c in comparisons)
-    print(f"{'reproduced' if same else 'NOT reproduced'}: the first {args.limit} question(s) of {args.file}; "
-          f"re-run log: {log}")
+    print(f"{'reproduced' if same else 'NOT reproduced'}: the first {args.limit} question(s) of {args.file}"
+          + (f"; re-run log: {log}" if log else " (its scratch folder is removed)"))
     return 0 if same else 1
 
 
@@ -228,13 +228,55 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`timeout`, SLURM's scancel, `docker stop`), handled as Ctrl-C is: record, summarise, one line."""
+
+
+def _raise_terminated(signum, frame) -> None:  # noqa: ARG001 - a signal handler's signature
+    _stop_kernels()  # first, so that no kernel is left to print its own interrupted traceback
+    raise Terminated()
+
+
+def _raise_interrupt(signum, frame) -> None:  # noqa: ARG001
+    _stop_kernels()
+    raise KeyboardInterrupt()
+
+
+def _stop_kernels() -> None:
+    from .runner.kernel import stop_kernels
+
+    stop_kernels()
+
+
+def _resume_line(argv: Sequence[str]) -> str:
+    """'interrupted: rerun <the command> to resume' (the command quoted and cut to one short line)."""
+    import shlex
+
+    command = " ".join(shlex.quote(a) for a in ["kgrag", *argv])
+    command = command if len(command) <= 160 else command[:157] + "..."
+    return f"interrupted: rerun {command} to resume (what finished is kept and skipped)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    handlers = {signal.SIGTERM: _raise_terminated, signal.SIGINT: _raise_interrupt} if main_thread else {}
+    previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     try:
         return int(args.func(args) or 0)
     except KgragError as exc:
         print(f"kgrag: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the run or grid recorded what ran; one line, no traceback
+        print(f"kgrag: {_resume_line(argv)}", file=sys.stderr, flush=True)
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

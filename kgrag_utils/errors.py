@@ -137,3 +137,35 @@ def storage_message(exc: OSError, folder, var: str = "KGRAG_RESULTS_DIR") -> str
     where = exc.filename or folder
     kept = " (what was written before is kept; a rerun resumes)" if name in ("ENOSPC", "EDQUOT") else ""
     return f"cannot write {where}: {cause} ({name or exc.errno}): {fix.format(var=var)}{kept}."
+
+
+#: errno -> what is wrong with a folder path that cannot be made (beyond the write failures of `_STORAGE`)
+_PLACE = {
+    "ENOENT": "it cannot be created there (a parent is missing or not a real folder)",
+    "EEXIST": "it exists and is not a folder",
+    "ENOTDIR": "a part of its path is a file, not a folder",
+    "ENAMETOOLONG": "the name is too long for the file system",
+    "ELOOP": "its path has a loop of links",
+}
+
+
+def folder_message(exc: OSError, folder, var: str) -> str:
+    """One line for a folder a variable names that cannot be used: the folder, the variable, the cause, the fix."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or -1, "")
+    if name in _STORAGE:
+        return storage_message(exc, folder, var)
+    cause = _PLACE.get(name, exc.strerror or str(exc))
+    return (f"cannot use {shown(str(folder), 120)} as {var}: {cause} ({name or exc.errno}): set {var} to a folder "
+            f"you can create and write.")
+
+
+def cache_write_skipped(exc: OSError, path, what: str) -> None:
+    """A derived cache file that cannot be written (full, read-only or forbidden cache folder): one warning
+    naming it and KGRAG_CACHE_DIR; the value is recomputed next time. Other errors are raised."""
+    import warnings
+
+    if not storage_errno(exc):
+        raise exc
+    warnings.warn(f"{what} not cached: {storage_message(exc, path, 'KGRAG_CACHE_DIR')}", RuntimeWarning, stacklevel=3)

@@ -125,3 +125,30 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
 
 def atomic_write_text(path: Path | str, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+#: a temporary file of an atomic write (`atomic_write_bytes`: `.<name>.<hex>.tmp`) older than this, in a
+#: run folder this process has locked, was left by a writer that was killed: it is removed
+STALE_TMP_S = 60.0
+
+
+def remove_stale_temps(run_dir: Path) -> int:
+    """Remove the temporary files killed writers left in a locked run folder (regular files only); how many."""
+    import time
+
+    removed, now = 0, time.time()
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return 0
+    for name in names:
+        if not (name.startswith(".") and name.endswith(".tmp")):
+            continue
+        try:
+            st = os.lstat(run_dir / name)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_TMP_S:
+                os.unlink(run_dir / name)
+                removed += 1
+        except OSError:
+            continue
+    return removed

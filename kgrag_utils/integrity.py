@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import settings
-from .errors import IntegrityError
+from .errors import IntegrityError, StorageError, cache_write_skipped, storage_errno, storage_message
 from .fileio import atomic_write_text
 
 _CHUNK = 1 << 20
@@ -135,7 +135,11 @@ def file_digest(path: Path | str) -> dict[str, Any]:
         old = data.get(str(path)) if isinstance(data.get(str(path)), dict) else {}
         first = old.get("first") or {"size": st.st_size, "sha256": digest, "when": time.strftime("%Y-%m-%d %H:%M")}
         entry = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest, "lines": lines, "first": first}
-        _save(store, {str(path): entry})
+        try:
+            _save(store, {str(path): entry})
+        except OSError as exc:  # the store only caches digests: a full cache disk costs a re-hash next time
+            cache_write_skipped(exc, store, "a file digest")
+            data[str(path)] = entry
         entry = _load(store)[str(path)]
     return dict(entry)
 
@@ -147,7 +151,12 @@ def accept(path: Path | str) -> dict[str, Any]:
     entry["first"] = {"size": entry["size"], "sha256": entry["sha256"], "when": time.strftime("%Y-%m-%d %H:%M")}
     entry["accepted"] = entry["sha256"]  # taken as it is on purpose: it passes even where a pin says otherwise
     with _lock:
-        _save(_store_path(), {str(path): entry}, reference_from_disk=False)
+        try:
+            _save(_store_path(), {str(path): entry}, reference_from_disk=False)
+        except OSError as exc:  # an acceptance that is not stored would be lost: never skipped
+            if not storage_errno(exc):
+                raise
+            raise StorageError(storage_message(exc, _store_path(), "KGRAG_CACHE_DIR")) from None
     return entry
 
 
@@ -171,6 +180,23 @@ def _problem(path: Path, pin: Pin | None, fix: str, accept_hint: str) -> str | N
     entry = file_digest(path)
     if entry.get("accepted") == entry["sha256"]:
         return None  # accepted as it is now, on purpose
+    problem = _pin_problem(path, entry, pin, fix, accept_hint)
+    if problem or (pin is not None and pin.sha256 is not None):
+        return problem
+    first = entry.get("first") or {}
+    if first.get("sha256") and first["sha256"] != entry["sha256"]:
+        return (f"{path} changed since it was first verified here on {first.get('when')} ({first.get('size'):,} -> "
+                f"{entry['size']:,} bytes): {fix}; if you changed it on purpose, {accept_hint}.")
+    return None
+
+
+def pin_problem(path: Path | str, pin: Pin | None, fix: str = "restore it",
+                accept_hint: str = "`kgrag data verify NAME --accept`") -> str | None:
+    """The file against its pin only (no acceptance, no first reference): a one-line problem, or None."""
+    return _pin_problem(Path(path), file_digest(path), pin, fix, accept_hint) if pin is not None else None
+
+
+def _pin_problem(path: Path, entry: dict, pin: Pin | None, fix: str, accept_hint: str) -> str | None:
     size = entry["size"]
     if pin is not None and pin.size is not None and size != pin.size:
         return (f"{path} has {size:,} bytes, not the {pin.size:,} of the released file (cut or replaced): {fix}; "
@@ -183,10 +209,6 @@ def _problem(path: Path, pin: Pin | None, fix: str, accept_hint: str) -> str | N
     if pin is not None and pin.lines is not None and entry["lines"] != pin.lines:
         return (f"{path} has {entry['lines']:,} lines, not the {pin.lines:,} of the released file (cut or "
                 f"replaced): {fix}; if this copy is the one you mean to use, {accept_hint}.")
-    first = entry.get("first") or {}
-    if first.get("sha256") and first["sha256"] != entry["sha256"]:
-        return (f"{path} changed since it was first verified here on {first.get('when')} ({first.get('size'):,} -> "
-                f"{entry['size']:,} bytes): {fix}; if you changed it on purpose, {accept_hint}.")
     return None
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import schema, settings
-from .errors import ConfigError
+from .errors import ConfigError, shown
 
 __all__ = ["notebook_parameters", "resolve_notebook", "validate_parameters"]
 
@@ -124,10 +124,14 @@ def resolve_notebook(notebook: Path | str) -> Path:
     p = Path(notebook)
     candidates = [p] if p.is_absolute() else [settings.notebooks_dir() / p, settings.repo_root() / p, Path.cwd() / p]
     for c in candidates:
-        if c.suffix != ".ipynb":
-            c = c.with_suffix(".ipynb")
-        if c.exists():
-            return c.resolve()
+        try:
+            if c.suffix != ".ipynb":
+                c = c.with_suffix(".ipynb")
+            if c.exists():
+                return c.resolve()
+        except (OSError, ValueError):  # a name too long for the file system, or one no path can hold
+            continue
     names = sorted(x.name for x in settings.notebooks_dir().glob("*.ipynb"))
-    hint = schema.closest(Path(str(notebook)).name, names) or schema.closest(Path(str(notebook)).stem, [Path(n).stem for n in names])
-    raise ConfigError(f"notebook '{notebook}' not found;{hint} available: {', '.join(names)}.")
+    short = str(notebook)[:200]
+    hint = schema.closest(Path(short).name, names) or schema.closest(Path(short).stem, [Path(n).stem for n in names])
+    raise ConfigError(f"notebook {shown(str(notebook), 80)} not found;{hint} available: {', '.join(names)}.")

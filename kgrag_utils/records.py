@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import settings
-from .fileio import UnsafeFileError, atomic_write_text, open_in_folder, refuse_link
+from .fileio import UnsafeFileError, atomic_write_text, open_in_folder, refuse_link, remove_stale_temps
 from .provenance import environment_info, git_commit  # noqa: F401 - environment_info re-exported (benchmarks)
-from .errors import ConfigError, KgragError
+from .errors import ConfigError, KgragError, shown
 
 RUN_FILE = "run.json"
 EXAMPLES_FILE = "examples.jsonl"
@@ -125,18 +125,18 @@ MAX_NAME = 200
 def check_run_name(name: Any, what: str = "run_name") -> str:
     """A run or grid name is a folder name: letters, digits and `_.+=@,-`; no separators, no `..`."""
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{what} must be a non-empty name such as 'simgrag-2hop', got {name!r}.")
+        raise ConfigError(f"{what} must be a non-empty name such as 'simgrag-2hop', got {shown(name, 60)}.")
     if len(name) > MAX_NAME or not _NAME.fullmatch(name) or ".." in name:
         raise ConfigError(
-            f"{what} {name!r} is not a plain name: use letters, digits and _.+=@,- only (no '/', '\\', "
-            f"'..' or leading '.'), at most {MAX_NAME} characters, e.g. {_suggest_name(name)!r}."
+            f"{what} {shown(name, 60)} is not a plain name: use letters, digits and _.+=@,- only (no '/', '\\', "
+            f"'..' or leading '.'), at most {MAX_NAME} characters, e.g. {shown(_suggest_name(name), 60)}."
         )
     return name
 
 
 def _suggest_name(name: Any) -> str:
-    text = re.sub(r"[^A-Za-z0-9_.+=@,-]+", "-", str(name)).replace("..", "")
-    return text.strip("-.")[:MAX_NAME] or "my-run"
+    text = re.sub(r"[^A-Za-z0-9_.+=@,-]+", "-", str(name)[: 4 * MAX_NAME]).replace("..", "")
+    return text.strip("-.")[:60] or "my-run"
 
 
 # ----------------------------------------------------------------------------- one writer per run folder
@@ -226,6 +226,7 @@ class RunLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
         self._fd = fd
+        remove_stale_temps(self.run_dir)  # what writers killed mid-write left here
         return self
 
     def release(self) -> None:
@@ -471,16 +472,23 @@ def _end_with_newline(path: Path) -> None:
             os.fsync(fh.fileno())
 
 
-def parse_example_line(line: str | bytes) -> dict | None:
-    """One examples.jsonl line as its record; None for a line torn by a crash (or holding no record).
-    Blank lines are the caller's to skip. Lazy readers (`kgrag_utils.explore`) parse with this too."""
+#: the types an example's id may have (a list or a mapping cannot key an index: such a line counts as torn)
+ID_TYPES = (str, int, float, bool)
+
+
+def parse_example_line(line: str | bytes, id_key: str = "id") -> dict | None:
+    """One examples.jsonl line as its record; None for a line torn by a crash (or holding no record, or an
+    id that is not a str, number or bool). Blank lines are the caller's to skip. Lazy readers
+    (`kgrag_utils.explore`) parse with this too."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", errors="replace")
     try:
         ex = json.loads(line)
     except ValueError:
         return None
-    return ex if isinstance(ex, dict) else None
+    if not isinstance(ex, dict) or not isinstance(ex.get(id_key, ""), ID_TYPES):
+        return None
+    return ex
 
 
 def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int]:
@@ -493,7 +501,7 @@ def read_examples(path: Path | str, id_key: str = "id") -> tuple[list[dict], int
         for line in fh:
             if not line.strip():
                 continue
-            ex = parse_example_line(line)
+            ex = parse_example_line(line, id_key)
             if ex is None:
                 torn += 1
                 continue
@@ -565,20 +573,18 @@ def load_runs(root: Path | str | None = None):
     if root.exists():
         for run_file in sorted(root.glob(f"*/{RUN_FILE}")):
             try:
-                rec = read_run(run_file.parent)
-            except (KgragError, OSError) as exc:
-                rows.append({"run_name": run_file.parent.name, "status": "unreadable", "error": str(exc)})
-                continue
-            row = {k: rec.get(k) for k in ("run_name", "method", "status", "n_examples", "torn_lines", "started",
-                                           "updated", "error")}
-            for k, v in (rec.get("params") or {}).items():
-                row[f"params.{k}"] = v
-            for k, v in (rec.get("summary") or {}).items():
-                row[f"summary.{k}"] = v
-            for k, v in (rec.get("tokens") or {}).items():
-                row[f"tokens.{k}"] = v
-            for k, v in (rec.get("timings") or {}).items():
-                row[f"timings.{k}"] = v
-            row["device"] = (rec.get("environment") or {}).get("device")
-            rows.append(row)
+                rows.append(_run_row(read_run(run_file.parent)))
+            except Exception as exc:  # one odd record is that run's row, never the end of every reader
+                error = str(exc) if isinstance(exc, (KgragError, OSError)) else f"{type(exc).__name__}: {exc}"
+                rows.append({"run_name": run_file.parent.name, "status": "unreadable", "error": error})
     return pd.DataFrame(rows)
+
+
+def _run_row(rec: dict) -> dict:
+    row = {k: rec.get(k) for k in ("run_name", "method", "status", "n_examples", "torn_lines", "started",
+                                   "updated", "error")}
+    for part in ("params", "summary", "tokens", "timings"):
+        for k, v in (rec.get(part) or {}).items():
+            row[f"{part}.{k}"] = v
+    row["device"] = (rec.get("environment") or {}).get("device")
+    return row

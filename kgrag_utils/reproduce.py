@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,18 +43,41 @@ class Comparison:
         return text
 
 
+#: a result file larger than this is refused before it is read (the committed ones are a few MB at most)
+MAX_RESULT_BYTES = 256 << 20
+
+
+def _not_a_result_file(path: Path) -> str | None:
+    """Why a path cannot be a result file (checked before reading: a folder, a device, a huge file), or None."""
+    if not path.is_file():
+        return "is a folder" if path.is_dir() else "does not exist" if not path.exists() else "is not a regular file"
+    size = path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        return f"has {size:,} bytes, more than a result file's {MAX_RESULT_BYTES:,}"
+    return None
+
+
 def _load(path: Path) -> tuple[dict, dict, dict]:
+    where = shown(str(path), 120)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"result file {path} does not exist: give a JSON from benchmarks/results/.") from None
+        problem = _not_a_result_file(path)
+        data = None if problem else json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"result file {where} cannot be read ({exc.strerror or exc.__class__.__name__}): give a "
+                          f"readable JSON file from benchmarks/results/.") from None
     except ValueError as exc:
-        raise ConfigError(f"result file {path} is not JSON ({exc}): restore it from git.") from None
+        raise ConfigError(f"result file {where} is not JSON ({shown(str(exc), 80)}): restore it from git.") from None
+    if problem:
+        raise ConfigError(f"result file {where} {problem}: give a JSON file from benchmarks/results/.")
     prov = data.get("provenance") if isinstance(data, dict) else None
     outcomes = data.get("outcomes") if isinstance(data, dict) else None
     if not isinstance(prov, dict) or not prov.get("argv"):
         raise ConfigError(f"{path} records no provenance (command, arguments, commit): it was written before result "
                           f"files recorded them; regenerate it with its script, then reproduce it.")
+    argv = prov["argv"]
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ConfigError(f"{path}: its provenance.argv {shown(argv, 60)} is not a list of strings (the file was "
+                          f"edited or damaged): restore it from git.")
     if not isinstance(outcomes, dict) or not outcomes or not all(isinstance(v, dict) for v in outcomes.values()):
         raise ConfigError(f"{path} records no per-question outcomes to compare (its script does not write "
                           f"'outcomes'): nothing can be checked question by question.")
@@ -102,21 +126,55 @@ def compare(recorded: dict, now: dict, ids: list[str]) -> list[Comparison]:
 
 
 def reproduce(path: Path | str, limit: int = 10, workdir: Path | str | None = None,
-              timeout: float | None = None) -> tuple[list[Comparison], Path]:
-    """Re-run the first `limit` questions of a result file; (one comparison per outcome label, the log)."""
+              timeout: float | None = None) -> tuple[list[Comparison], Path | None]:
+    """Re-run the first `limit` questions of a result file; (one comparison per outcome label, the log).
+
+    Without `workdir` the re-run happens in a temporary folder that is removed afterwards; the log is
+    kept (and returned) only when an outcome differs, else None. A failed re-run keeps its folder.
+    """
     if limit < 1:
         raise ConfigError(f"--limit is the number of questions to re-run and must be at least 1 (got {limit}).")
     path = Path(path)
-    path = path if path.is_absolute() or path.exists() else settings.repo_root() / path
+    try:
+        path = path if path.is_absolute() or path.exists() else settings.repo_root() / path
+    except OSError:  # a name too long for the file system: _load says so in one line
+        pass
     _, prov, outcomes = _load(path)
     argv = list(prov["argv"])
-    script = settings.repo_root() / argv[0]
-    if not script.is_file() or script.suffix != ".py":
-        raise ConfigError(f"{path}: its command's script {argv[0]!r} is not a Python file of this checkout: check out "
-                          f"the commit it records ({prov.get('commit') or 'unknown'}) and reproduce it there.")
+    script = benchmark_script(argv[0], path, prov)
     first = next(iter(outcomes.values()))
     ids = list(first)[:limit]
-    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kgrag-reproduce-"))
+    if workdir is not None:
+        return _rerun(path, script, argv, outcomes, ids, Path(workdir), timeout)
+    work = Path(tempfile.mkdtemp(prefix="kgrag-reproduce-"))  # ours: removed when all is the same, else kept
+    comparisons, log = _rerun(path, script, argv, outcomes, ids, work, timeout)  # a failure keeps it (log named)
+    if all(c.same == c.n for c in comparisons):
+        shutil.rmtree(work, ignore_errors=True)
+        return comparisons, None
+    return comparisons, log
+
+
+def benchmark_script(name: str, path: Path, prov: dict) -> Path:
+    """The recorded command's script, only if it is a `.py` file under this checkout's `benchmarks/`.
+
+    The path is resolved (links followed) before the check, so neither an absolute path, nor `..`, nor a
+    link inside `benchmarks/` that points elsewhere lets a result file run a script from outside.
+    """
+    bench = (settings.repo_root() / "benchmarks").resolve()
+    try:
+        script = (settings.repo_root() / name).resolve()
+        inside = script.is_relative_to(bench) and script.is_file() and script.suffix == ".py"
+    except (OSError, ValueError):
+        inside = False
+    if not inside:
+        raise ConfigError(f"{path}: its command's script {shown(name, 80)} is not a Python file under this "
+                          f"checkout's benchmarks/ (only those are run): check out the commit it records "
+                          f"({str(prov.get('commit') or 'unknown')[:12]}) and reproduce it there.")
+    return script
+
+
+def _rerun(path: Path, script: Path, argv: list[str], outcomes: dict, ids: list[str], work: Path,
+           timeout: float | None) -> tuple[list[Comparison], Path]:
     work.mkdir(parents=True, exist_ok=True)
     (work / "ids.txt").write_text("\n".join(ids) + "\n", encoding="utf-8")
     out_path, log_path = work / "rerun.json", work / "rerun.log"

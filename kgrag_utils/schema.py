@@ -98,12 +98,45 @@ def grid_error(exc: ValidationError, source: str, raw: Any) -> ConfigError:
     return ConfigError(f"{where}: {msg}")
 
 
+class _DuplicateKey(Exception):
+    """A mapping that names one key twice (YAML would silently keep the last value)."""
+
+
+@lru_cache(maxsize=1)
+def _strict_loader():
+    """yaml.SafeLoader, except that a key given twice in one mapping is refused (merge keys `<<` may be overridden)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = loader.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(f"the key {shown(key, 40)} appears twice in one mapping (lines {seen[key]} and "
+                                    f"{line}; YAML would keep only the last): keep one of them.")
+            seen[key] = line
+        yield from yaml.SafeLoader.construct_yaml_map(loader, node)  # a generator, so aliases may refer back
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return StrictLoader
+
+
 def parse_grid(text: str, source: str) -> tuple[GridSpec, Any]:
     """A grid's YAML text -> (validated spec, the raw mapping); invalid YAML or shape is one line."""
     import yaml
 
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader that refuses duplicate keys
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits (Python's int() limit)
+        raise ConfigError(f"{source} holds a value YAML cannot read ({shown(str(exc), 80)}): write it shorter.") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -186,6 +219,8 @@ _SCALARS: dict[type, Any] = {bool: StrictBool, int: StrictInt, str: StrictStr, f
 
 # Value rules by parameter name (types come from each notebook's defaults).
 NON_NEGATIVE = ("limit", "seed")
+#: parameters that must be at least 1 where a notebook has them (0 or less tokens generates nothing)
+POSITIVE = ("max_new_tokens",)
 
 
 def _field_type(default: Any) -> Any:
@@ -249,6 +284,11 @@ def check_parameters(title: str, defaults: Mapping[str, Any], overrides: Mapping
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:
             raise ConfigError(f"parameter {name!r} of {title} must be at least 0 (default {defaults[name]!r}), "
                               f"got {shown(value)}.")
+    for name in POSITIVE:
+        value = merged.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise ConfigError(f"parameter {name!r} of {title} must be at least 1 (default {defaults[name]!r}), "
+                              f"got {shown(value)}.")
     check_known_names(title, merged)
     return merged
 
@@ -261,6 +301,7 @@ def dataset_parameters(params: Mapping[str, Any]) -> list[str]:
 def check_known_names(title: str, params: Mapping[str, Any]) -> None:
     """Dataset names, their splits and LLM presets must exist (a typo would surface hours into a GPU grid)."""
     from .datasets.registry import dataset_names, get_spec
+    from .llm import BACKENDS
     from .llm.presets import PRESETS
 
     names = dataset_names()
@@ -275,6 +316,10 @@ def check_known_names(title: str, params: Mapping[str, Any]) -> None:
         if split not in splits:
             raise ConfigError(f"{title}: dataset {ds!r} has no split {shown(split)};{closest(split, splits)} its splits "
                               f"are: {', '.join(splits)}.")
+    backend = params.get("llm_backend")
+    if isinstance(backend, str) and backend and backend not in BACKENDS:
+        raise ConfigError(f"{title}: unknown llm_backend {shown(backend)};{closest(backend, BACKENDS)} use one of "
+                          f"{', '.join(BACKENDS)}, or \"\" for the preset's default.")
     preset = params.get("llm_preset")
     known = [*PRESETS, "fake"]
     # a local model folder is a preset too: load_llm loads it (the GPU check runs random-weight ones)
@@ -320,7 +365,7 @@ def cli_value(name: str, text: str, default: Any, title: str) -> Any:
 
         try:
             value = yaml.safe_load(raw)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError):  # ValueError: e.g. an integer of thousands of digits
             value = None
         check_yaml_size(value, f"-p {name}")
         wanted = dict if isinstance(default, dict) else (list, tuple)

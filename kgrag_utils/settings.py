@@ -22,11 +22,12 @@ at every step, so one descheduled thread stalls the rest.
 
 from __future__ import annotations
 
+import errno
 import os
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, StorageError, folder_message
 
 _MARKERS = ("pyproject.toml",)
 
@@ -52,13 +53,20 @@ def repo_root() -> Path:
 
 
 def _dir(var: str, default_rel: str, create: bool) -> Path:
+    """The folder a variable names (or its default); with `create`, made now. A path where no folder can be
+    (under /proc, a file, a file's child, a full or read-only disk) is one StorageError naming the variable."""
     value = os.environ.get(var)
     path = Path(value).expanduser() if value else Path(default_rel)
     if not path.is_absolute():
         path = repo_root() / path
-    path = path.resolve()
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
+    try:
+        path = path.resolve()
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+            if not path.is_dir():
+                raise FileExistsError(errno.EEXIST, "not a folder", str(path))
+    except OSError as exc:
+        raise StorageError(folder_message(exc, path, var)) from None
     return path
 
 
@@ -78,7 +86,10 @@ def cache_dir(sub: str | None = None, create: bool = True) -> Path:
     if sub:
         base = base / sub
         if create:
-            base.mkdir(parents=True, exist_ok=True)
+            try:
+                base.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(folder_message(exc, base, "KGRAG_CACHE_DIR")) from None
     return base
 
 
@@ -95,6 +106,13 @@ def figures_dir(create: bool = True) -> Path:
 def runs_dir(create: bool = True) -> Path:
     """Executed notebooks and logs from the batch runner."""
     return _dir("KGRAG_RUNS_DIR", "runs", create)
+
+
+def check_folders() -> None:
+    """Make every folder a run writes (results, runs, cache, sample, figures) before a kernel starts: a variable
+    naming a path where no folder can be is refused now, in one line naming it, not late inside a notebook."""
+    for make in (results_dir, runs_dir, cache_dir, sample_dir, figures_dir):
+        make()
 
 
 def notebooks_dir() -> Path:

@@ -29,7 +29,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .. import settings
-from ..errors import ConfigError
+from ..errors import ConfigError, cache_write_skipped
 from .items import KGQuestion
 
 __all__ = ["normalize_name", "compute_answerable", "answerable_flags", "cached_answerable", "NameIndex"]
@@ -242,11 +242,18 @@ def cached_answerable(questions: Sequence[KGQuestion], kg, files: Sequence[Path]
         except (OSError, ValueError):
             pass  # unreadable cache: recompute and overwrite
     flags = np.stack(answerable_flags(questions, kg))
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        cache_write_skipped(exc, path, "the answerable flags")
+        return flags[0], flags[1]
     try:
         with os.fdopen(fd, "wb") as fh:
             np.save(fh, flags, allow_pickle=False)
         os.replace(tmp, path)
+    except OSError as exc:  # a full cache disk: the flags are computed, only their copy on disk is skipped
+        Path(tmp).unlink(missing_ok=True)
+        cache_write_skipped(exc, path, "the answerable flags")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

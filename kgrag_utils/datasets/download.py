@@ -46,7 +46,7 @@ from .sources import (CLUTRR_DATA_FOLDER, CLUTRR_DRIVE_FILE, CLUTRR_ROWS, FACTKG
                       HF_DATASETS, IIRC_BASE, METAQA_DRIVE_FOLDER, METAQA_LINES, Group, RemoteFile, group_for_folder)
 from .verify import verify_dataset
 
-__all__ = ["RemoteFile", "Group", "GROUPS", "fetch", "status", "group_of", "accept_group"]
+__all__ = ["RemoteFile", "Group", "GROUPS", "fetch", "fetch_and_accept", "status", "group_of", "accept_group"]
 
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 60.0
@@ -425,11 +425,49 @@ def status() -> list[dict]:
     return rows
 
 
-def accept_group(group: str) -> None:
-    """After a fetch: the files of every dataset of this download group, as they are now, are the reference."""
+def _snapshot(folder: Path) -> dict[Path, tuple[int, int, int]]:
+    """(inode, size, mtime) of every regular file under a folder: what a fetch wrote is what changed."""
+    out: dict[Path, tuple[int, int, int]] = {}
+    if folder.is_dir():
+        for p in folder.rglob("*"):
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if p.is_file() and not p.is_symlink():
+                out[p.resolve()] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def fetch_and_accept(name: str, force: bool = False, log: Callable[[str], None] = print) -> Path:
+    """`kgrag data fetch NAME`: fetch, then take as the reference only the files this fetch wrote.
+
+    A file the fetch left as it was (it looked complete) is verified against its pin or its first
+    reference, never accepted: a fetch that wrote nothing accepts nothing, so a cut or edited copy is
+    refused naming `--force` instead of becoming the reference. A written file with a pin must match it.
+    """
+    groups = list(GROUPS) if name == "all" else [group_of(name)]
+    base = settings.data_dir()
+    before = {g: _snapshot(base / GROUPS[g].folder) for g in groups}
+    path = fetch(name, force=force, log=log)
+    for g in groups:
+        after = _snapshot(base / GROUPS[g].folder)
+        written = {p for p, st in after.items() if before[g].get(p) != st}
+        accept_group(g, written)
+    return path
+
+
+def accept_group(group: str, written: "set[Path] | None" = None) -> None:
+    """After a fetch: every dataset of this download group is verified against its pins; of the files
+    without a pin, those in `written` (what the fetch wrote; None: every file) become the reference.
+    Raises the first file's IntegrityError (naming `kgrag data fetch GROUP --force`)."""
     for name in dataset_names("real"):
         try:
-            if group_of(name) == group:
-                verify_dataset(get_spec(name), accept_changes=True)
+            if group_of(name) != group:
+                continue
         except KgragError:
             continue
+        spec = get_spec(name)
+        if not (settings.data_dir() / spec.folder).is_dir():
+            continue
+        verify_dataset(spec, accept_changes=written if written is not None else True)

@@ -120,7 +120,7 @@ def read_questions(root: Path, hops: int, split: str, variant: str = "vanilla",
         if len(qtypes) != len(lines):
             raise IntegrityError(
                 f"{qtype_path} has {len(qtypes):,} lines but {qa_path} has {len(lines):,}: "
-                f"the files are not aligned; re-fetch MetaQA with `kgrag data fetch metaqa-{hops}hop`."
+                f"the files are not aligned; re-fetch MetaQA with `kgrag data fetch metaqa --force`."
             )
         files.append(qtype_path)
     fallback_topics: list[list[str]] | None = None

@@ -438,6 +438,20 @@ def _present(spec: DatasetSpec, root: Path) -> bool:
     return all(any(next(iter(root.glob(g)), None) is not None for g in alternatives) for alternatives in spec.required)
 
 
+def _check_regular(spec: DatasetSpec, root: Path) -> None:
+    """Every file a real dataset requires is a regular file (a folder, a FIFO, a device or a link to one in
+    its place would fail late, or hang a reader): else one line naming it and the refetch."""
+    for alternatives in spec.required:
+        for pattern in alternatives:
+            for path in sorted(root.glob(pattern)):
+                if path.is_file():
+                    continue
+                what = "a folder" if path.is_dir() else "not a regular file (a FIFO, a device, or a link to one)"
+                raise DatasetMissingError(
+                    f"{path} is {what}, not the dataset file {spec.name!r} reads: put the file there with "
+                    f"`kgrag data fetch {spec.name} --force` (or set KGRAG_DATA_DIR to the folder that holds it).")
+
+
 def require_present(name: str) -> None:
     """A real dataset's files are in the data folder and verify (one-line error naming the fetch otherwise).
 
@@ -449,6 +463,7 @@ def require_present(name: str) -> None:
     root = real_root(spec)
     if not _present(spec, root):
         raise _missing(spec, root)
+    _check_regular(spec, root)
     verify_dataset(spec)
 
 
@@ -510,6 +525,7 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
         root = real_root(spec)
         if not _present(spec, root):
             raise _missing(spec, root)
+        _check_regular(spec, root)
         verify_dataset(spec)  # cut or edited files: one line naming the file and the refetch
     else:
         root = settings.data_dir()

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import settings
-from ..integrity import Pin, accept, verify_file
+from ..errors import IntegrityError
+from ..integrity import Pin, accept, pin_problem, verify_file
 from .sources import folder_pins, group_for_folder
 
 __all__ = ["dataset_files", "verify_dataset"]
@@ -42,17 +43,24 @@ def dataset_files(spec) -> list[tuple[Path, Pin | None]]:
     return sorted(paths.items())
 
 
-def verify_dataset(spec, accept_changes: bool = False) -> list[Path]:
+def verify_dataset(spec, accept_changes: "bool | set[Path]" = False) -> list[Path]:
     """Check a real dataset's files (one-line IntegrityError naming the file and the refetch); the files checked.
 
-    `accept_changes`: take the files as they are now as the reference (a change made on purpose).
+    `accept_changes`: True takes the files as they are now as the reference (a change made on purpose);
+    a set of paths (what a fetch just wrote) takes only those of them that have no pin, or match it.
     """
     files = dataset_files(spec)
     if not files:
         return []
     fix = f"refetch it with `kgrag data fetch {group_for_folder(spec.folder) or spec.name} --force`"
+    hint = f"`kgrag data verify {spec.name} --accept`"
     for path, pin in files:
-        if accept_changes:
+        if accept_changes is True:
             accept(path)
-        verify_file(path, pin, fix, f"`kgrag data verify {spec.name} --accept`")
+        elif accept_changes and path.resolve() in accept_changes:
+            problem = pin_problem(path, pin, fix, hint)
+            if problem:
+                raise IntegrityError(problem)
+            accept(path)
+        verify_file(path, pin, fix, hint)
     return [p for p, _ in files]

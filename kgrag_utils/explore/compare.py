@@ -40,13 +40,18 @@ def diverged_at(method_a: str, rec_a: dict, method_b: str, rec_b: dict) -> str:
     return ""
 
 
+def _by_id(outline):
+    """The outline indexed by id: records without an id cannot be paired, an id twice keeps its last row."""
+    keyed = outline[outline["id"].map(lambda i: i is not None and i == i)]  # None and NaN pair with nothing
+    return keyed.drop_duplicates("id", keep="last").set_index("id", drop=False)
+
+
 def compare_runs(a: RunView, b: RunView, changed_only: bool = True):
     """One row per example in both runs (only those whose status, stage or correctness changed, by default):
     `change` is "lost" (correct in a, not in b), "gained", or "changed" (e.g. wrong → failed)."""
     import pandas as pd
 
-    oa = a.outline.set_index("id", drop=False)
-    ob = b.outline.set_index("id", drop=False)
+    oa, ob = _by_id(a.outline), _by_id(b.outline)
     common = [i for i in oa.index if i in ob.index]
     rows = []
     for ex_id in common:

@@ -49,10 +49,11 @@ def outline(method: str, rec: Mapping[str, Any]) -> dict:
 
     try:
         row = view_for(method).outline(rec)
+        value = headline_value(method, rec)
     except Exception as exc:  # an odd record: listed with the failure as its stage, never dropped or fatal
         row = view_for("generic").outline(rec)
         row["stage"] = f"the view failed: {type(exc).__name__}"
-    value = headline_value(method, rec)
+        value = None
     if value is None or row["status"] == "error":
         return row
     again = base_outline(rec, value[2], row["status"] == "failed", row["stage"], row["prediction"])
@@ -75,6 +76,8 @@ def headline_value(method: str, rec: Mapping[str, Any]) -> tuple[str, str, Any] 
     hl = spec.headline
     variant = hl.variant if hl.variant in scores else next(iter(scores))
     values = scores.get(variant) or {}
+    if not isinstance(values, Mapping):  # an odd record's scores: no headline value, not a failure
+        return None
     for strict, _ in hl.pairs:
         if strict in values:
             return str(variant), strict, values[strict]

@@ -8,17 +8,19 @@ the caller regenerates it instead of trusting a garbled answer.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .. import settings
-from ..errors import IntegrityError
+from ..errors import IntegrityError, KgragError, StorageError, storage_message
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -33,6 +35,25 @@ _CHUNK = 500  # keys per SELECT (stays under SQLite's host-parameter limit)
 
 class CacheDamagedError(IntegrityError):
     """The cache file is not a readable SQLite database."""
+
+
+class CacheLockedError(KgragError):
+    """Another process held the cache's write lock for longer than the bounded wait."""
+
+
+#: how long a write waits, in all, for another process's lock on the cache before giving up in one line
+LOCK_WAIT_S = 60.0
+#: SQLite's own wait per attempt; between attempts the wait is said once and the bound is checked
+_BUSY_S = 1.0
+
+
+def _full_or_read_only(exc: BaseException, path: Path) -> StorageError | None:
+    """SQLite's "disk is full" / "readonly database" as this project's one line naming KGRAG_CACHE_DIR."""
+    text = str(exc).lower()
+    code = errno.ENOSPC if "full" in text else errno.EROFS if "readonly" in text or "read-only" in text else None
+    if code is None:
+        return None
+    return StorageError(storage_message(OSError(code, os.strerror(code), str(path)), path.parent, "KGRAG_CACHE_DIR"))
 
 
 def _is_damage(exc: BaseException) -> bool:
@@ -64,7 +85,7 @@ class ResponseCache:
     One connection per process (re-opened after a fork); a lock serialises threads.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, timeout_s: float = 60.0):
+    def __init__(self, path: str | os.PathLike | None = None, timeout_s: float = LOCK_WAIT_S):
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.timeout_s = float(timeout_s)
@@ -81,10 +102,11 @@ class ResponseCache:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
         try:
-            conn = sqlite3.connect(str(self.path), timeout=self.timeout_s, check_same_thread=False, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+            busy = min(self.timeout_s, _BUSY_S)
+            conn = sqlite3.connect(str(self.path), timeout=busy, check_same_thread=False, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
         except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+            raise _full_or_read_only(exc, self.path) or self._damaged(exc) from None
         self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         self._retry(lambda: conn.execute("PRAGMA synchronous = NORMAL"))
         self._retry(lambda: conn.execute(_SCHEMA))
@@ -97,20 +119,36 @@ class ResponseCache:
             f"and rerun; the replies it held are generated again."
         )
 
-    def _retry(self, fn, attempts: int = 20):
-        """Run fn, retrying briefly on 'database is locked' (schema/WAL switches can race at first open).
+    def _retry(self, fn):
+        """Run fn; while another process holds the lock ('database is locked'), wait at most `timeout_s` in all,
+        saying so once, then a one-line CacheLockedError naming the file and how to find the holder.
 
-        A file that is not a database, or whose pages are damaged, is a one-line CacheDamagedError.
+        A file that is not a database, or whose pages are damaged, is a one-line CacheDamagedError; a full or
+        read-only cache folder a StorageError naming KGRAG_CACHE_DIR.
         """
-        for i in range(attempts):
+        deadline, said, i = time.monotonic() + self.timeout_s, False, 0
+        while True:
             try:
                 return fn()
             except sqlite3.OperationalError as exc:
                 if _is_damage(exc):
                     raise self._damaged(exc) from None
-                if "locked" not in str(exc) or i == attempts - 1:
+                full = _full_or_read_only(exc, self.path)
+                if full is not None:
+                    raise full from None
+                if "locked" not in str(exc) and "busy" not in str(exc):
                     raise
-                time.sleep(0.05 * (i + 1))
+                if time.monotonic() >= deadline:
+                    raise CacheLockedError(
+                        f"the LLM reply cache {self.path} stayed locked by another process for {self.timeout_s:.0f} s: "
+                        f"find it with `fuser {self.path}` and let it finish (or stop it), or set KGRAG_CACHE_DIR to "
+                        f"another folder.") from None
+                if not said:  # SQLite has waited _BUSY_S already: say so once
+                    print(f"kgrag: waiting up to {self.timeout_s:.0f} s for the LLM reply cache {self.path}: another "
+                          f"process holds its lock", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(min(0.05 * (i + 1), 0.5))
+                i += 1
             except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
                 raise self._damaged(exc) from None
 

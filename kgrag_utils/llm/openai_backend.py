@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,65 @@ from .presets import Preset
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 _RETRIED = (429, 500, 502, 503, 504)
+
+
+#: the whole of one request (connect, wait, every byte of the reply), in seconds; `KGRAG_OPENAI_TIMEOUT` sets it
+DEFAULT_REQUEST_DEADLINE_S = 1200.0
+
+
+def request_deadline() -> float:
+    """`KGRAG_OPENAI_TIMEOUT` (seconds per request, the reply's last byte included), else the default."""
+    value = os.environ.get("KGRAG_OPENAI_TIMEOUT", "").strip()
+    if not value:
+        return DEFAULT_REQUEST_DEADLINE_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"KGRAG_OPENAI_TIMEOUT={value[:40]!r} is not a positive number of seconds: set it to e.g. "
+                          f"600, or unset it for {DEFAULT_REQUEST_DEADLINE_S:.0f}.")
+    return seconds
+
+
+class _BadReply(Exception):
+    """A reply that is not a JSON object, or that did not finish within the request deadline (never retried)."""
+
+
+def _read_within(resp, deadline: float, url: str, seconds: float) -> bytes:
+    """The reply's body, read as it arrives; a reply still arriving at the deadline (a trickle) is refused."""
+    chunks: list[bytes] = []
+    late = _BadReply(f"{url} did not finish its reply within {seconds:.0f} s (a stalled or trickling server): check "
+                     f"the server, or raise KGRAG_OPENAI_TIMEOUT.")
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise late
+        sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
+        if sock is not None:
+            sock.settimeout(max(0.05, min(left, sock.gettimeout() or left)))
+        try:
+            chunk = resp.read1(1 << 16) if hasattr(resp, "read1") else resp.read()
+        except TimeoutError:
+            if time.monotonic() >= deadline - 0.05:
+                raise late from None
+            raise
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _decode_reply(raw: bytes, url: str) -> dict:
+    """The reply as a JSON object, else one line naming the server, the first bytes and the fix."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        data = None
+    if not isinstance(data, dict):
+        raise _BadReply(f"{url} answered with something that is not a JSON object ({raw[:60]!r}"
+                        f"{'...' if len(raw) > 60 else ''}): check that the URL is an OpenAI-compatible server "
+                        f"(KGRAG_OPENAI_BASE_URL, ending in /v1) and look at its log.")
+    return data
 
 
 class _HTTPFailure(Exception):
@@ -82,6 +142,7 @@ class OpenAICompatibleLLM(LLM):
             raise ConfigError(f"base_url must start with http:// or https://, got {self.base_url!r}.")
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         self.timeout_s = float(timeout_s)
+        self.request_deadline_s = request_deadline()
         self.connect_timeout_s = float(connect_timeout_s)
         self.max_concurrency = max(1, int(max_concurrency))
         self.max_retries = max(0, int(max_retries))
@@ -104,8 +165,12 @@ class OpenAICompatibleLLM(LLM):
         req.add_header("Content-Type", "application/json")
         if self.api_key:
             req.add_header("Authorization", f"Bearer {self.api_key}")
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read().decode("utf-8"))
+        url = self.base_url + path
+        seconds = min(self.request_deadline_s, max(timeout, 0.05) * 4)  # the probe's is short, as is its timeout
+        deadline = time.monotonic() + seconds
+        with urllib.request.urlopen(req, timeout=min(timeout, self.request_deadline_s)) as resp:
+            raw = _read_within(resp, deadline, url, seconds)
+        return _decode_reply(raw, url)
 
     def _probe(self) -> list[str]:
         try:
@@ -116,13 +181,16 @@ class OpenAICompatibleLLM(LLM):
                     f"{self.base_url}/models answered HTTP {exc.code}: set OPENAI_API_KEY or pass api_key=."
                 ) from exc
             return []  # some servers have no /models; the first completion will tell
+        except _BadReply as exc:
+            raise BackendUnavailableError(str(exc)) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             raise BackendUnavailableError(
                 f"no OpenAI-compatible server answered at {self.base_url} ({reason}): start it (e.g. `vllm serve MODEL` "
                 f"or `python -m llama_cpp.server --model FILE.gguf`) and check the host, port and /v1 suffix."
             ) from exc
-        return [str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict)]
+        models = listing.get("data")
+        return [str(m.get("id")) for m in models if isinstance(m, dict)] if isinstance(models, list) else []
 
     def _post(self, body: dict) -> dict:
         """POST /chat/completions; transient failures (HTTP 429/5xx, connection errors) are retried by tenacity
@@ -152,6 +220,8 @@ class OpenAICompatibleLLM(LLM):
                     f"{self.max_retries + 1} attempts: check the server log."
                 ) from exc
             raise
+        except _BadReply as exc:
+            raise BackendUnavailableError(str(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             raise BackendUnavailableError(
                 f"the server at {self.base_url} stopped answering ({getattr(exc, 'reason', exc)}): check that it is still running."
@@ -197,18 +267,26 @@ class OpenAICompatibleLLM(LLM):
         try:
             choice = resp["choices"][0]
             text = (choice.get("message") or {}).get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            usage = resp.get("usage") or {}
+            if not isinstance(text, str):
+                raise TypeError("content is not text")
+            return RawGeneration(
+                text=text,
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                finish_reason=choice.get("finish_reason"),
+                structured=applied,
+            )
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
             raise BackendUnavailableError(
-                f"{self.base_url}/chat/completions returned no choices ({str(resp)[:120]}): is it an OpenAI-compatible chat endpoint?"
-            ) from exc
-        usage = resp.get("usage") or {}
-        return RawGeneration(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            finish_reason=choice.get("finish_reason"),
-            structured=applied,
-        )
+                f"{self.base_url}/chat/completions returned a reply not shaped as a chat completion "
+                f"({type(exc).__name__}: {str(exc)[:60]}; reply {str(resp)[:120]}): is it an OpenAI-compatible chat "
+                f"endpoint? check the server and its log."
+            ) from None
+
+    def _key_parts(self) -> dict[str, Any]:
+        """The server is part of what answers: a reply cached from one server is never replayed for another."""
+        return {**super()._key_parts(), "server": self.base_url}
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()

@@ -6,16 +6,19 @@ reader, scored like the methods (`kgrag_utils.methods.summary`) so that the repo
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Mapping, Sequence
 
 from .. import metrics
+from ..errors import ConfigError
 from ..metrics import CONTAINMENT, HITS1
 from . import summary as shared
 from .base import Method
 from .scoring import cost
 from .summary import SummaryHooks, record_value
 
-__all__ = ["Quickstart", "HOOKS", "VARIANT", "summarize", "scores", "record_scores", "cost_of", "reader_record"]
+__all__ = ["Quickstart", "HOOKS", "VARIANT", "summarize", "scores", "record_scores", "cost_of", "reader_record",
+           "topic_id", "unknown_entity_record", "worked_example"]
 
 VARIANT = "oracle-chain reader"
 
@@ -36,6 +39,32 @@ def reader_record(question, prompt: str, result, prediction: list, n_facts: int,
         record.update(error=result.error, failure=result.finish_reason or "llm")
     record["scores"] = shared.record_scores(record, HOOKS)  # the record carries its metric values, as a method's does
     return record
+
+
+def topic_id(kg, question) -> int | None:
+    """The KG id of the question's first topic entity; None when it has none or the KG lacks it (a few MetaQA
+    questions name an entity its KB does not hold: the loader marks them unanswerable)."""
+    if not question.topic_entities:
+        return None
+    try:
+        return kg.entity_id(question.topic_entities[0])
+    except ConfigError:
+        return None
+
+
+def unknown_entity_record(question, seconds: float) -> dict:
+    """The record of a question whose topic entity is not in the KG: its own failure ("unknown_entity"), scored
+    0 like any failed example, so the run goes on and the summary counts it."""
+    topic = question.topic_entities[0] if question.topic_entities else None
+    why = f"topic entity {topic!r} is not in the KG" if topic else "the question names no topic entity"
+    result = SimpleNamespace(text="", finish_reason="unknown_entity", prompt_tokens=0, completion_tokens=0,
+                             cached=False, error=why)
+    return reader_record(question, "", result, [], 0, seconds)
+
+
+def worked_example(items: Sequence, kg):
+    """The first question whose topic entity is in the KG (the tour's worked example); the first one if none is."""
+    return next((q for q in items if topic_id(kg, q) is not None), items[0])
 
 
 def record_scores(r: Mapping) -> dict:

@@ -3,8 +3,10 @@ run finished, and record a failure with its error (the notebook itself writes th
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -19,11 +21,14 @@ from ..provenance import command_argv
 from ..records import (ENV_RUN_DIR, ENV_RUN_KEY, ENV_RUN_TOKEN, EXAMPLES_FILE, RUN_FILE, RunLock, RunRecordError,
                        atomic_write_json, check_run_name, read_examples, read_run, run_key, to_jsonable)
 from .checks import check_data_present, check_run_parameters
-from .kernel import execute, require_papermill
+from .kernel import execute, require_papermill, stop_kernels
 
 __all__ = ["DEFAULT_TIMEOUT", "REPORT_METHOD", "RunOutcome", "run_name_for", "run_notebook"]
 
 DEFAULT_TIMEOUT = schema.DEFAULT_TIMEOUT  # seconds per cell
+INTERRUPTED_ERROR = "KeyboardInterrupt: interrupted by the user (Ctrl-C or SIGTERM); a rerun resumes"
+#: set when the runner is interrupted (Ctrl-C, SIGTERM): a run whose kernel fails from now on was interrupted
+STOPPING = threading.Event()
 
 
 @dataclass
@@ -121,6 +126,7 @@ def run_notebook(
     `env` adds environment variables to the kernel (e.g. CUDA_VISIBLE_DEVICES).
     """
     require_papermill()
+    settings.check_folders()
     path = resolve_notebook(notebook)
     params = check_run_parameters(path, dict(parameters or {}))
     check_data_present(params)
@@ -180,7 +186,7 @@ def _run_in_folder(path: Path, name: str, params: dict, key: str, run_dir: Path,
         t0 = time.perf_counter()
         error = _execute_logged(path, out_nb, log_path, params, timeout, kernel_env,
                                 on_interrupt=lambda: _record_failure(run_dir, path.name, name, params, key,
-                                                                     "KeyboardInterrupt: interrupted by the user",
+                                                                     INTERRUPTED_ERROR,
                                                                      str(log_path)))
         seconds = time.perf_counter() - t0
         summary: dict = {}
@@ -197,6 +203,16 @@ def _execute_logged(path: Path, out_nb: Path, log_path: Path, params: Mapping[st
                     kernel_env: Mapping[str, str], on_interrupt) -> str | None:
     """Run the notebook with its log at `log_path`: None when it finished, else its short error
     (`on_interrupt` records a Ctrl-C before it propagates)."""
+    try:
+        return _execute_with_log(path, out_nb, log_path, params, timeout, kernel_env, on_interrupt)
+    except OSError as exc:  # the log's writes fail without a file name: this is the runs folder's, named here
+        if not storage_errno(exc) or exc.filename:
+            raise
+        raise StorageError(storage_message(exc, log_path, "KGRAG_RUNS_DIR")) from None
+
+
+def _execute_with_log(path: Path, out_nb: Path, log_path: Path, params: Mapping[str, Any], timeout: int,
+                      kernel_env: Mapping[str, str], on_interrupt) -> str | None:
     refuse_link(out_nb, "notebook")  # papermill writes it: a link there (a shared runs folder) is refused
     log_fd = open_in_folder(log_path.parent, log_path.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(log_fd, "w", encoding="utf-8") as log:
@@ -205,9 +221,13 @@ def _execute_logged(path: Path, out_nb: Path, log_path: Path, params: Mapping[st
         try:
             execute(path, out_nb, params, timeout, kernel_env, log)
         except Exception as exc:  # papermill raises PapermillExecutionError with the cell's traceback
+            if STOPPING.is_set() or getattr(exc, "ename", None) == "KeyboardInterrupt":  # Ctrl-C reached the kernel
+                on_interrupt()
+                raise KeyboardInterrupt from None
             log.write("\n" + "".join(traceback.format_exception(exc)))
             return _short_error(exc, path, timeout)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (`kgrag_utils.cli`): the kernel goes too, the record says so
+            stop_kernels()
             on_interrupt()
             raise
     return None
@@ -228,17 +248,38 @@ def _finished_record(run_dir: Path, notebook: str, key: str, seconds: float) -> 
     return summary, None
 
 
+def _preview_lines(preview: str) -> list[str]:
+    """The first lines of the cell a CellTimeoutError previews: nbclient shows a cell of 11 lines or more as the
+    list repr of its first five (then "..." and the last five), a shorter one as it is."""
+    top = preview.split("\n", 1)[0].strip()
+    if top.startswith("["):
+        try:
+            lines = ast.literal_eval(top)
+        except (ValueError, SyntaxError):
+            lines = None
+        if isinstance(lines, list) and all(isinstance(x, str) for x in lines):
+            return lines
+    return preview.strip().split("\n") if preview.strip() else []
+
+
+def _source(cell: Mapping[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
 def _timeout_message(exc: BaseException, path: Path, timeout: int) -> str:
     """A cell timeout as one line: which cell (its number and first line), the limit and how to raise it."""
     text = str(exc)
     preview = text.split("-------------------\n", 1)[1].split("\n-------------------")[0] if "----\n" in text else ""
-    first = next((ln.strip() for ln in preview.splitlines() if ln.strip()), "")
+    head = _preview_lines(preview)
+    first = next((ln.strip() for ln in head if ln.strip()), "")
     number = ""
     try:
         cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-        hits = [i for i, c in enumerate(cells) if preview and "".join(c.get("source", [])).startswith(preview.strip())]
+        hits = [i for i, c in enumerate(cells) if first and c.get("cell_type") == "code"
+                and _source(c).strip().split("\n")[:len(head)] == head]
         number = f"cell {hits[0] + 1} " if hits else ""
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError):
         pass
     return (f"{number or 'a cell '}of {path.name} ({shown(first, 60)}) ran past the limit of {timeout} s per cell "
             f"(CellTimeoutError): raise it with `kgrag run ... --timeout SECONDS` or `timeout:` in the grid YAML, or "

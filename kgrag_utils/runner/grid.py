@@ -20,17 +20,20 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import schema, settings
-from ..errors import ConfigError, KgragError, StorageError, storage_errno, storage_message
+from ..errors import ConfigError, KgragError, StorageError, shown, storage_errno, storage_message
 from ..notebook_params import notebook_parameters, resolve_notebook
 from ..progress import progress_bar
-from ..records import RUN_FILE, RunLockedError, RunRecordError, check_run_name, read_run, run_key
+from ..records import RUN_FILE, RunLock, RunLockedError, RunRecordError, check_run_name, read_run, run_key
 from .checks import check_run_parameters
-from .execute import DEFAULT_TIMEOUT, RunOutcome, run_name_for, run_notebook
+from .execute import DEFAULT_TIMEOUT, INTERRUPTED_ERROR, STOPPING, RunOutcome, run_name_for, run_notebook
+from .kernel import stop_kernels
 from .grid_summary import write_summary
 
 __all__ = ["grid_path", "load_grid", "expand_grid", "parse_shard", "shard_runs", "visible_gpus", "worker_gpus",
@@ -39,15 +42,25 @@ __all__ = ["grid_path", "load_grid", "expand_grid", "parse_shard", "shard_runs",
 
 def grid_path(config: Path | str) -> Path:
     p = Path(config)
-    if not p.exists() and not p.is_absolute():
+    if not _exists(p) and not p.is_absolute():
         for cand in (settings.configs_dir() / p, settings.configs_dir() / f"{p}.yaml"):
-            if cand.exists():
+            if _exists(cand):
                 return cand
-    if not p.exists():
+    if not _exists(p):
         names = sorted(x.stem for x in settings.configs_dir().glob("*.yaml"))
-        raise ConfigError(f"grid config '{config}' not found;{schema.closest(p.stem, names)} available in configs/: "
-                          f"{', '.join(names)}.")
+        raise ConfigError(f"grid config {shown(str(config), 80)} not found;{schema.closest(p.stem[:200], names)} "
+                          f"available in configs/: {', '.join(names)}.")
+    if not p.is_file():
+        raise ConfigError(f"grid config {shown(str(config), 80)} is not a file: give a YAML file, or a name from "
+                          f"configs/.")
     return p
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the file system
+        return False
 
 
 def load_grid(config: Path | str) -> dict:
@@ -139,9 +152,10 @@ def parse_shard(text: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in str(text).split("/"))
     except ValueError:
-        raise ConfigError(f"--shard takes i/n, e.g. --shard 0/4 (got {text!r}).") from None
+        raise ConfigError(f"--shard takes i/n, e.g. --shard 0/4 (got {shown(text, 40)}).") from None
     if n < 1 or not 0 <= i < n:
-        raise ConfigError(f"--shard {text}: need 0 <= i < n, e.g. 0/{max(n, 2)} ... {max(n, 2) - 1}/{max(n, 2)}.")
+        m = max(n, 2) if n < 10_000 else 4
+        raise ConfigError(f"--shard {shown(text, 40)}: need 0 <= i < n, e.g. 0/{m} ... {m - 1}/{m}.")
     return i, n
 
 
@@ -201,11 +215,13 @@ def run_grid(
     if validate_only:
         return [RunOutcome(p.name, run_name_for(p, check_run_parameters(p, prm)), "validated", 0.0, prm)
                 for p, prm in runs]
+    settings.check_folders()  # a storage variable naming an impossible folder: refused before any kernel
     timeout = int(cfg.get("timeout") or DEFAULT_TIMEOUT)
     grid = str(cfg["name"])
     outcomes: list[RunOutcome] = []
     bar = _progress(len(runs) + (1 if final else 0), f"grid {grid}" + (f" shard {shard[0]}/{shard[1]}" if sharded else ""),
                     progress)
+    workers = capped_workers(workers, len(runs))
     slots = worker_gpus(workers)
     free: "queue.Queue[str]" = queue.Queue()
     for gpu in slots or []:
@@ -230,33 +246,139 @@ def run_grid(
             if gpu is not None:
                 free.put(gpu)
 
-    if workers <= 1:
-        for item in runs:
-            outcome = _one(item)
+    stem = f"summary-shard-{shard[0]}-of-{shard[1]}" if sharded else "summary"
+    pending = list(runs)
+    try:
+        _run_all(runs, workers, _one, outcomes, pending, bar)
+        if final:
+            pending.append((resolve_notebook(final), {}))
+            outcome = _final(final, cfg, grid, timeout)
+            pending.pop()
             outcomes.append(outcome)
             _tick(bar, outcome)
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_one, item) for item in runs]
-            for fut in as_completed(futures):
-                outcome = fut.result()
-                outcomes.append(outcome)
-                _tick(bar, outcome)
-        order = {run_name_for(p, check_run_parameters(p, prm)): i for i, (p, prm) in enumerate(runs)}
-        outcomes.sort(key=lambda o: order.get(o.run_name, 0))
-    if final:
-        try:
-            outcome = run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout,
-                                   always=True)
-        except KgragError as exc:
-            outcome = RunOutcome(Path(final).name, Path(final).stem, "failed", 0.0, {}, error=str(exc))
-        outcomes.append(outcome)
-        _tick(bar, outcome)
-    if bar is not None:
-        bar.close()
-    stem = f"summary-shard-{shard[0]}-of-{shard[1]}" if sharded else "summary"
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the kernels end, the summary says what ran, then one line
+        interrupted(outcomes, pending, settings.runs_dir() / grid, stem)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    outcomes[:] = settle_locked(outcomes, timeout)
     _write_summary_or_say(outcomes, settings.runs_dir() / grid, stem)
     return outcomes
+
+
+def capped_workers(workers: int, runs: int) -> int:
+    """At most one worker per run; above the machine's CPUs (or visible GPUs) a warning, as each is a kernel."""
+    workers = max(1, min(int(workers), max(runs, 1)))
+    room = max(os.cpu_count() or 1, len(visible_gpus()))
+    if workers > room:
+        print(f"kgrag: warning: {workers} workers start {workers} kernels at once on {room} CPU(s)/GPU(s); "
+              f"they will compete for them (use --workers {room} or fewer)", file=sys.stderr, flush=True)
+    return workers
+
+
+def _run_all(runs, workers: int, one, outcomes: list, pending: list, bar) -> None:
+    """Every run by `one`, in order (one worker) or as workers free up; `pending` keeps what has not ended."""
+    if workers <= 1:
+        for item in runs:
+            outcome = one(item)
+            pending.remove(item)
+            outcomes.append(outcome)
+            _tick(bar, outcome)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = {pool.submit(one, item): item for item in runs}
+        for fut in as_completed(futures):
+            outcome = fut.result()
+            pending.remove(futures[fut])
+            outcomes.append(outcome)
+            _tick(bar, outcome)
+    except KeyboardInterrupt:
+        STOPPING.set()  # the workers' runs end as interrupted once their kernels are stopped
+        stop_kernels()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    order = {run_name_for(p, check_run_parameters(p, prm)): i for i, (p, prm) in enumerate(runs)}
+    outcomes.sort(key=lambda o: order.get(o.run_name, 0))
+
+
+def _final(final: str, cfg: Mapping[str, Any], grid: str, timeout: int) -> RunOutcome:
+    try:
+        return run_notebook(final, dict(cfg.get("final_parameters") or {}), grid=grid, timeout=timeout, always=True)
+    except RunLockedError as exc:  # another process runs this grid's final notebook now
+        path = resolve_notebook(final)
+        prm = dict(cfg.get("final_parameters") or {})
+        return RunOutcome(path.name, run_name_for(path, check_run_parameters(path, prm)), "locked", 0.0, prm,
+                          error=str(exc))
+    except KgragError as exc:
+        return RunOutcome(Path(final).name, Path(final).stem, "failed", 0.0, {}, error=str(exc))
+
+
+def interrupted(outcomes: list[RunOutcome], pending: Sequence[tuple[Path, dict]], folder: Path, stem: str) -> None:
+    """After Ctrl-C / SIGTERM: the runs cut short are `interrupted` rows, those never started `not run`, and the
+    summary of what ran is written."""
+    signal_quiet()
+    for path, prm in pending:
+        try:
+            name = run_name_for(path, check_run_parameters(path, prm)) if prm else path.stem
+            cut = read_run(settings.results_dir() / name).get("error") == INTERRUPTED_ERROR
+        except (KgragError, OSError):
+            name, cut = path.stem, False
+        outcomes.append(RunOutcome(path.name, name, "interrupted" if cut else "not run", 0.0, prm,
+                                   error=INTERRUPTED_ERROR if cut else "not started before the interrupt"))
+    try:
+        _write_summary_or_say(outcomes, folder, stem)
+    except KgragError as exc:
+        print(f"kgrag: {exc}", file=sys.stderr)
+
+
+def signal_quiet() -> None:
+    """A second Ctrl-C while the summary is written is ignored (it would only cut the summary short)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def settle_locked(outcomes: Sequence[RunOutcome], wait_s: float) -> list[RunOutcome]:
+    """Rows of runs another process was writing (`locked`) become what their records say once that process lets
+    go (waiting up to `wait_s` for each): a concurrent grid's finished runs are `ok`, never failed."""
+    out = []
+    for o in outcomes:
+        if o.status != "locked":
+            out.append(o)
+            continue
+        run_dir = settings.results_dir() / o.run_name
+        print(f"kgrag: waiting up to {wait_s:.0f} s for run {o.run_name}, which another process is writing",
+              file=sys.stderr, flush=True)
+        if not _wait_unlocked(run_dir, wait_s):
+            out.append(o)
+            continue
+        try:
+            rec = read_run(run_dir)
+        except KgragError as exc:
+            out.append(RunOutcome(o.notebook, o.run_name, "failed", 0.0, o.parameters, error=str(exc)))
+            continue
+        status = "ok" if rec.get("status") == "ok" else "failed"
+        error = None if status == "ok" else (rec.get("error") or f"its record says status={rec.get('status')!r}")
+        out.append(RunOutcome(o.notebook, o.run_name, status, float((rec.get("runner") or {}).get("seconds") or 0.0),
+                              o.parameters, o.output, o.log, error, rec.get("summary") or {}))
+    return out
+
+
+def _wait_unlocked(run_dir: Path, wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with RunLock(run_dir):
+                return True
+        except RunLockedError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(1.0)
 
 
 def _write_summary_or_say(outcomes: Sequence[RunOutcome], folder: Path, stem: str = "summary") -> None:

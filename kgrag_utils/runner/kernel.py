@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import uuid
 from pathlib import Path
 from typing import Any, Mapping
@@ -12,7 +13,7 @@ from typing import Any, Mapping
 from ..errors import MissingDependencyError
 from ..progress import text_progress_in_children
 
-__all__ = ["KERNEL_START_TIMEOUT", "execute", "prefer_project_kernel", "require_papermill"]
+__all__ = ["KERNEL_START_TIMEOUT", "execute", "prefer_project_kernel", "require_papermill", "stop_kernels"]
 
 KERNEL_START_TIMEOUT = 300  # seconds a kernel may take to start (papermill's 60 s fail on a loaded machine)
 
@@ -68,9 +69,34 @@ def _kernel_manager_class(extra_env: Mapping[str, str], log=None):
             if log is not None:
                 kw.setdefault("stdout", log)
                 kw.setdefault("stderr", log)
-            return await super().start_kernel(env=env, **kw)
+            started = await super().start_kernel(env=env, **kw)
+            process = getattr(self.provisioner, "process", None)
+            if process is not None:
+                with _LOCK:
+                    _KERNELS[:] = [p for p in _KERNELS if p.poll() is None] + [process]
+            return started
 
     return RunKernelManager
+
+
+_LOCK = threading.RLock()  # re-entrant: a signal handler in the main thread may stop kernels mid-registration
+_KERNELS: list = []  # the kernel processes this runner started (Popen objects; pruned as they end)
+
+
+def stop_kernels() -> int:
+    """End every kernel this process started that still runs (on Ctrl-C or SIGTERM: no kernel outlives an
+    interrupted runner, whatever thread ran it); how many were ended."""
+    with _LOCK:
+        alive = [p for p in _KERNELS if p.poll() is None]
+        _KERNELS.clear()
+    for process in alive:
+        process.kill()
+    for process in alive:
+        try:
+            process.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a kernel that does not go is left to the OS; the runner still stops
+            pass
+    return len(alive)
 
 
 def require_papermill():
