@@ -475,6 +475,10 @@ def _sentence_transformer(source: str, device: str | None, name: str, max_tokens
             raise MissingDependencyError(
                 "text embeddings need sentence-transformers: run `pip install -e '.[cpu]'` (or `pip install sentence-transformers`)."
             ) from exc
+        from . import threads
+
+        threads.configure_torch()  # the CPU budget, not every core of the host
+        threads.announce()
         try:
             model = SentenceTransformer(source, device=device)
         except (OSError, ValueError) as exc:
