@@ -413,7 +413,7 @@ class Embedder:
         show = missing.size >= _PROGRESS_MIN if progress is None else bool(progress)
         name = self.model_id.rsplit("/", 1)[-1]
         clock = EncodeClock(self.cache.folder if self.cache is not None else None, budget().threads,
-                            int(missing.size), name, show)
+                            int(missing.size), name, show, total_chars=int(lengths.sum()) + int(missing.size))
         clock.before()  # the estimate before any work, from this machine's recorded rate
         bar = None
         if show:
@@ -433,7 +433,7 @@ class Embedder:
                 vectors[idx] = out
                 if self.cache is not None:
                     self.cache.put(keys[idx], out)
-                clock.chunk_done(idx.size)  # no recorded rate: the estimate after the small first chunk
+                clock.chunk_done(idx.size, sum(len(uniq[i]) + 1 for i in idx))  # no recorded rate: estimate now
                 if bar is not None:
                     bar.update(idx.size)
         finally:

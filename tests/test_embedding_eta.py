@@ -75,6 +75,18 @@ def test_unreadable_rate_file_means_no_early_estimate(tmp_path, capsys):
 
 
 def test_rate_is_per_thread_count(tmp_path):
-    (tmp_path / embedding_eta.RATE_FILE).write_text(json.dumps({"by_threads": {"1": {"texts_per_s": 400.0}}}))
-    assert EncodeClock(tmp_path, 1, 10, "m", True).recorded_rate() == pytest.approx(400.0)
+    (tmp_path / embedding_eta.RATE_FILE).write_text(
+        json.dumps({"by_threads": {"1": {"texts_per_s": 400.0, "chars_per_s": 8000.0}}}))
+    assert EncodeClock(tmp_path, 1, 10, "m", True).recorded_rate() == pytest.approx((400.0, 8000.0))
     assert EncodeClock(tmp_path, 2, 10, "m", True).recorded_rate() is None
+
+
+def test_estimate_counts_characters_not_texts(tmp_path, capsys, monkeypatch):
+    """Longest texts come first: after a first chunk holding half the characters in a tenth of the texts,
+    the rest takes as long again (not nine times as long)."""
+    ticks = iter([0.0, 10.0])
+    monkeypatch.setattr(embedding_eta.time, "perf_counter", lambda: next(ticks))
+    clock = EncodeClock(None, threads=1, total=1000, label="m", show=True, total_chars=20_000)
+    clock.chunk_done(100, 10_000)
+    line = capsys.readouterr().err
+    assert "about 10 s at 50 texts/s (from the first 100)" in line  # 1,000 texts in 20 s in all
