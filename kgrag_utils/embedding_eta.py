@@ -3,7 +3,7 @@
 The encoder's measured rate is kept in its vector-cache folder (`rate.json`, per thread count), so the next
 large encode on this machine announces its duration before it starts:
 
-    embedding 42,718 texts (all-MiniLM-L6-v2, 2 threads): about 58 s at 737 texts/s (measured here before)
+    embedding 42,718 texts (all-MiniLM-L6-v2, 2 threads): about <T> at <R> texts/s (measured here before)
 
 Without a recorded rate the first chunk is small (`first_chunk`), and the estimate follows it. The work is
 counted in characters (an encoder's cost grows with a text's length, and the texts come longest first, so
