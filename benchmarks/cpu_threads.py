@@ -147,17 +147,22 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def run_all(args) -> dict:
+    """Both idle measurements first, then both beside the competitor: the 1-minute load average (which the
+    new default reads) stays high for minutes after a competitor stops, so an idle measurement after a
+    busy one would not be idle."""
     results: dict[str, dict] = {}
-    for what in args.what.split(","):
+    whats = args.what.split(",")
+    for what in whats:
         for mode in ("old", "new"):
             results[f"{what}/{mode}/idle"] = _run_worker(args, what, mode)
+    for what in whats:
+        for mode in ("old", "new"):
             comp = _competitor(args.competitor_threads, args.timeout)
             try:
                 time.sleep(args.settle)
                 results[f"{what}/{mode}/busy"] = _run_worker(args, what, mode)
             finally:
                 _stop(comp)
-            time.sleep(args.settle)  # let the competitor's load fade before the next idle measurement
     return results
 
 
