@@ -404,18 +404,25 @@ class Embedder:
         return vectors if len(uniq) == len(texts) else vectors[inverse]  # no duplicates: rows already in order
 
     def _encode_missing(self, uniq, keys, missing, vectors, progress) -> np.ndarray:
+        from .embedding_eta import EncodeClock, chunk_bounds, first_chunk
+        from .threads import budget
+
         lengths = np.fromiter((len(uniq[i]) for i in missing), dtype=np.int64, count=missing.size)
         missing = missing[np.argsort(-lengths, kind="stable")]  # similar lengths batch with little padding
         chunk = max(self.batch_size * 16, 256)
         show = missing.size >= _PROGRESS_MIN if progress is None else bool(progress)
+        name = self.model_id.rsplit("/", 1)[-1]
+        clock = EncodeClock(self.cache.folder if self.cache is not None else None, budget().threads,
+                            int(missing.size), name, show, total_chars=int(lengths.sum()) + int(missing.size))
+        clock.before()  # the estimate before any work, from this machine's recorded rate
         bar = None
         if show:
             from .progress import progress_bar
 
-            bar = progress_bar(total=int(missing.size), desc=f"embedding ({self.model_id.rsplit('/', 1)[-1]})", unit="text")
+            bar = progress_bar(total=int(missing.size), desc=f"embedding ({name})", unit="text")
         try:
-            for s in range(0, missing.size, chunk):
-                idx = missing[s : s + chunk]
+            for s, e in chunk_bounds(int(missing.size), first_chunk(self.batch_size, chunk), chunk):
+                idx = missing[s:e]
                 out = self._encode_model([uniq[i] for i in idx])
                 if vectors is None:
                     vectors = np.empty((len(uniq), out.shape[1]), dtype=np.float32)
@@ -426,11 +433,13 @@ class Embedder:
                 vectors[idx] = out
                 if self.cache is not None:
                     self.cache.put(keys[idx], out)
+                clock.chunk_done(idx.size, sum(len(uniq[i]) + 1 for i in idx))  # no recorded rate: estimate now
                 if bar is not None:
                     bar.update(idx.size)
         finally:
             if bar is not None:
                 bar.close()
+        clock.record()
         return vectors
 
 
@@ -475,6 +484,10 @@ def _sentence_transformer(source: str, device: str | None, name: str, max_tokens
             raise MissingDependencyError(
                 "text embeddings need sentence-transformers: run `pip install -e '.[cpu]'` (or `pip install sentence-transformers`)."
             ) from exc
+        from . import threads
+
+        threads.configure_torch()  # the CPU budget, not every core of the host
+        threads.announce()
         try:
             model = SentenceTransformer(source, device=device)
         except (OSError, ValueError) as exc:

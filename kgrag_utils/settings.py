@@ -15,9 +15,8 @@ papermill in `notebooks/`, a test in a temporary folder and a user's shell all a
 
 Relative values of the variables are taken relative to the repository root.
 
-`KGRAG_LLM_THREADS` sets llama.cpp's CPU threads (default: all cores). On a machine shared with other
-busy processes, 1 is several times faster than all cores: llama.cpp's threads wait for each other
-at every step, so one descheduled thread stalls the rest.
+CPU threads: `KGRAG_THREADS` for every component, `KGRAG_LLM_THREADS` for llama.cpp only; the default
+fits the CPUs this process may use (affinity mask, cgroup quota, other load): kgrag_utils/threads.py.
 """
 
 from __future__ import annotations
@@ -124,14 +123,10 @@ def configs_dir() -> Path:
 
 
 def llm_threads() -> int:
-    """llama.cpp CPU threads: `KGRAG_LLM_THREADS` if set, else every core."""
-    value = os.environ.get("KGRAG_LLM_THREADS", "").strip()
-    if not value:
-        return max(1, os.cpu_count() or 1)
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"KGRAG_LLM_THREADS={value!r} is not a positive whole number: set it to e.g. 1, or unset it "
-                          f"for every core.")
-    return int(value)
+    """llama.cpp CPU threads: `KGRAG_LLM_THREADS` if set, else the process's budget (kgrag_utils/threads.py)."""
+    from .threads import llm_threads as _llm_threads
+
+    return _llm_threads()
 
 
 def describe() -> dict[str, str]:

@@ -201,6 +201,9 @@ class VectorIndex(ABC):
 # ---------------------------------------------------------------------------------------------
 
 
+_FAISS_CONFIGURED = False
+
+
 def _faiss():
     try:
         import faiss
@@ -208,6 +211,12 @@ def _faiss():
         raise MissingDependencyError(
             "the FAISS index needs faiss: run `pip install faiss-cpu` (or `pip install -e '.[cpu]'`; faiss-gpu-cu12 for GPUs)."
         ) from exc
+    global _FAISS_CONFIGURED
+    if not _FAISS_CONFIGURED:
+        from . import threads
+
+        threads.configure_faiss(faiss)  # builds and batch searches: the CPU budget, not every core
+        _FAISS_CONFIGURED = True
     return faiss
 
 

@@ -95,9 +95,12 @@ def test_cli_data_list_names_every_dataset_with_its_source(capsys):
 
 
 def test_llm_threads_from_the_environment(monkeypatch):
-    """KGRAG_LLM_THREADS sets llama.cpp's threads; unset means every core; a bad value is refused naming the fix."""
+    """KGRAG_LLM_THREADS sets llama.cpp's threads; unset means the process's budget (kgrag_utils/threads.py);
+    a bad value is refused naming the fix."""
+    from kgrag_utils import threads
+
     monkeypatch.delenv("KGRAG_LLM_THREADS", raising=False)
-    assert settings.llm_threads() == max(1, os.cpu_count() or 1)
+    assert settings.llm_threads() == threads.budget().threads
     monkeypatch.setenv("KGRAG_LLM_THREADS", "1")
     assert settings.llm_threads() == 1
     for bad in ("0", "two", "-1"):

@@ -158,6 +158,11 @@ class HFBackendLLM(LLM):
             )
         has_cuda = bool(torch.cuda.is_available())
         self.device = device or ("cuda" if has_cuda else "cpu")
+        if self.device == "cpu":
+            from .. import threads
+
+            threads.configure_torch(torch)  # the CPU budget, not every core of the host
+            threads.announce()
         self.batch_size = int(batch_size or (16 if self.device.startswith("cuda") else 4))
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")

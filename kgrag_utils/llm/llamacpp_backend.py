@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import settings
+from .. import settings, threads
 from ..errors import ConfigError, MissingDependencyError
 from .base import LLM, Chat, GenerationConfig, RawGeneration, prompt_too_long
 from .cache import ResponseCache
@@ -62,6 +62,7 @@ class LlamaCppLLM(LLM):
         self.model_path = Path(model_path)
         self.n_ctx = int(n_ctx or min(preset.context_length, 8192))
         self.n_threads = int(n_threads or settings.llm_threads())
+        threads.announce()
         self.batch_size = int(batch_size or 8)  # prompts per cache write; generation itself is sequential
         self.llama = Llama(
             model_path=str(self.model_path),
