@@ -78,3 +78,25 @@ def test_legend_names_every_colour_drawn():
     fig = BUILDERS["vector_rerank_worked_example"]()
     names = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert names == ["other entity", "seed entity", "other candidate", "chosen by the rerank"]
+
+
+def test_figure_names_carry_the_dataset_the_variant_and_the_run():
+    from kgrag_utils.methods import figure_name
+
+    assert figure_name("simgrag", "sample-movies-2hop", "worked_example") == "simgrag_sample-movies-2hop_worked_example"
+    a = figure_name("simgrag", "metaqa-2hop", "latency", "oracle", run="01_simgrag-1a2b")
+    b = figure_name("simgrag", "metaqa-2hop", "latency", "oracle", run="01_simgrag-3c4d")
+    assert a == "simgrag_metaqa-2hop_latency_oracle__01_simgrag-1a2b" and a != b  # two runs, two files
+    assert figure_name("report", "", "accuracy_vs_cost", run="r=1/x") == "report_accuracy_vs_cost__r-1-x"
+
+
+def test_a_notebook_names_its_figures_by_the_run_its_recorder_writes(tmp_path, monkeypatch):
+    from kgrag_utils.methods import get_method
+    from kgrag_utils.records import RunRecorder
+
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path))
+    spec = get_method("quickstart")
+    namespace = {"dataset": "sample-movies-2hop", "split": "test", "limit": 3, "seed": 0, "run_name": ""}
+    recorder = RunRecorder("quickstart", spec.run_parameters(namespace), run_name=None)
+    assert spec.run_name(namespace) == recorder.run_name
+    assert spec.run_name({**namespace, "run_name": "00_quickstart-given"}) == "00_quickstart-given"
