@@ -100,3 +100,12 @@ def test_a_notebook_names_its_figures_by_the_run_its_recorder_writes(tmp_path, m
     recorder = RunRecorder("quickstart", spec.run_parameters(namespace), run_name=None)
     assert spec.run_name(namespace) == recorder.run_name
     assert spec.run_name({**namespace, "run_name": "00_quickstart-given"}) == "00_quickstart-given"
+
+
+def test_static_pages_drop_the_notes_that_ask_to_hover():
+    from kgrag_utils.explore.static import static_note
+
+    assert static_note("12 compact facts: topic entity orange, derived answers green; hover a fact") == \
+        "12 compact facts: topic entity orange, derived answers green"
+    assert static_note("seeds orange; hover a step for the evidence the agent wrote") == "seeds orange"
+    assert static_note("3 subgraphs") == "3 subgraphs"
