@@ -7,9 +7,23 @@ Each builder returns a matplotlib figure; `BUILDERS` maps a name to it.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+import matplotlib
 
-from kgrag_utils import plotting, report
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from kgrag_utils import plotting, report  # noqa: E402
+
+
+@pytest.fixture
+def figure_theme():
+    """The notebooks' theme for a figure test; every figure closed after it (a test module uses it with
+    `pytestmark = pytest.mark.usefixtures("figure_theme")` after importing it)."""
+    plotting.set_theme()
+    yield
+    plt.close("all")
 
 
 def _movies(limit: int = 8):
@@ -29,7 +43,7 @@ def quickstart_chain():
     return fig
 
 
-def _neighbourhood(n_edges: int):
+def neighbourhood(n_edges: int):
     """A crowded subgraph of the sample KG around the first question's topic (n_edges facts)."""
     ds = _movies(2)
     kg, q = ds.kg, ds.items[0]
@@ -67,7 +81,7 @@ def vector_rerank_worked_example(edges=None, seeds=("Harbor Signal", "Seventh Bo
 
 def crowded_graph():
     """A graph drawing at 20+ nodes (the vector-rerank call on 30 facts of the sample KG)."""
-    edges, topic = _neighbourhood(30)
+    edges, topic = neighbourhood(30)
     return vector_rerank_worked_example(edges, seeds=(topic,))
 
 
@@ -194,7 +208,7 @@ def explorer_static():
     from kgrag_utils.explore.graphs import static_figure
     from kgrag_utils.explore.panels import graph_from_triples
 
-    edges, topic = _neighbourhood(22)
+    edges, topic = neighbourhood(22)
     record = _simgrag_record(True)
     pattern = graph_from_triples("pattern", record["pattern"]["triples"],
                                  roles={u: "unknown" for u in record["pattern"]["unknown"]})

@@ -4,23 +4,14 @@ without saying why. The checker itself is shown to catch each defect."""
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
 
-matplotlib.use("Agg")
+from figure_builders import BUILDERS, figure_theme  # noqa: F401 (the fixture)
+from kgrag_utils import plotting
+from kgrag_utils.figure_quality import empty_axes, figure_problems, graph_label_overlaps, small_texts
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from figure_builders import BUILDERS  # noqa: E402
-from kgrag_utils import plotting  # noqa: E402
-from kgrag_utils.figure_quality import empty_axes, figure_problems, graph_label_overlaps, small_texts  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _theme():
-    plotting.set_theme()
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("figure_theme")
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
