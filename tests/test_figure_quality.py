@@ -100,3 +100,12 @@ def test_static_pages_drop_the_notes_that_ask_to_hover():
         "12 compact facts: topic entity orange, derived answers green"
     assert static_note("seeds orange; hover a step for the evidence the agent wrote") == "seeds orange"
     assert static_note("3 subgraphs") == "3 subgraphs"
+
+
+def test_a_long_name_is_cut_in_its_box_and_given_in_full_in_the_legend():
+    long = "The Extraordinarily Long Title of a Film That Nobody Could Fit in a Node Box"
+    ax = plotting.draw_graph([(long, "directed_by", "Ann")], legend={"node": "entity"})
+    box = next(t.get_text() for t in ax.texts if t.get_gid() == "graph-node" and t.get_text().endswith("[1]"))
+    assert "…" in box and max(len(line) for line in box.split("\n")) <= 20
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["entity", f"[1] {long}"]
+    assert figure_problems(ax.figure) == []
