@@ -225,7 +225,7 @@ def cost_figure(scores, metrics: Iterable[str] = ("hits@1", "f1", "recall@5")):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from .plotting import place_labels
+    from .plotting import empty_state, place_labels
 
     metrics = list(metrics)
     colors = {spec.name: spec.color for spec in entries().values() if spec.kind != "report"}
@@ -245,12 +245,14 @@ def cost_figure(scores, metrics: Iterable[str] = ("hits@1", "f1", "recall@5")):
                        marker=markers.get(r["metric"], "o"), s=46, alpha=0.85, edgecolor="white", linewidth=0.5, zorder=3)
             xs.append(x)
             ys.append(float(r["value"]))
-            texts.append(ax.text(x, r["value"], f"{r['variant']} | {r['dataset']}", fontsize=6.5, alpha=0.9, zorder=4))
+            texts.append(ax.text(x, r["value"], f"{r['variant']} | {r['dataset']}", fontsize=8, alpha=0.9, zorder=4))
         ax.set_xscale("log")
         ax.set_xlabel(label)
         ax.set_ylim(-0.05, 1.1)
         if xs:  # room on both sides of the points for their labels (log axes: a factor, not an offset)
             ax.set_xlim(min(xs) / 4, max(xs) * 4)
+        else:
+            empty_state(ax, "no scored run records cost yet")
         placed.append((ax, texts, xs, ys))
     axes[0].set_ylabel("score (see legend for the metric)")
     handles = [Line2D([], [], color=c, marker="o", linestyle="", label=m) for m, c in colors.items()
@@ -268,21 +270,28 @@ def cost_figure(scores, metrics: Iterable[str] = ("hits@1", "f1", "recall@5")):
 
 
 def stage_error_figure(stages):
-    """Share of questions lost at each stage, one bar group per run group."""
+    """Share of questions lost at each stage, one bar per run group ("method · dataset"); a run group that
+    lost nothing is listed as such, and with no loss at all the figure says "no errors" in words."""
     import matplotlib.pyplot as plt
 
-    if stages.empty:
-        fig, ax = plt.subplots(figsize=(6, 1.5))
-        ax.text(0.5, 0.5, "no run attributes its errors yet", ha="center", va="center")
-        ax.axis("off")
+    from .plotting import empty_state
+
+    if stages.empty or not (stages["share"] > 0).any():
+        fig, ax = plt.subplots(figsize=(7, 1.8))
+        runs = sorted({f"{m} · {d}" for m, d in zip(stages.get("method", []), stages.get("dataset", []))})
+        empty_state(ax, "no run attributes its errors yet" if stages.empty else
+                    "no errors: no stage lost a question in " + ", ".join(runs))
         return fig
     table = stages.pivot_table(index=["method", "dataset"], columns="stage", values="share", aggfunc="mean")
+    table = table.loc[:, (table > 0).any(axis=0)]  # stages that lost nothing anywhere add only legend entries
+    table.index = [f"{m} · {d}" + ("  (no errors)" if not (row > 0).any() else "")
+                   for (m, d), row in zip(table.index, table.fillna(0).values)]
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(table) + 1.6))
     table.plot.barh(stacked=True, ax=ax, width=0.75, colormap="tab20")
     ax.set_xlabel("share of questions lost at the stage")
     ax.set_ylabel("")
     ax.set_xlim(0, 1)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5), title="stage", title_fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from kgrag_utils import records, runner, settings
+from kgrag_utils.methods import figure_name
 
 NOTEBOOK = "02_compact_relations.ipynb"
 
@@ -30,8 +31,9 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm(dataset):
     assert {"derived_hits@1", "gate_coverage", "llm_compact", "llm_topk"} <= set(rec["summary"])
     ex = records.load_examples(out.run_name)
     assert len(ex) == 4 and {"prompt_compact", "prompt_topk", "gate", "derived_answers"} <= set(ex.columns)
-    for fig in (f"compact_{dataset}_worked_example", "compact_sample-kinship_kinship_example", f"compact_{dataset}_results"):
-        assert (settings.figures_dir() / f"{fig}.png").exists(), fig  # figure names carry the dataset
+    for ds, what in ((dataset, "worked_example"), ("sample-kinship", "kinship_example"), (dataset, "results")):
+        fig = figure_name("compact", ds, what, run=out.run_name)  # figure names carry the dataset and the run
+        assert (settings.figures_dir() / f"{fig}.png").exists(), fig
 
 
 @pytest.mark.slow

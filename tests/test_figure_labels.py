@@ -6,22 +6,14 @@ drawing (vector rerank's and SimGRAG's worked examples), on crowded inputs like 
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
 
-matplotlib.use("Agg")
+from figure_builders import figure_theme, kgp_traversal, neighbourhood  # noqa: F401 (the fixture)
+from kgrag_utils import plotting, report
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from kgrag_utils import plotting, report  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _theme():
-    plotting.set_theme()
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("figure_theme")
 
 
 def _boxes_apart(ax):
@@ -100,22 +92,9 @@ def test_cost_figure_separates_runs_with_the_same_cost_and_score():
         assert len(_boxes_apart(ax)) == 14
 
 
-def _movie_subgraph(n_edges: int):
-    from kgrag_utils.datasets import load_dataset
-
-    ds = load_dataset("sample-movies-2hop", limit=2)
-    kg, q = ds.kg, ds.items[0]
-    triples = kg.triples(range(kg.num_edges))
-    topic = q.topic_entities[0]
-    near = [t for t in triples if topic in (t[0], t[2])][:5]
-    nodes = {x for t in near for x in (t[0], t[2])}
-    more = [t for t in triples if (t[0] in nodes or t[2] in nodes) and t not in near]
-    return near + more[: n_edges - len(near)], topic
-
-
 @pytest.mark.parametrize("layout", ["kk", "spring"])
 def test_graph_drawing_labels_do_not_overlap(layout):
-    edges, topic = _movie_subgraph(14)
+    edges, topic = neighbourhood(14)
     # two relations between the same pair, as vector rerank's candidates often have
     edges.append((edges[0][0], "written_by", edges[0][2]))
     fig, ax = plt.subplots(figsize=(10, 7.5))
@@ -139,16 +118,5 @@ def test_worked_example_pattern_and_subgraph_labels_do_not_overlap():
 
 
 def test_kgp_passage_graph_labels_do_not_overlap():
-    from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.kgp import KGP, KGPConfig, figures as plots
-
-    ds = load_dataset("sample-passages", split="test", limit=2, seed=0)
-    kgp = KGP.prepare(KGPConfig(graph="tfidf", traversal="nollm"), ds)
-    q = ds.items[0]
-    prep = kgp.prepare_question(q)
-    res = kgp.retrieve(q, prep)
-    labels = [f"{t} {s[0]}" if s[0] > 0 else t for t, s in zip(prep.dset.titles, prep.dset.spans)]
-    fig, ax = plt.subplots(figsize=(10, 7.5))
-    plots.draw_traversal(prep.graph, res, prep.gold, labels, ax=ax, max_nodes=45)
-    texts = _boxes_apart(ax)
+    texts = _boxes_apart(kgp_traversal().axes[0])  # one question's passage graph (tests/figure_builders.py)
     assert len(texts) >= 4

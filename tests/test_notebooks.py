@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgrag_utils import records, runner, settings
+from kgrag_utils.methods import figure_name
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -40,7 +41,8 @@ def test_quickstart_runs_through_the_batch_runner():
     rec = records.read_run(settings.results_dir() / out.run_name)
     assert rec["summary"]["n"] == 2 and rec["tokens"]["calls"] >= 2
     assert len(records.load_examples(out.run_name)) == 2
-    assert (settings.figures_dir() / "quickstart_sample-movies-2hop_chain.png").exists()
+    chain = figure_name("quickstart", "sample-movies-2hop", "chain", run=out.run_name)
+    assert (settings.figures_dir() / f"{chain}.png").exists()
     log = Path(out.log).read_text(encoding="utf-8")
     # the runner's kernels print progress as plain lines (kgrag_utils.progress), never widget reprs
     assert "IProgress" not in log and "HBox(" not in log and "\r" not in log

@@ -190,3 +190,28 @@ def test_rescore_gives_older_runs_their_rows_from_their_own_records(tmp_path, mo
     stored = json.loads((root / "old" / "run.json").read_text())["summary"]
     assert stored["pattern_parse_rate"] == old["pattern_parse_rate"] and stored["stage_errors"] == full["stage_errors"]
     assert rescore(settings.results_dir())["old"] == "has rows"
+
+
+def test_vector_rerank_losses_at_the_rerank_reach_the_report_and_match_the_explorer():
+    """A usable reply ("json", "text": vector_rerank/rerank.py) whose pick scores below plain retrieval loses
+    the question at the rerank, in the summary (so in the report's chart) and in the explorer alike; an
+    unusable one at the reply."""
+    import pandas as pd
+
+    from kgrag_utils.explore.views import vector_rerank as view
+    from kgrag_utils.methods.vector_rerank.summary import RERANK_LOSS_STAGE, RERANK_STAGE, stage_errors
+
+    def rec(status, rerank, naive, failed=False):
+        return {"id": status, "task": "passages", "rerank": {"status": status}, "failed": failed,
+                "variants": {"naive": {"recall@5": naive}, "rerank": {"recall@5": rerank, "failed": failed}}}
+
+    recs = [rec("json", 0.5, 1.0), rec("text", 0.0, 0.5), rec("json", 1.0, 1.0), rec("failed", 0.0, 1.0, failed=True)]
+    assert stage_errors(recs) == {RERANK_STAGE: 1, RERANK_LOSS_STAGE: 2}
+    assert [view.outline(r)["stage"] for r in recs] == ["rerank", "rerank", "", "rerank reply (failed)"]
+    fig = report.stage_error_figure(pd.DataFrame([
+        {"method": "vector_rerank", "dataset": "sample-passages", "group": "g", "stage": RERANK_LOSS_STAGE, "n": 4,
+         "count": 2.0, "share": 0.5},
+        {"method": "simgrag", "dataset": "sample-movies-2hop", "group": "g", "stage": "pattern", "n": 8, "count": 0.0,
+         "share": 0.0}]))
+    rows = sorted(t.get_text() for t in fig.axes[0].get_yticklabels())  # no Python tuples as row names
+    assert rows == ["simgrag · sample-movies-2hop  (no errors)", "vector_rerank · sample-passages"]

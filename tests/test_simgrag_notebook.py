@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kgrag_utils import settings
+from kgrag_utils.methods import figure_name
 from kgrag_utils.records import load_examples, read_run
 from kgrag_utils.runner import notebook_parameters, run_notebook
 
@@ -39,7 +40,7 @@ def test_notebook_runs_through_the_runner_with_the_fake_llm():
     examples = load_examples(outcome.run_name)
     assert len(examples) == 5
     for name in ("worked_example", "stage_errors", "latency"):
-        assert (settings.figures_dir() / f"simgrag_sample-movies-2hop_{name}.png").is_file()
+        assert (settings.figures_dir() / f"{figure_name('simgrag', 'sample-movies-2hop', name, run=outcome.run_name)}.png").is_file()
 
 
 @pytest.mark.slow
@@ -54,4 +55,4 @@ def test_notebook_verifies_factkg_fixture_claims_through_the_runner_with_the_fak
     assert len(examples) == 4 and all(e["prediction"] in ("True", "False") for e in examples)
     assert summary["accuracy"] == sum(e["prediction"] == e["answers_gold"][0] for e in examples) / 4
     for name in ("worked_example", "stage_errors", "latency"):
-        assert (settings.figures_dir() / f"simgrag_fixture-factkg_{name}.png").is_file()
+        assert (settings.figures_dir() / f"{figure_name('simgrag', 'fixture-factkg', name, run=outcome.run_name)}.png").is_file()

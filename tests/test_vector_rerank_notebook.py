@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kgrag_utils import settings
+from kgrag_utils.methods import figure_name
 from kgrag_utils.methods.vector_rerank.config import VARIANTS
 from kgrag_utils.records import read_run
 from kgrag_utils.runner import run_notebook
@@ -29,7 +30,7 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm():
     assert summary["rerank_graph"]["entity_sources"] == {"lexical": 3}
     figs = settings.figures_dir()
     for name in ("worked_example", "recall_at_k", "expansion_vs_degree"):  # figure names carry the dataset
-        assert (figs / f"vector_rerank_sample-passages_{name}.png").exists(), name
+        assert (figs / f"{figure_name('vector_rerank', 'sample-passages', name, run='vr-notebook-smoke')}.png").exists(), name
 
 
 @pytest.mark.slow
@@ -51,4 +52,4 @@ def test_notebook_runs_on_kg_questions_with_the_fake_llm():
     assert len(examples) == 3 and all(e["graph"]["rerank"]["query_entities"] == e["topic_entities"] for e in examples)
     figs = settings.figures_dir()
     for name in ("worked_example", "kgqa_scores", "expansion_vs_degree"):
-        assert (figs / f"vector_rerank_sample-movies-2hop_{name}.png").exists(), name
+        assert (figs / f"{figure_name('vector_rerank', 'sample-movies-2hop', name, run='vr-notebook-kgqa-smoke')}.png").exists(), name

@@ -150,47 +150,42 @@ def _wrap(text: str, width: int = 22) -> str:
 
 
 def draw_static(g: Graph, ax) -> None:
-    """The graph on a matplotlib axis (nodes coloured by role, relation names at the edges' middles)."""
-    import networkx as nx
+    """The graph on a matplotlib axis for a static page: nodes as boxes holding their names, coloured by
+    role, relation names on the edges, laid out without overlaps (`graph_drawing`: the graph's own
+    positions are not used, they leave no room for readable labels) and a legend naming each role drawn."""
+    from ..graph_drawing import GEdge, GNode, draw_network
 
-    ax.set_axis_off()
-    ax.set_title(_wrap(g.title, 70), fontsize=10)
-    pos = layout_positions(g)
-    if not pos:
-        ax.text(0.5, 0.5, _EMPTY, ha="center", va="center", transform=ax.transAxes)
-        return
-    nxg = nx.MultiDiGraph()
-    nxg.add_nodes_from(pos)
-    for e in g.edges:
-        nxg.add_edge(e.source, e.target)
-    colors = [ROLE_COLORS.get(n.role, ROLE_COLORS["default"]) for n in g.nodes if n.id in pos]
-    nx.draw_networkx_nodes(nxg, pos, nodelist=[n.id for n in g.nodes if n.id in pos], node_color=colors, ax=ax,
-                           node_size=260, edgecolors="#333333", linewidths=0.8)
-    for role in dict.fromkeys(e.role for e in g.edges):
-        edges = [(e.source, e.target) for e in g.edges if e.role == role]
-        nx.draw_networkx_edges(nxg, pos, edgelist=edges, ax=ax, edge_color=ROLE_COLORS.get(role, "#888888"),
-                               width=2.2 if role in ("chosen", "path") else 1.0, arrows=True, arrowsize=10,
-                               node_size=260)
-    labels = {n.id: _wrap(n.label, 18) for n in g.nodes if n.id in pos}
-    nx.draw_networkx_labels(nxg, {k: (x, y + 0.07) for k, (x, y) in pos.items()}, labels=labels, font_size=7, ax=ax)
-    for e in g.edges[:60]:
-        if e.label and e.source in pos and e.target in pos:
-            ax.text(_mid(pos, e, 0), _mid(pos, e, 1), _wrap(e.label, 16), fontsize=6, color="#555555",
-                    ha="center", va="center")
-    ax.margins(0.15)
+    nodes = [GNode(n.id, n.label or n.id, ROLE_COLORS.get(n.role, ROLE_COLORS["default"])) for n in g.nodes]
+    ids = {n.id for n in nodes}
+    edges = [GEdge(e.source, e.target, e.label, ROLE_COLORS.get(e.role, "#888888"), 2.0 if e.role in ("chosen", "path") else 1.0)
+             for e in g.edges[:_STATIC_EDGES] if e.source in ids and e.target in ids]
+    roles = list(dict.fromkeys(n.role for n in g.nodes))
+    legend = [("other" if role == "default" else role, ROLE_COLORS.get(role, ROLE_COLORS["default"]), "node")
+              for role in roles if len(roles) > 1]
+    legend += [(f"{role} fact", ROLE_COLORS[role], "edge") for role in dict.fromkeys(e.role for e in g.edges)
+               if role in ("chosen", "path")]
+    roots = [n.id for n in g.nodes if n.role in ("topic", "seed")]
+    draw_network(ax, nodes, edges, layout="auto", roots=roots, legend=legend, title=_wrap(g.title or _EMPTY, 70))
+    if len(g.edges) > _STATIC_EDGES:
+        ax.set_title(f"{ax.get_title()}\n(first {_STATIC_EDGES} of {len(g.edges)} facts drawn)", fontsize=10)
 
 
-def static_figure(graphs: Sequence[Graph], width: float = 5.5, height: float = 4.5):
-    """Graphs side by side in one matplotlib figure (at most three a row)."""
+_STATIC_EDGES = 40
+
+
+def static_figure(graphs: Sequence[Graph], width: float = 5.0, height: float = 3.6):
+    """Graphs side by side in one matplotlib figure (at most three a row); each panel grows to what its
+    graph needs, so labels stay at their font size."""
     import matplotlib.pyplot as plt
 
     n = max(len(graphs), 1)
     cols = min(n, 3)
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    fig.subplots_adjust(left=0.02, right=0.98, top=1 - 0.5 / (height * rows), bottom=0.6 / (height * rows),
+                        wspace=0.1, hspace=0.35)  # before drawing: the drawings fix their scale to the axes
     for ax, g in zip(axes.flat, graphs):
         draw_static(g, ax)
     for ax in list(axes.flat)[len(graphs):]:
         ax.set_axis_off()
-    fig.tight_layout()
     return fig

@@ -31,8 +31,17 @@ def text_html(text: str) -> str:
     return f"<pre class='kgrag-text' style='white-space:pre-wrap;max-height:24em;overflow:auto'>{html.escape(text)}</pre>"
 
 
+def static_note(note: str) -> str:
+    """A panel's note for a page that cannot be hovered: the clauses that ask to hover are left out."""
+    import re
+
+    parts = [p for p in re.split(r"(?<=[;.])\s+", note) if "hover" not in p.lower()]
+    return re.sub(r"[;,]\s*$", "", " ".join(parts).strip())
+
+
 def _header(panel: Panel) -> str:
-    note = f"<br><small>{html.escape(panel.note)}</small>" if panel.note else ""
+    note = static_note(panel.note) if panel.note else ""
+    note = f"<br><small>{html.escape(note)}</small>" if note else ""
     return f"<h4 style='margin:0.6em 0 0.2em'>{html.escape(panel.title)}</h4>{note}"
 
 

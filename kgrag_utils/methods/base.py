@@ -174,13 +174,19 @@ class MethodConfig(BaseModel):
 
 
 # ----------------------------------------------------------------------------- figure names
-def figure_name(method: str, dataset: str, what: str, variant: str = "") -> str:
-    """A figure's file stem: `<method>_<dataset>_<what>[_<variant>]`, so runs over several datasets or
-    variants never overwrite each other's figures (characters other than letters, digits, . _ - become -)."""
+def figure_name(method: str, dataset: str, what: str, variant: str = "", run: str = "") -> str:
+    """A figure's file stem, the one place figures are named: `<method>_<dataset>_<what>[_<variant>][__<run>]`.
+
+    The dataset and variant keep runs over several datasets or variants apart; `run` (the run's name:
+    `recorder.run_name`, or `get_method(m).run_name(globals())` before the recorder exists) keeps two runs on
+    the same dataset apart, so no run overwrites another's figure. A double underscore separates the run
+    (run names hold single ones); characters other than letters, digits and . _ - become -. `dataset` is
+    "" only for a figure over every dataset (the report's)."""
     import re
 
-    parts = [method, dataset, what] + ([variant] if variant else [])
-    return "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", str(p)).strip("-") for p in parts)
+    parts = [method] + ([dataset] if dataset else []) + [what] + ([variant] if variant else [])
+    stem = "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", str(p)).strip("-") for p in parts)
+    return f"{stem}__{re.sub(r'[^A-Za-z0-9._-]+', '-', str(run)).strip('-')}" if run else stem
 
 
 # ----------------------------------------------------------------------------- the method base class

@@ -118,6 +118,13 @@ def _discover() -> None:
     for info in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{info.name}")
 
+    def run_name(self, namespace: dict) -> str:
+        """The run's name as its `RunRecorder` will have it: the notebook's `run_name` (the batch runner sets
+        it), else the method's name and the hash of its run parameters (for figure names before the recorder)."""
+        from ..records import check_run_name, default_run_name
+
+        return check_run_name(namespace.get("run_name") or default_run_name(self.name, self.run_parameters(namespace)))
+
 
 _FACE = ("name", "notebook", "kind", "config_class", "record_type", "headline", "color", "label")
 

@@ -12,6 +12,9 @@ from .common import chat_text, dict_table, error_panel, frame, keep, outline_of,
 STAGES = ("entities", "expansion", "rerank", "passages")
 HEADLINE = ("rerank", "rerank-filled", "rerank-padded", "expand", "naive")  # the variant an example is judged by
 _FIELDS = ("question", "qtype", "gold", "answers", "task")
+#: rerank reply statuses with a usable pick (vector_rerank/rerank.py: parsed JSON, a partial list, marks, matched
+#: text); the others ("failed", "empty", "no-candidates") lose the question at the rerank reply
+_USABLE = (None, "ok", "json", "partial", "marks", "text")
 _MAX_EDGES = 80  # a drawn subgraph keeps the best candidates (and every chosen one)
 
 
@@ -29,7 +32,7 @@ def outline(rec: Mapping) -> dict:
     row = (rec.get("variants") or {}).get(v) or {}
     metric = _metric(rec)
     status = (rec.get("rerank") or {}).get("status")
-    if status not in (None, "ok"):
+    if status not in _USABLE:
         stage = f"rerank reply ({status})"
     elif metric == "hits@1":
         stage = "answer" if row.get("fact_hit") else "rerank (chosen facts miss the answer)"

@@ -71,7 +71,10 @@ def draw_chain_record(record: Mapping, ax=None, max_facts: int = 14):
     facts = [tuple(f) for f in record.get("compact_facts", [])][:max_facts]
     hi = list(record.get("topic_entities", [])) + list(record.get("derived_answers", [])[:5])
     title = f"{record.get('chain')}  ({len(record.get('compact_facts', []))} facts)"
-    return draw_graph(facts, ax=ax, highlight_nodes=hi, highlight_edges=facts, title=title)
+    return draw_graph(facts, ax=ax, highlight_nodes=hi, highlight_edges=facts, title=title,
+                      roots=list(record.get("topic_entities", [])),
+                      legend={"highlight": "topic entity or derived answer", "node": "other entity",
+                              "highlight_edge": "compact fact"})
 
 
 def draw_kinship_derivation(story, derivation, ax=None):
@@ -84,7 +87,10 @@ def draw_kinship_derivation(story, derivation, ax=None):
     hi_edges = [e for i, e in enumerate(edges) if i in used]
     derived = derivation.ranked[0] if derivation.ranked else "nothing"
     title = f"{story.query[1]} is {story.query[0]}'s ?  rules: {derived}  (gold: {story.target})"
-    return draw_graph(edges, ax=ax, highlight_nodes=list(story.query), highlight_edges=hi_edges, title=title)
+    return draw_graph(edges, ax=ax, highlight_nodes=list(story.query), highlight_edges=hi_edges, title=title,
+                      roots=[story.query[0]] if story.query else None,
+                      legend={"highlight": "the two people asked about", "node": "other person",
+                              "highlight_edge": "first derivation path", "edge": "other story fact"})
 
 
 def plot_facts_per_context(records: Sequence[Mapping], ax=None):
@@ -142,7 +148,7 @@ def plot_gate_curve(validation_table: Sequence[Mapping], test_table: Sequence[Ma
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=label)
         if label == "validation":
             for c, p, name in pts:
-                ax.annotate(name, (c, p), fontsize=7, xytext=(3, 3), textcoords="offset points")
+                ax.annotate(name, (c, p), fontsize=8, xytext=(3, 3), textcoords="offset points")
     ax.scatter([PAPER["coverage_one_answer"]["WebQSP"] / 100], [PAPER["derived_precision_one_answer"]["WebQSP"] / 100],
                marker="*", s=120, c="grey", label="paper, one answer (WebQSP, published)")
     ax.scatter([PAPER["coverage_one_answer"]["CWQ"] / 100], [PAPER["derived_precision_one_answer"]["CWQ"] / 100],
@@ -151,6 +157,6 @@ def plot_gate_curve(validation_table: Sequence[Mapping], test_table: Sequence[Ma
     ax.set_ylabel("precision of the derived answer")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=8, loc="lower left")
     ax.set_title("Gate: precision vs coverage")
     return ax

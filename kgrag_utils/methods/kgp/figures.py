@@ -78,7 +78,7 @@ def draw_traversal(graph: PassageGraph, result: TraversalResult, gold: GoldUnits
                            edgecolors=["#e31a1c" if n in gold_nodes else "#555555" for n in g.nodes],
                            linewidths=[3.0 if n in gold_nodes else 0.6 for n in g.nodes])
     show = set(result.seeds[:4]) | gold_nodes | {c for _, c in sorted(walked)[:6]}
-    texts = [ax.text(*pos[n], "\n".join(textwrap.wrap(str(labels[n]), 18)[:2]), fontsize=7, ha="center", va="center",
+    texts = [ax.text(*pos[n], "\n".join(textwrap.wrap(str(labels[n]), 18)[:2]), fontsize=8, ha="center", va="center",
                      zorder=4, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
              for n in g.nodes if n in show]
     from matplotlib.lines import Line2D
@@ -128,7 +128,7 @@ def plot_density_sweep(rows: Sequence[Mapping], ax=None, metric: str = "sf_em@30
     ax2.grid(False)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
+    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     ax.set_title(f"density vs supporting-fact recall {dataset}".strip())
     return ax
 

@@ -58,75 +58,89 @@ def gsd_terms_table(record: dict):
     return pd.DataFrame(rows).set_index("graph") if rows else pd.DataFrame()
 
 
-def draw_worked_example(record: dict, figsize=(13, 4.8)):
-    """Pattern graph (UNKNOWN nodes highlighted) beside the best matched subgraph (its answer-side nodes highlighted)."""
+def draw_worked_example(record: dict, figsize=None):
+    """Pattern graph (its UNKNOWN nodes highlighted) beside the best matched subgraph (the entities matched
+    to them highlighted), each panel as large as its graph needs and a colour legend under each. Both read
+    from the named entities (left) to the unknowns."""
     import matplotlib.pyplot as plt
 
     from ...plotting import draw_graph
 
-    fig, axes = plt.subplots(1, 2, figsize=figsize)
     pattern = record.get("pattern") or {}
     triples = [tuple(t) for t in pattern.get("triples") or record.get("pattern_triples") or []]
-    draw_graph(triples, ax=axes[0], highlight_nodes=pattern.get("unknown") or [],
-               title=f"pattern graph ({record.get('pattern_source')})")
+    unknown = set(pattern.get("unknown") or [])
     best = (record.get("subgraphs") or [None])[0]
+    fig, axes = plt.subplots(1, 2, figsize=figsize or (7.0, 2.6))
+    height = fig.get_figheight()  # room for the question and the titles above, set before drawing (the
+    fig.subplots_adjust(left=0.02, right=0.98, wspace=0.12, top=1 - 0.75 / height, bottom=0.05)  # scale is final)
+    named = [x for h, _, t in triples for x in (h, t) if x not in unknown]
+    draw_graph(triples, ax=axes[0], highlight_nodes=sorted(unknown), roots=named,
+               title=f"pattern graph ({record.get('pattern_source')})",
+               legend={"node": "named in the question", "highlight": "UNKNOWN: what the question asks"})
     if best is None:
         axes[1].set_axis_off()
-        axes[1].text(0.5, 0.5, "no subgraph retrieved", ha="center", va="center")
+        axes[1].text(0.5, 0.5, "no subgraph retrieved", ha="center", va="center", transform=axes[1].transAxes)
     else:
-        unknown = set(pattern.get("unknown") or [])
         mapped = [name for label, name in best["nodes"].items() if label in unknown]
-        draw_graph([tuple(t) for t in best["triples"]], ax=axes[1], highlight_nodes=mapped,
-                   title=f"best subgraph, GSD = {best['gsd']:.3f}")
+        anchors = [name for label, name in best["nodes"].items() if label not in unknown]
+        draw_graph([tuple(t) for t in best["triples"]], ax=axes[1], highlight_nodes=mapped, roots=anchors,
+                   title=f"best subgraph, GSD = {best['gsd']:.3f}",
+                   legend={"node": "matched to a named node", "highlight": "matched to an UNKNOWN: the answer"})
     fig.suptitle(record.get("question", ""), fontsize=10)
-    fig.tight_layout()
     return fig
 
 
 def stage_error_figure(records: Sequence[dict], title: str = ""):
-    """Wrong answers by the stage that failed, strict (Hits@1) and lenient (containment)."""
+    """Wrong answers by the stage that failed, strict (Hits@1) and lenient (containment); with no wrong
+    answer at all, a figure that says so (never empty axes)."""
     import matplotlib.pyplot as plt
     import pandas as pd
+    import seaborn as sns
+
+    from ...plotting import empty_state
 
     n = len(records)
     data = []
     verify = bool(records) and all(r.get("task") == "verify" for r in records)
+    what = "claims" if verify else "questions"
     labels = ("accuracy", "label in reply (lenient)") if verify else ("strict Hits@1", "lenient containment")
     for key, label in zip(("failed_stage", "failed_stage_lenient"), labels):
         for stage in STAGES:
             count = sum(1 for r in records if r.get(key) == stage)
             data.append({"metric": label, "stage": stage, "share of questions (%)": 100 * count / n if n else 0.0})
     df = pd.DataFrame(data)
+    heading = title or f"Where SimGRAG went wrong ({n} {what})"
+    if not (df["share of questions (%)"] > 0).any():
+        fig, ax = plt.subplots(figsize=(7, 1.8))
+        empty_state(ax, f"no errors: no stage failed on any of the {n} {what}" if n else f"no {what} yet")
+        ax.set_title(heading)
+        return fig
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    import seaborn as sns
-
     sns.barplot(df, x="stage", y="share of questions (%)", hue="metric", ax=ax)
-    ax.set_title(title or f"Where SimGRAG went wrong ({n} {'claims' if verify else 'questions'})")
+    ax.set_title(heading)
     ax.set_xlabel("stage that failed")
     fig.tight_layout()
     return fig
 
 
 def latency_figure(records: Sequence[dict], title: str = ""):
-    """Per-question time of each stage: LLM stages in seconds, retrieval stages in milliseconds."""
+    """Per-question time of each stage, every question a point (n under each stage): retrieval stages in
+    milliseconds, LLM stages in seconds (cache misses only)."""
     import matplotlib.pyplot as plt
-    import pandas as pd
-    import seaborn as sns
+
+    from ...plotting import empty_state, strip_by_group
 
     ms_keys = {"node_search_ms": "vector search", "relation_ms": "relation distances", "enumerate_ms": "enumeration"}
     s_keys = {"pattern_s": "LLM: pattern", "answer_s": "LLM: answer"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
     for ax, keys, unit in ((axes[0], ms_keys, "ms"), (axes[1], s_keys, "s")):
-        rows = [{"stage": label, unit: r["timings"][k]} for r in records for k, label in keys.items()
-                if k in (r.get("timings") or {}) and not (k.endswith("_s") and r.get("tokens", {}).get(k[:-2] + "_cached"))]
-        if rows:
-            df = pd.DataFrame(rows)
-            sns.boxplot(df, x="stage", y=unit, ax=ax, showfliers=True)
-            if unit == "ms" and (df[unit] > 0).all():
-                ax.set_yscale("log")
+        groups = {label: [r["timings"][k] for r in records if k in (r.get("timings") or {})
+                          and not (k.endswith("_s") and r.get("tokens", {}).get(k[:-2] + "_cached"))]
+                  for k, label in keys.items()}
+        if any(groups.values()):
+            strip_by_group(ax, groups, unit, log=unit == "ms")
         else:
-            ax.text(0.5, 0.5, "no timings (cached or skipped)", ha="center", va="center")
-        ax.set_xlabel("")
+            empty_state(ax, "no timings (every call cached or skipped)")
     axes[0].set_title("retrieval (per question)")
     axes[1].set_title("LLM calls (per question, cache misses only)")
     fig.suptitle(title, fontsize=10)

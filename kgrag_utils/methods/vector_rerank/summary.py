@@ -26,8 +26,9 @@ from .config import KGQA_VARIANT_LABELS, KGQA_VARIANTS, RECALL_KS, VARIANT_LABEL
 __all__ = ["HOOKS", "summarize", "scores", "record_scores", "cost_of", "variant_seconds", "is_kgqa",
            "passage_extras", "kgqa_extras"]
 
-#: the stage a rerank question is lost at
+#: the stages a rerank question is lost at: an unusable reply, or a usable one that loses what retrieval had
 RERANK_STAGE = "failed: rerank reply (or, on KG questions, the answer) unusable"
+RERANK_LOSS_STAGE = "rerank: its pick scores below plain retrieval's (passages) or misses the answer (KG)"
 
 
 def is_kgqa(records: Sequence[Mapping]) -> bool:
@@ -65,11 +66,24 @@ def record_scores(r: Mapping) -> dict:
 
 
 def stage_errors(records: Sequence[Mapping]) -> dict:
-    """Questions whose rerank reply (or, on KG questions, the answer) was unusable (runs with the rerank variant)."""
+    """Runs with the rerank variant: questions whose rerank reply (or, on KG questions, the answer) was
+    unusable, and questions whose usable reply lost at the rerank (the explorer's "rerank" stage): on
+    passages its Recall@5 is below naive's or expand's, on KG questions none of its chosen facts holds a
+    gold answer."""
     if not any("rerank" in (r.get("variants") or {}) for r in records):
         return {}
-    return {RERANK_STAGE: sum(1 for r in records if (r.get("variants") or {}).get("rerank", {}).get("failed")
-                              and not is_error_record(r))}
+    kept = [r for r in records if not is_error_record(r)]
+    failed = [bool((r.get("variants") or {}).get("rerank", {}).get("failed")) for r in kept]
+    lost = sum(1 for r, f in zip(kept, failed) if not f and "rerank" in (r.get("variants") or {}) and _lost_at_rerank(r))
+    return {RERANK_STAGE: sum(failed), RERANK_LOSS_STAGE: lost}
+
+
+def _lost_at_rerank(r: Mapping) -> bool:
+    variants = r.get("variants") or {}
+    if _is_kgqa(r):
+        return variants["rerank"].get("fact_hit") is not None and not variants["rerank"].get("fact_hit")
+    own = num(variants["rerank"].get("recall@5")) or 0.0
+    return any((num((variants.get(o) or {}).get("recall@5")) or 0.0) > own for o in ("naive", "expand"))
 
 
 def variant_seconds(timings: Mapping | None, variant: str) -> float | None:
