@@ -90,7 +90,7 @@ class FolderContents:
 
 
 def _where(path: Path, line: int) -> str:
-    return f"{path.name} line {line}"
+    return f"{path} line {line}"
 
 
 def _read_facts(path: Path) -> list[tuple[str, str, str]]:

@@ -15,7 +15,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Stage", "Gist", "Asked", "question_item", "fact_text"]
+__all__ = ["Stage", "Gist", "Asked", "question_item", "fact_text", "ask_box", "ask_here"]
 
 _STYLE = ("<style>.kgrag-ask table{border-collapse:collapse;font-size:12px;margin:2px 0 8px}.kgrag-ask td,"
           ".kgrag-ask th{padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #ddd}"
@@ -160,3 +160,47 @@ def question_item(question: str, topic: str | Sequence[str] | None, answers: Seq
     meta["topic_source"] = source if topics else "none found"
     return KGQuestion(qid=qid, question=question, topic_entities=topics, answers=golds, chain=None, hops=0,
                       qtype="asked", meta=meta)
+
+
+def ask_box(asker: Any, question: str = "", topic: str = ""):
+    """A live box for JupyterLab: type a question (and optionally the topic entity), press Ask, see the stages.
+    `asker`: a prepared method or an `ask_all.AskEveryMethod` (anything with `.ask(question, topic=...)`).
+    Needs ipywidgets; under papermill show `asker.ask(question)` instead (static)."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    q = w.Text(value=question, placeholder="Who directed [The Matrix]?", description="question",
+               layout=w.Layout(width="70%"))
+    t = w.Text(value=topic, placeholder="(optional) topic entity", description="topic")
+    button = w.Button(description="Ask", button_style="primary")
+    out = w.Output()
+
+    def on_ask(_=None) -> None:
+        out.clear_output()
+        with out:
+            try:
+                display(asker.ask(q.value, topic=t.value.strip() or None))
+            except Exception as exc:  # a bad question or topic: its one line, shown where the answer goes
+                print(f"{type(exc).__name__}: {exc}")
+
+    button.on_click(on_ask)
+    box = w.VBox([w.HBox([q, button]), t, out])
+    box.add_class("kgrag-ask-box")
+    return box
+
+
+def ask_here(asker: Any, question: str, topic: str | Sequence[str] | None = None):
+    """What a notebook's "Ask your own question" cell calls: the stages of `question` (static, so papermill keeps
+    them), and in a live JupyterLab kernel also `ask_box` below it, to type the next question. Returns the result."""
+    import os
+
+    from IPython.display import display
+
+    from .. import progress, records
+
+    result = asker.ask(question, topic=topic)
+    display(result)
+    batch = bool(os.environ.get(records.ENV_RUN_DIR)) or os.environ.get(progress.PROGRESS_ENV, "").lower() in ("text", "off")
+    if progress._in_jupyter_kernel() and progress._have_ipywidgets() and not batch:
+        display(ask_box(asker, question, ", ".join(topic) if isinstance(topic, (list, tuple)) else (topic or "")))
+    return result

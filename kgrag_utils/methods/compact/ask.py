@@ -10,6 +10,9 @@ from ...errors import ConfigError
 from ..asked import Gist, Stage, fact_text
 
 
+KINDS = ("kgqa",)  # the dataset kinds a typed question can be asked over
+
+
 def item_kind(method) -> str:
     if getattr(method, "kind", "kgqa") != "kgqa":
         raise ConfigError("ask takes a KG question: prepare Compact on a KG question dataset (a kinship story has no "

@@ -8,6 +8,9 @@ from typing import Mapping
 from ..asked import Gist, Stage
 
 
+KINDS = ("passages",)  # the dataset kinds a typed question can be asked over
+
+
 def item_kind(method) -> str:
     return "passages"
 

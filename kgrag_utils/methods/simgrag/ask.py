@@ -8,6 +8,9 @@ from typing import Mapping
 from ..asked import Gist, Stage, fact_text
 
 
+KINDS = ("kgqa",)  # the dataset kinds a typed question can be asked over
+
+
 def item_kind(method) -> str:
     return "kgqa"
 
