@@ -159,3 +159,35 @@ def test_records_without_gold_are_not_scored_nor_blamed():
 def test_unknown_dataset_names_still_refused_with_the_folder_hint():
     with pytest.raises(KgragError, match="or give a dataset folder"):
         check_run_parameters("01_simgrag", {"dataset": "example-kgg"})
+
+
+def test_compact_refuses_a_folder_without_training_questions_in_one_line(tmp_path):
+    from kgrag_utils.methods.compact import Compact, CompactConfig
+
+    folder = _copy(tmp_path)
+    lines = (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    (folder / "questions.jsonl").write_text("\n".join(ln for ln in lines if '"train"' not in ln) + "\n")
+    config = CompactConfig(dataset=str(folder), llm_preset="fake", limit=0)
+    with pytest.raises(ConfigError) as err:
+        Compact.prepare(config, config.load_dataset())
+    assert "\n" not in str(err.value) and 'add lines with "split": "train"' in str(err.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", ["01_simgrag", "02_compact_relations", "03_vector_rerank"])
+def test_the_example_folder_runs_from_kgrag_run_parameters_alone(notebook):
+    from kgrag_utils import records, runner, settings
+
+    out = runner.run_notebook(notebook, {"dataset": "data/example-kg", "llm_preset": "fake", "limit": 0},
+                              grid="test")
+    assert out.status == "ok", f"{out.error} (log: {out.log})"
+    rec = records.read_run(settings.results_dir() / out.run_name)
+    summary = rec["summary"]
+    assert summary["n"] == 5 and summary["n_scored"] == 3  # two questions have no answers: not scored
+    examples = records.load_examples(out.run_name)
+    assert sorted(e["id"] for e in examples) == ["q1", "q2", "q3", "q4", "q5"]
+    assert {e["id"] for e in examples if e.get("scored") is False} == {"q4", "q5"}
+    executed = json.loads(Path(out.output).read_text(encoding="utf-8"))
+    ask_cell = next(c for c in executed["cells"] if "ask_here(" in "".join(c["source"]))
+    shown = "".join("".join(o.get("data", {}).get("text/plain", "")) for o in ask_cell["outputs"])
+    assert "=> answer:" in shown and "topic entities:" in shown  # the stages, as static text under papermill

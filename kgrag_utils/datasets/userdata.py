@@ -21,6 +21,7 @@ questions marked test or unmarked, `train` / `dev` those marked so, `all` every 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,7 +285,7 @@ def _question_item(obj: dict, prefix: str, kind: str, passages: dict[str, Passag
 
 
 def load_folder(value: str, split: str = "test") -> Dataset:
-    """A validated folder as a `Dataset` (name: the value given) of the questions of `split`."""
+    """A validated folder as a `Dataset` (name: `dataset_tag`; `info["folder"]` its path) of the questions of `split`."""
     from ..kg import KG
 
     if split not in SPLITS:
@@ -311,8 +312,21 @@ def load_folder(value: str, split: str = "test") -> Dataset:
     if kg is not None:
         info.update({"kg_entities": kg.num_entities, "kg_facts": kg.num_edges, "kg_relations": kg.num_relations})
         _answerable(items, kg)
-    return Dataset(name=value, kind=kind, split=split, items=items, kg=kg, corpus=corpus, source="user",
-                   root=contents.root, info=info)
+    return Dataset(name=dataset_tag(contents), kind=kind, split=split, items=items, kg=kg, corpus=corpus,
+                   source="user", root=contents.root, info=info)
+
+
+def dataset_tag(contents: FolderContents) -> str:
+    """The loaded dataset's name: `user-<folder>-<8 hex of the facts / passages files' sha256>`, a plain name (caches
+    and file names take it) that changes when the graph or the passages change. The `dataset` parameter keeps the
+    folder path."""
+    import re
+
+    from ..integrity import file_digest
+
+    files = [contents.root / f for f in (contents.fact_file, PASSAGES_FILE if contents.passages is not None else None) if f]
+    digest = hashlib.sha256("".join(file_digest(f)["sha256"] for f in files).encode()).hexdigest()[:8]
+    return f"user-{re.sub(r'[^A-Za-z0-9_-]+', '-', contents.root.name).strip('-') or 'folder'}-{digest}"
 
 
 def _answerable(items: list[KGQuestion], kg) -> None:

@@ -109,7 +109,8 @@ class AskEveryMethod:
         self.methods = []
         for spec in chosen:
             fields = spec.config_class.model_fields
-            cfg = spec.config_class(**{k: v for k, v in {"dataset": ds.name, **config}.items() if k in fields})
+            name = ds.info.get("registered_name", ds.name)
+            cfg = spec.config_class(**{k: v for k, v in {"dataset": name, **config}.items() if k in fields})
             self.methods.append(spec.method_class.prepare(cfg, ds))
 
     def ask(self, question: str, topic: str | Sequence[str] | None = None,

@@ -30,5 +30,5 @@ def stages(rec: Mapping) -> list[Stage]:
 
 
 def gist(rec: Mapping) -> Gist:
-    answer = [str(rec["answer"])] if rec.get("answer") else [str(p) for p in (rec.get("retrieved") or [])[:1]]
+    answer = [str(rec["answer"])] if rec.get("answer") else []
     return Gist(answer, [], [], note="retrieved " + ", ".join(map(str, (rec.get("retrieved") or [])[:3])))
