@@ -191,3 +191,11 @@ def test_the_example_folder_runs_from_kgrag_run_parameters_alone(notebook):
     ask_cell = next(c for c in executed["cells"] if "ask_here(" in "".join(c["source"]))
     shown = "".join("".join(o.get("data", {}).get("text/plain", "")) for o in ask_cell["outputs"])
     assert "=> answer:" in shown and "topic entities:" in shown  # the stages, as static text under papermill
+
+
+def test_the_explorer_shows_a_record_without_gold_as_not_scored():
+    from kgrag_utils.explore.outcome import base_outline
+
+    assert base_outline({"id": "q4", "scored": False}, None, False)["status"] == "not scored"
+    assert base_outline({"id": "q4", "scored": False}, None, True, "pattern")["status"] == "failed"
+    assert base_outline({"id": "q1"}, 0.0, False, "retrieval")["status"] == "wrong"
