@@ -184,7 +184,8 @@ def test_the_example_folder_runs_from_kgrag_run_parameters_alone(notebook):
     rec = records.read_run(settings.results_dir() / out.run_name)
     summary = rec["summary"]
     assert summary["n"] == 5 and summary["n_scored"] == 3  # two questions have no answers: not scored
-    examples = records.load_examples(out.run_name)
+    run_dir = settings.results_dir() / out.run_name
+    examples = [json.loads(line) for line in (run_dir / "examples.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(e["id"] for e in examples) == ["q1", "q2", "q3", "q4", "q5"]
     assert {e["id"] for e in examples if e.get("scored") is False} == {"q4", "q5"}
     executed = json.loads(Path(out.output).read_text(encoding="utf-8"))
