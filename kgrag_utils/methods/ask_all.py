@@ -107,11 +107,14 @@ class AskEveryMethod:
             raise ConfigError(f"{', '.join(refused)} cannot be asked about a {ds.kind} dataset; methods that can: "
                               f"{', '.join(s.name for s in applicable)}.")
         self.methods = []
+        shared = None  # one LLM for every method (the fake is each method's own: SimGRAG's replays its questions)
         for spec in chosen:
             fields = spec.config_class.model_fields
             name = ds.info.get("registered_name", ds.name)
             cfg = spec.config_class(**{k: v for k, v in {"dataset": name, **config}.items() if k in fields})
-            self.methods.append(spec.method_class.prepare(cfg, ds))
+            if shared is None and cfg.needs_llm and cfg.llm_preset != "fake":
+                shared = cfg.load_llm()
+            self.methods.append(spec.method_class.prepare(cfg, ds, llm=shared))
 
     def ask(self, question: str, topic: str | Sequence[str] | None = None,
             answers: Sequence[str] | None = None) -> SideBySide:
