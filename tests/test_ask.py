@@ -111,3 +111,16 @@ def test_the_live_box_asks_what_is_typed(capsys):
     # in a kernel the Output widget holds the reply; outside one, display() prints it
     shown = "".join(o.get("data", {}).get("text/plain", "") for o in out.outputs) or capsys.readouterr().out
     assert "Who wrote [Ash and Amber]?" in shown and "Ash and Amber" in shown
+
+
+def test_a_claim_asked_without_its_label_is_verified_and_not_scored():
+    from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
+
+    cfg = SimGRAGConfig(dataset="fixture-factkg", llm_preset="fake", limit=0)
+    ds = cfg.load_dataset()
+    method = SimGRAG.prepare(cfg, ds)
+    claim = ds.items[0]
+    asked = method.ask(claim.question)  # topic entities linked: FactKG's names use underscores
+    assert set(asked.topic) == set(claim.topic_entities) and asked.topic_source.startswith("linked")
+    assert asked.answer in (["True"], ["False"]) and asked.record["scored"] is False
+    assert method.ask(claim.question, answers=claim.answers).record["hits@1"] in (0.0, 1.0)

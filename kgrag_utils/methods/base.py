@@ -318,11 +318,15 @@ class Method:
         marks, else linked (`kgrag_utils.linking`). `answers`: gold answers, to score it (optional).
         Nothing is recorded; the method's own `ask.py` supplies the stages (`ask_view`)."""
         from .asked import Asked, question_item
+        from .summary import has_gold, mark_unscored, record_scores
 
         view = self.ask_view()
         item = question_item(question, topic, answers, view.item_kind(self), kg=getattr(self, "kg", None),
                              embedder=getattr(self.config, "embedder", None))
-        [rec] = self.run([item], progress=False)
+        [rec] = isolated([item], self._run_batch, self.item_id, **self.error_fields())  # an error is shown, not raised
+        if not has_gold(item):
+            mark_unscored(rec)
+        rec["scores"] = record_scores(rec, self.summary_hooks())
         return Asked(self.name, self.label or self.name, question, list(getattr(item, "topic_entities", []) or []),
                      item.meta.get("topic_source", "-"), rec, view.stages(rec), view.gist(rec))
 

@@ -436,7 +436,8 @@ class SimGRAG(Method):
         if self.task == "verify" and answered:
             answers = rec.get("answers") or []
             rec["prediction"] = answers[0] if answers else None
-            rec["hits@1"] = 1.0 if answers and answers[0] == golds[0] else 0.0  # accuracy: the label, exactly
+            # accuracy: the label, exactly (a claim asked without its label: not scored)
+            rec["hits@1"] = (1.0 if answers and answers[0] == golds[0] else 0.0) if golds else float("nan")
             rec["containment"] = containment(rec.get("answer_raw") or "", golds)  # the reference's check
         elif answered:
             answers = rec.get("answers") or []
