@@ -108,6 +108,10 @@ def _cmd_data(args) -> int:
             print(f"{r['name']:<{width}}  {mark:<8} {r.get('path', '')}  {r.get('how', '')}")
             if r.get("source_page"):
                 print(f"{'':<{width}}  {'':<8} source: {r['source_page']}  license: {r.get('license') or 'see data/README.md'}")
+        from .datasets.userdata import find_folders
+
+        for folder in find_folders():  # dataset folders of your own: -p dataset=data/NAME (data/FORMATS.md)
+            print(f"data/{folder.name}  folder   {folder}  -p dataset=data/{folder.name} (your own format)")
         return 0
     if args.action == "fetch":
         if not args.name:

@@ -301,17 +301,18 @@ def dataset_parameters(params: Mapping[str, Any]) -> list[str]:
 def check_known_names(title: str, params: Mapping[str, Any]) -> None:
     """Dataset names, their splits and LLM presets must exist (a typo would surface hours into a GPU grid)."""
     from .datasets.registry import dataset_names, get_spec
+    from .datasets.userdata import is_folder_name
     from .llm import BACKENDS
     from .llm.presets import PRESETS
 
     names = dataset_names()
     for key in dataset_parameters(params):
         ds = params[key]
-        if isinstance(ds, str) and ds and ds not in names:
+        if isinstance(ds, str) and ds and ds not in names and not is_folder_name(ds):
             raise ConfigError(f"{title}: unknown {key} {shown(ds)};{closest(ds, names)} `kgrag data list` shows the "
-                              f"known datasets.")
+                              f"known datasets, or give a dataset folder (a path such as data/example-kg).")
     ds, split = params.get("dataset"), params.get("split")
-    if isinstance(ds, str) and ds in names and isinstance(split, str):
+    if isinstance(ds, str) and (ds in names or is_folder_name(ds)) and isinstance(split, str):
         splits = get_spec(ds).splits
         if split not in splits:
             raise ConfigError(f"{title}: dataset {ds!r} has no split {shown(split)};{closest(split, splits)} its splits "

@@ -112,7 +112,8 @@ def test_the_explorer_notebook_follows_the_selected_example_and_compares_two_run
     for stem in ("00_quickstart", "01_simgrag"):  # the runs it reads (made by the tests above, or here when run alone)
         if not (lab.base / "results" / RUN_NAMES[stem] / "run.json").exists():
             assert _run_method(lab, page, stem)["errors"] == []
-    rel = lab.add_notebook("06_explore", {"run": RUN_NAMES["01_simgrag"], "compare": RUN_NAMES["00_quickstart"]})
+    rel = lab.add_notebook("06_explore", {"run": RUN_NAMES["01_simgrag"], "compare": RUN_NAMES["00_quickstart"],
+                                          "ask_llm_preset": "fake"})
     state = run_all(page, lab, rel, "06_explore")
     _assert_clean(state, "06_explore", lab)
     explorer = page.locator(".kgrag-explorer")
@@ -143,3 +144,16 @@ def test_the_explorer_notebook_follows_the_selected_example_and_compares_two_run
     _wait_changed(page, _SHOWN, shown)
     assert compare.locator(".kgrag-example").count() == 2
     screenshot_at(page, ".kgrag-compare", "explorer-compare")
+    # type a question of your own, see every method's stages (section 4: the live box under the side-by-side view)
+    box = page.locator(".kgrag-ask-box")
+    assert box.count() == 1, "the ask box is missing"
+    box.scroll_into_view_if_needed()
+    mine = "Who founded the society that [Marla Quist] belongs to?"
+    box.locator("input").first.fill(mine)
+    box.locator("button").first.click()
+    page.wait_for_function("(q) => [...document.querySelectorAll('.kgrag-ask-box .kgrag-ask h4')]"
+                           ".some(h => h.innerText.includes(q))", arg=mine, timeout=RENDER_TIMEOUT_MS, polling=500)
+    shown = box.evaluate("e => e.textContent")  # the stages sit in <details>, folded
+    for stage in ("Pattern (LLM)", "Chain (first derivable proposal)", "Rerank reply (LLM)"):
+        assert stage in shown, shown[:3000]
+    screenshot_at(page, ".kgrag-ask-box", "explorer-ask")

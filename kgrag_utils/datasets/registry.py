@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, DatasetMissingError, KgragError, did_you_mean
-from . import clutrr, metaqa, passages, pathquestion
+from . import clutrr, metaqa, passages, pathquestion, userdata
 from .answerable import cached_answerable
 from .items import Dataset, KGQuestion
 from .traits import DatasetTraits, for_kind
@@ -277,6 +277,10 @@ def _load_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> 
                    root=root, info=info)
 
 
+def _load_user(spec: DatasetSpec, root: Path, split: str) -> Dataset:
+    return userdata.load_folder(spec.name, split)
+
+
 def _load_iirc(spec: DatasetSpec, root: Path, split: str, unanswerable: bool = False) -> Dataset:
     from . import iirc
 
@@ -428,6 +432,9 @@ def dataset_traits(name: str, kind: str = "kgqa") -> DatasetTraits:
 def get_spec(name: str) -> DatasetSpec:
     if name in _SPECS:
         return _SPECS[name]
+    if userdata.is_folder_name(name):  # a dataset folder of your own (datasets/userdata.py)
+        return DatasetSpec(name=name, kind=userdata.folder_kind(name), source="user", folder=name, required=(),
+                           loader=_load_user, splits=userdata.SPLITS, description=f"your own dataset folder {name}")
     tip = did_you_mean(name, _SPECS, n=3, cutoff=0.5) or f"known: {', '.join(_SPECS)}"
     raise ConfigError(f"unknown dataset {name!r}: {tip}")
 
@@ -458,6 +465,9 @@ def require_present(name: str) -> None:
     Sample and fixture datasets are generated on first use, so they always count as present.
     """
     spec = get_spec(name)
+    if spec.source == "user":
+        userdata.validate_folder(name)  # every file read and checked: one line naming the file, the line, the fix
+        return
     if spec.source in GENERATED_SOURCES or not spec.folder:
         return
     root = real_root(spec)
@@ -521,6 +531,8 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
         root = _sample_root(spec)
         if not _present(spec, root):
             raise _missing(spec, root)
+    elif spec.source == "user":
+        root = userdata.resolve_folder(name)
     elif spec.folder:
         root = real_root(spec)
         if not _present(spec, root):
@@ -558,6 +570,10 @@ def training_dataset(dataset: Dataset, split: str | None = None, options: Mappin
     raises a one-line ConfigError saying how to give the training data.
     """
     name = dataset.info.get("registered_name", dataset.name)
+    if userdata.is_folder_name(name) and split in (None, "train"):  # the file's training questions, chains found
+        train = load_dataset(name, split="train", **dict(options or {}))
+        train.items = userdata.training_chains(train.items, train.kg)
+        return train
     if name not in _SPECS:
         raise ConfigError(f"dataset {dataset.name!r} was not loaded by name: pass its training split yourself "
                           "(train=load_dataset(NAME, split='train', ...)).")

@@ -22,7 +22,7 @@ COMPARE_COLUMNS = ["id", "question", "change", "a", "b", "stage a", "stage b", "
 
 def mark(status: str) -> str:
     """A status as one symbol for tables: ✓ ok, ✗ wrong, ! failed, ⚠ error."""
-    return {"ok": "✓", "wrong": "✗", "failed": "!", "error": "⚠"}.get(status, "?")
+    return {"ok": "✓", "wrong": "✗", "failed": "!", "error": "⚠", "not scored": "·"}.get(status, "?")
 
 
 def _same(x: Any, y: Any) -> bool:

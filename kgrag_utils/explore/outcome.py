@@ -2,7 +2,8 @@
 
 - `status`: "ok" (the headline strict metric is met), "wrong" (it is not), "failed" (the method could
   not produce an answer: no usable pattern, an unusable rerank reply, an empty reader reply) or "error"
-  (the example raised; its record holds the error and a traceback).
+  (the example raised; its record holds the error and a traceback); "not scored" (no gold answers: a question of
+  your own, `methods.summary.mark_unscored`).
 - `stage`: where the method lost the example, in the method's own terms (the same attribution as the
   method's stage errors: SimGRAG's pattern / retrieval / generation, compact's chain / derivation / reading,
   ...); empty when it is correct.
@@ -19,7 +20,7 @@ from typing import Any, Mapping
 
 __all__ = ["STATUSES", "OUTLINE_COLUMNS", "outline", "base_outline", "headline_value"]
 
-STATUSES = ("ok", "wrong", "failed", "error")
+STATUSES = ("ok", "wrong", "failed", "error", "not scored")
 OUTLINE_COLUMNS = ["position", "id", "question", "status", "stage", "correct", "score", "prediction"]
 
 
@@ -31,6 +32,8 @@ def base_outline(rec: Mapping[str, Any], score: Any, failed: bool, stage: str = 
     correct = value is not None and value >= 1.0 - 1e-9
     if rec.get("error") or rec.get("traceback"):
         status, stage = "error", "raised an error"
+    elif rec.get("scored") is False:  # no gold answers (a question of your own): not right nor wrong, maybe failed
+        (status, stage), correct = (("failed", stage) if failed else ("not scored", "")), False
     elif correct:
         status, stage = "ok", ""
     else:

@@ -25,6 +25,7 @@ traceback, counted by `summarize`) and the run goes on.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -170,7 +171,12 @@ class MethodConfig(BaseModel):
         """The evaluated items: `load_dataset(dataset, split, limit, seed)` (limit 0 = all)."""
         from ..datasets import load_dataset
 
-        return load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, **options)
+        ds = load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, **options)
+        if ds.source == "user" and ds.kg is not None:  # questions naming no topic entity: linked (kgrag_utils.linking)
+            from ..linking import link_questions
+
+            ds.info["n_linked"] = link_questions(ds.items, ds.kg, embedder=self.embedder)
+        return ds
 
 
 # ----------------------------------------------------------------------------- figure names
@@ -282,7 +288,7 @@ class Method:
 
     # ------------------------------------------------------------------ the run
     def run(self, items: Sequence, recorder=None, progress: bool = True) -> list[dict]:
-        from .summary import record_scores
+        from .summary import has_gold, mark_unscored, record_scores
 
         hooks = self.summary_hooks()
         items = list(items)
@@ -299,7 +305,10 @@ class Method:
         try:
             for start in range(0, len(todo), size):
                 batch = todo[start:start + size]
+                unscored = {self.item_id(it) for it in batch if not has_gold(it)}
                 for rec in isolated(batch, self._run_batch, self.item_id, **self.error_fields()):
+                    if rec.get("id") in unscored:  # no gold: "not scored", never counted wrong nor blamed
+                        mark_unscored(rec)
                     rec["scores"] = record_scores(rec, hooks)  # the record carries its per-variant metric values
                     if recorder is not None:
                         recorder.add(rec)
@@ -322,6 +331,35 @@ class Method:
 
     def _run_batch(self, items: Sequence) -> list[dict]:
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ ask your own question
+    def ask(self, question: str, topic: str | Sequence[str] | None = None, answers: Sequence[str] | None = None):
+        """Run one typed question through every stage and return an `asked.Asked` that shows them (HTML in
+        JupyterLab, text under papermill). `topic`: the topic entity (KG methods); None: the question's `[X]`
+        marks, else linked (`kgrag_utils.linking`). `answers`: gold answers, to score it (optional).
+        Nothing is recorded; the method's own `ask.py` supplies the stages (`ask_view`)."""
+        from .asked import Asked, question_item
+        from .summary import has_gold, mark_unscored, record_scores
+
+        view = self.ask_view()
+        item = question_item(question, topic, answers, view.item_kind(self), kg=getattr(self, "kg", None),
+                             embedder=getattr(self.config, "embedder", None))
+        [rec] = isolated([item], self._run_batch, self.item_id, **self.error_fields())  # an error is shown, not raised
+        if not has_gold(item):
+            mark_unscored(rec)
+        rec["scores"] = record_scores(rec, self.summary_hooks())
+        return Asked(self.name, self.label or self.name, question, list(getattr(item, "topic_entities", []) or []),
+                     item.meta.get("topic_source", "-"), rec, view.stages(rec), view.gist(rec))
+
+    @classmethod
+    def ask_view(cls):
+        """The module `ask.py` beside the method's class (`item_kind(method)`, `stages(record)`, `gist(record)`)."""
+        for klass in cls.__mro__:
+            if isinstance(klass, type) and issubclass(klass, Method) and klass is not Method:
+                module = f"{klass.__module__.rpartition('.')[0]}.ask"
+                if klass.__module__.rpartition(".")[0] and importlib.util.find_spec(module) is not None:
+                    return importlib.import_module(module)
+        raise ConfigError(f"{cls.__name__} cannot ask a question: put an ask.py (item_kind, stages, gist) beside it.")
 
     # ------------------------------------------------------------------ hooks
     def item_id(self, item) -> Any:

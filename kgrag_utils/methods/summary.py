@@ -32,7 +32,7 @@ from ..errors import ConfigError
 from .isolation import is_error_record
 from .scoring import SCORE_COLUMNS, mean, num, run_fields, score_row
 
-__all__ = ["SummaryHooks", "RunSummary", "ScoreRow", "Cost", "summarize", "score_rows", "record_scores", "record_value",
+__all__ = ["has_gold", "is_scored", "mark_unscored", "SummaryHooks", "RunSummary", "ScoreRow", "Cost", "summarize", "score_rows", "record_scores", "record_value",
            "answerable", "is_answerable", "count_failed", "count_errors", "SHARED_KEYS"]
 
 Scores = dict[str, dict[str, float]]
@@ -91,6 +91,7 @@ class RunSummary(BaseModel):
     n_failed: int
     n_errors: int
     n_answerable: int
+    n_scored: int = 0  # records with gold (the rest are "not scored": questions of your own without answers)
     scores: dict[str, dict[str, float | None]]
     scores_answerable: dict[str, dict[str, float | None]] = {}
     stage_errors: dict[str, float]
@@ -140,11 +141,35 @@ def _is_nan(value: Any) -> bool:
         return False
 
 
+def has_gold(item: Any) -> bool:
+    """Whether an item can be scored: a question with gold answers (or gold passages); items of other kinds
+    (stories) always are. A question of your own without answers runs, and is "not scored"."""
+    if hasattr(item, "answers") and not list(getattr(item, "answers") or []):
+        return bool(getattr(item, "supporting", None))
+    return True
+
+
+def is_scored(record: Mapping) -> bool:
+    """False for the record of an item without gold (`mark_unscored`): left out of every mean and stage count."""
+    return record.get("scored", True) is not False
+
+
+def mark_unscored(record: dict) -> None:
+    """An item without gold: `scored` False, and no stage blamed (nothing to be wrong against)."""
+    record["scored"] = False
+    for key in ("failed_stage", "failed_stage_lenient"):
+        if key in record:
+            record[key] = None
+
+
 def record_scores(record: Mapping, hooks: SummaryHooks) -> dict[str, dict[str, float | None]]:
     """One record's per-variant metric values as a record carries them: the method's `record_scores`, a
-    record that raised has none (it counts 0 everywhere), and "no gold" (nan) is written None, as JSON has it."""
+    record that raised has none (it counts 0 everywhere), "no gold" (nan) is written None, as JSON has it, and a
+    record not scored (no gold at all) has every value None."""
     if is_error_record(record):
         return {}
+    if not is_scored(record):
+        return {str(v): {str(m): None for m in metrics} for v, metrics in hooks.record_scores(record).items()}
     return {str(v): {str(m): (None if _is_nan(x) or x is None else float(x)) for m, x in metrics.items()}
             for v, metrics in hooks.record_scores(record).items()}
 
@@ -174,14 +199,15 @@ def _means(per_record: Sequence[Mapping]) -> Scores:
 def summarize(records: Sequence[Mapping], method: str, hooks: SummaryHooks) -> dict:
     """The run summary (see the module docstring): the shared keys, the method's extras, the score rows."""
     records = list(records)
-    per_record = _per_record(records, hooks)
+    scored = [r for r in records if is_scored(r)]  # items without gold: run, shown, never counted wrong
+    per_record = _per_record(scored, hooks)
     n_errors = count_errors(records)
-    ans = [s for s, r in zip(per_record, records) if is_answerable(r)]
-    stages = {str(k): float(v) for k, v in (hooks.stage_errors(records) or {}).items()}
-    if n_errors:
-        stages["raised an error"] = float(n_errors)
+    ans = [s for s, r in zip(per_record, scored) if is_answerable(r)]
+    stages = {str(k): float(v) for k, v in (hooks.stage_errors(scored) or {}).items()}
+    if count_errors(scored):
+        stages["raised an error"] = float(count_errors(scored))
     out: dict = {"method": method, "n": len(records), "n_failed": count_failed(records), "n_errors": n_errors,
-                 "n_answerable": len(ans), "scores": _means(per_record),
+                 "n_answerable": len(ans), "n_scored": len(scored), "scores": _means(per_record),
                  "scores_answerable": _means(ans) if hooks.answerable_rows and ans else {},
                  "stage_errors": stages, "cost": hooks.cost(records) if records else {}}
     extras = dict(hooks.extras(records) or {}) if records else {}
@@ -199,7 +225,7 @@ def _rows(s: Mapping, method: str, hooks: SummaryHooks, records: Sequence[Mappin
     for variant, metrics in s["scores"].items():
         uses_llm = bool(hooks.uses_llm(variant, records))
         cost = (s["cost"] or {}).get(variant)
-        subsets = [(variant, s["n"], metrics)]
+        subsets = [(variant, s["n_scored"], metrics)]
         if variant in s["scores_answerable"]:
             subsets.append((f"{variant}, answerable", s["n_answerable"], s["scores_answerable"][variant]))
         for name, n, values in subsets:

@@ -443,7 +443,8 @@ class SimGRAG(Method):
         if self.task == "verify" and answered:
             answers = rec.get("answers") or []
             rec["prediction"] = answers[0] if answers else None
-            rec["hits@1"] = 1.0 if answers and answers[0] == golds[0] else 0.0  # accuracy: the label, exactly
+            # accuracy: the label, exactly (a claim asked without its label: not scored)
+            rec["hits@1"] = (1.0 if answers and answers[0] == golds[0] else 0.0) if golds else float("nan")
             rec["containment"] = containment(rec.get("answer_raw") or "", golds)  # the reference's check
         elif answered:
             answers = rec.get("answers") or []
@@ -513,8 +514,10 @@ def replay_gold_llm(questions: Sequence, cache=False):
         if "\nClaim:" in text:  # a verification prompt: look at the last turn only
             last = text.rsplit("Evidence:", 1)[-1]
             return "The evidence has a graph.\nAnswer: True" if "graph [1]:" in last else "No evidence.\nAnswer: False"
-        if "Evidence:" not in text:  # a pattern prompt
-            return gold.get(question, "Phrases:\nTriples:")
+        if "Evidence:" not in text:  # a pattern prompt; a question it was not prepared with: its first [X] mark
+            marked = [(m, "related to", "UNKNOWN entity 1") for m in marked_entities(question)[:1]]
+            return gold.get(question) or (render_pattern_answer(["(marked entity)"], marked) if marked
+                                          else "Phrases:\nTriples:")
         first = next((ln for ln in reversed(text.splitlines()) if ln.startswith("graph [1]:")), "")  # not a shot's
         names = [n for fact in re.findall(r"\(([^()]*)\)", first) for n in (fact.split(", ")[0], fact.split(", ")[-1])]
         names = [n for n in names if n and n.casefold() not in question.casefold()]
