@@ -89,6 +89,40 @@ def test_install_cell_does_nothing_where_the_package_is_importable(monkeypatch):
     assert ran == [] and sys.path == path_before
 
 
+def test_install_cell_installs_from_the_clone_it_runs_in(monkeypatch):
+    """A laptop with a clone but no install: the cell installs that clone (no second clone), then imports work."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "kgrag_utils" else real(name, *a))
+    ran, roots = [], []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(course, "install", lambda root: roots.append(Path(root).resolve()))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(settings.notebooks_dir())
+    exec(compile(course.install_cell_source(), "install cell", "exec"), {})
+    assert ran == [] and roots == [settings.repo_root().resolve()] and sys.path[0] == str(settings.repo_root().resolve())
+
+
+def test_install_cell_clones_the_repository_elsewhere(monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "kgrag_utils" else real(name, *a))
+    ran = []
+
+    def fake_run(cmd, check):  # a clone that yields a checkout holding the package
+        ran.append(cmd)
+        (Path(cmd[-1]) / "kgrag_utils").mkdir(parents=True)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(course, "install", lambda root: None)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(course.install_cell_source(), "install cell", "exec"), {})
+    assert ran == [["git", "clone", "--depth=1", f"https://github.com/{course.REPOSITORY}.git", course.CLONE_DIR]]
+
+
 def test_install_commands_pick_the_extras_for_the_machine(tmp_path):
     gpu = course.install_commands(tmp_path, gpu=True, torch_installed=True, compiler=True)
     assert len(gpu) == 1 and gpu[0][-1] == f"{tmp_path.resolve()}[gpu,models]" and gpu[0][:3] == [sys.executable, "-m", "pip"]
