@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_course import assert_solutions_ran
 
 from kgrag_utils import records, runner, settings
 from kgrag_utils.methods import figure_name
@@ -26,6 +27,7 @@ def test_notebook_is_committed_without_outputs():
 def test_notebook_runs_on_the_sample_with_the_fake_llm(dataset):
     out = runner.run_notebook(NOTEBOOK, {"dataset": dataset, "limit": 4, "llm_preset": "fake"}, grid="compact-test")
     assert out.status == "ok", out.error
+    assert_solutions_ran(out.output)  # the exercises at the end ran too
     rec = records.read_run(settings.results_dir() / out.run_name)
     assert rec["status"] == "ok" and rec["summary"]["n"] == 4
     assert {"derived_hits@1", "gate_coverage", "llm_compact", "llm_topk"} <= set(rec["summary"])

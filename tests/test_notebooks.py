@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_course import assert_solutions_ran
 
 from kgrag_utils import records, runner, settings
 from kgrag_utils.methods import figure_name
@@ -38,6 +39,7 @@ def test_demo_grid_runs_every_notebook_and_ends_with_the_report():
 def test_quickstart_runs_through_the_batch_runner():
     out = runner.run_notebook("00_quickstart", {"limit": 2, "max_new_tokens": 12}, grid="test")
     assert out.status == "ok", f"{out.error} (log: {out.log})"
+    assert_solutions_ran(out.output)  # the exercises at the end ran too
     rec = records.read_run(settings.results_dir() / out.run_name)
     assert rec["summary"]["n"] == 2 and rec["tokens"]["calls"] >= 2
     assert len(records.load_examples(out.run_name)) == 2

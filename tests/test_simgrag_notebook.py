@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_course import assert_solutions_ran
 
 from kgrag_utils import settings
 from kgrag_utils.methods import figure_name
@@ -17,7 +18,8 @@ def test_notebook_is_committed_clean_with_the_expected_parameters():
     nb = json.loads(path.read_text(encoding="utf-8"))
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     code_cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert "parameters" in code_cells[0]["metadata"].get("tags", [])
+    first = next(c for c in code_cells if "install" not in c["metadata"].get("tags", []))  # the Colab install cell comes first
+    assert "parameters" in first["metadata"].get("tags", [])
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code_cells)
     params = notebook_parameters(path)
     for name in ("run_name", "dataset", "split", "limit", "llm_preset", "shots", "top_k", "entity_topk", "relation_topk",
@@ -33,6 +35,7 @@ def test_notebook_is_committed_clean_with_the_expected_parameters():
 def test_notebook_runs_through_the_runner_with_the_fake_llm():
     outcome = run_notebook("01_simgrag", {"llm_preset": "fake", "limit": 5, "dataset": "sample-movies-2hop"})
     assert outcome.status == "ok", outcome.error
+    assert_solutions_ran(outcome.output)  # the exercises at the end ran too
     record = read_run(settings.results_dir() / outcome.run_name)
     assert record["status"] == "ok"
     summary = record["summary"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_course import assert_solutions_ran
 
 from kgrag_utils import settings
 from kgrag_utils.methods import figure_name
@@ -21,6 +22,7 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm():
     # which exercises the failure path end to end (never a source of reported numbers).
     outcome = run_notebook(NOTEBOOK, {"llm_preset": "fake", "limit": 3, "degree": 2}, run_name="vr-notebook-smoke")
     assert outcome.status == "ok", outcome.error
+    assert_solutions_ran(outcome.output)  # the exercises at the end ran too
     run = read_run(settings.results_dir() / "vr-notebook-smoke")
     summary = run["summary"]
     assert set(summary["variants"]) == set(VARIANTS) and summary["n"] == 3
