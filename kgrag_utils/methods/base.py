@@ -13,7 +13,8 @@ Every method's `<M>Config` derives from `MethodConfig`, a frozen pydantic model:
   (tuples as lists), which is what run records store.
 
 Fields shared by every method (each config may change their defaults): `dataset`, `split`,
-`limit` (questions evaluated, a seeded sample; **0 = all**, everywhere), `seed`, `llm_preset`,
+`limit` (questions evaluated, a seeded sample; **0 = all**, everywhere), `take` (the first N of that sample, in
+file order; 0 = all of it: "the first 50 of the seeded 100" is limit=100, take=50), `seed`, `llm_preset`,
 `llm_backend` ("" = the preset's default), `llm_structured` (the decoding mode: "" = the preset's default,
 "off" = free text with the papers' prompts, "schema" = every LLM stage constrained to its JSON schema) and `embedder`.
 
@@ -60,6 +61,7 @@ class MethodConfig(BaseModel):
     dataset: str = "sample-movies-2hop"
     split: str = "test"
     limit: int = 8  # questions evaluated (a seeded sample); 0 = all
+    take: int = 0  # the first N of the seeded sample (file order); 0 = all of it
     seed: int = 0
     llm_preset: str = DEFAULT_CPU_PRESET
     llm_backend: str = ""  # "" = the preset's default backend
@@ -92,6 +94,8 @@ class MethodConfig(BaseModel):
     def model_post_init(self, context: Any) -> None:
         if self.limit < 0:
             raise ConfigError(f"{type(self).__name__}.limit must be >= 0 (0 = all), got {self.limit}.")
+        if self.take < 0:
+            raise ConfigError(f"{type(self).__name__}.take must be >= 0 (0 = the whole sample), got {self.take}.")
         self._check()
 
     def _check(self) -> None:
@@ -163,10 +167,12 @@ class MethodConfig(BaseModel):
         return load_llm(self.llm_preset, backend=self.llm_backend or None, **overrides)
 
     def load_dataset(self, **options: Any):
-        """The evaluated items: `load_dataset(dataset, split, limit, seed)` (limit 0 = all)."""
+        """The evaluated items: `load_dataset(dataset, split, limit, seed, take)` (limit 0 = all; take 0 = all of
+        the sample)."""
         from ..datasets import load_dataset
 
-        return load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, **options)
+        return load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, take=self.take,
+                            **options)
 
 
 # ----------------------------------------------------------------------------- figure names
