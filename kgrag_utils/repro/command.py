@@ -1,7 +1,7 @@
 """`kgrag repro`: the command over a reproduction config (the CLI's parser calls `main(args)`).
 
     kgrag repro --list [--limit N]             # every table: rows, what it needs, estimated cost, command
-    kgrag repro TABLE [--limit N] [-p k=v] [--workers W] [--shard I/N] [--force]
+    kgrag repro TABLE [--rows TEXT] [--limit N] [-p k=v] [--workers W] [--shard I/N] [--force]
     kgrag repro TABLE --table [--limit N]       # after the shards: the table from the records, nothing run
     kgrag repro TABLE --write | --check [--into FILE]   # the published table block, written or compared
     kgrag repro --book [--out DIR]              # the static site of the executed reproductions (make book)
@@ -21,6 +21,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--list", action="store_true", help="print every table: rows, needs, estimated cost, command")
     parser.add_argument("--limit", type=int, default=0,
                         help="questions per run: the first N of each row's sample (its questions, fewer of them)")
+    parser.add_argument("--rows", default="", metavar="TEXT",
+                        help="only the rows whose label or run name holds TEXT (e.g. --rows 1-hop)")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                         help="set a parameter in every run whose notebook has it (another run name: NAME@k=v)")
     parser.add_argument("--workers", type=int, default=1)
@@ -67,7 +69,7 @@ def main(args) -> int:
     if args.workers < 1:
         raise ConfigError(f"--workers must be at least 1 (got {args.workers}).")
     spec = load_spec(args.table)
-    p = plan(spec, args.limit, _overrides(spec, args.param))
+    p = plan(spec, args.limit, _overrides(spec, args.param), args.rows)
     if args.check:
         diff = check(p, args.into)
         for line in diff:

