@@ -289,3 +289,10 @@ def test_rows_cuts_the_table_to_some_rows_under_the_same_run_names():
     assert p.command() == "kgrag repro headline --rows 1-hop --limit 20"
     with pytest.raises(ConfigError, match="no row's label or run name holds '4-hop'"):
         plan(spec, rows="4-hop")
+
+
+def test_shards_split_the_tables_runs_as_grids_do():
+    p = plan(load_spec("simgrag-gold-patterns"), 2)
+    shards = [[prm["run_name"] for _, prm in plan_mod.shard_runs(p.expanded(), (i, 2))] for i in range(2)]
+    assert shards == [["repro-gold-simgrag-metaqa-1hop@take=2", "repro-gold-simgrag-metaqa-3hop@take=2"],
+                      ["repro-gold-simgrag-metaqa-2hop@take=2"]]
