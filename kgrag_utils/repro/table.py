@@ -72,7 +72,9 @@ def render(p: Plan, rows: list[TableRow] | None = None) -> str:
     rows = table_rows(p) if rows is None else rows
     spec = p.spec
     head = ["row", *spec.columns, "run (executed notebook)"]
-    lines = [f"**{spec.title}**" + (f" (questions per run: the first {p.limit} of each row's sample)" if p.limit else ""),
+    changed = ([f"questions per run: the first {p.limit} of each row's sample"] if p.limit else []) + \
+        [f"{k}={v} instead of the config's" for k, v in p.overrides.items()]
+    lines = [f"**{spec.title}**" + (f" ({'; '.join(changed)})" if changed else ""),
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for tr, row in zip(rows, spec.rows):
         cells = [_shown(tr.cells.get(c), row.cells[c], p) if c in row.cells else "" for c in spec.columns]
