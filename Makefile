@@ -32,7 +32,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup setup-large demo test test-fast grid-real grid-real-large grid-gpu-validate clean-results
+.PHONY: setup setup-large demo test test-fast grid-real grid-real-large grid-gpu-validate clean-results book
 
 setup: $(STAMP) $(if $(filter 1,$(LARGE)),$(LARGE_STAMP))
 
@@ -77,6 +77,12 @@ grid-real-large: setup-large
 
 grid-gpu-validate: setup
 	$(BIN)/kgrag grid gpu --validate-only
+
+# `make book`: a static site of the executed reproductions (`kgrag repro TABLE`, runs/repro-*/): each table from its
+# run records, each run's executed notebook with its figures, the report when the reproduction ran it. Offline
+# (nbconvert); open runs/book/index.html. A tiny one to try it: kgrag repro headline --rows 1-hop --limit 2 -p llm_preset=fake
+book: setup
+	$(BIN)/kgrag repro --book
 
 clean-results:
 	rm -rf results runs

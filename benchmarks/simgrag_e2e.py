@@ -244,9 +244,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     options = check_dataset_arguments(args)
-    data = dataset_from_args(args, limit=args.limit or None, seed=args.seed)
-    if args.take:
-        data.items = data.items[: args.take]
+    data = dataset_from_args(args, limit=args.limit or None, seed=args.seed, take=args.take)  # as notebook 01 draws it
     fake = args.preset == "fake"  # the test double replaying gold patterns: plumbing only, never a reported number
     structured = args.structured or ("off" if fake else get_preset(args.preset).structured)
     llm = None
@@ -268,6 +266,7 @@ def main(argv=None) -> int:
                  sample_temperature=args.sample_temperature, answer_demos=args.answer_demos, answer_shots=args.answer_shots)
     # this run's values (dataset, llm_preset, ...) go into the config, so the record holds them, not the defaults
     method_settings = SimGRAGConfig(dataset=args.dataset, split=args.split, limit=args.limit or 0, seed=args.seed,
+                                    take=args.take,  # the sample as notebook 01 draws it (limit, seed, take)
                                     llm_preset=args.preset, llm_backend=args.backend or "", llm_structured=structured,
                                     embedder=args.embedder, shots=args.shots, pattern_source="llm",
                                     batch_size=args.batch_size, **extra)

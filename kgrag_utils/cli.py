@@ -5,6 +5,7 @@
     kgrag report demo                      # after the shards: the final notebook once, the whole summary
     kgrag data list | kgrag data fetch metaqa [--force] | kgrag data verify [NAME] [--accept] | kgrag data samples
     kgrag reproduce benchmarks/results/X.json [--limit 10]   # re-run its first questions, compare one by one
+    kgrag repro --list | kgrag repro headline [--limit 20] [--shard 0/2] [--workers 2]   # a table from its config
     kgrag presets | kgrag paths | kgrag cache stats
     kgrag params [--check]                 # the notebooks' parameters cells: each config field's comment, from its config
 """
@@ -150,6 +151,12 @@ def _cmd_reproduce(args) -> int:
     return 0 if same else 1
 
 
+def _cmd_repro(args) -> int:
+    from .repro.command import main
+
+    return main(args)
+
+
 def _cmd_presets(args) -> int:
     from .llm import list_presets
 
@@ -218,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("file", help="a result JSON with provenance and outcomes (benchmarks/results/...)")
     rr.add_argument("--limit", type=int, default=10, help="how many of its first questions to re-run")
     rr.set_defaults(func=_cmd_reproduce)
+
+    from .repro.command import add_arguments
+
+    rp2 = sub.add_parser("repro", help="reproduce a result table from its config (configs/reproduce/TABLE.yaml): "
+                                      "its notebooks, its run records, its table")
+    add_arguments(rp2)
+    rp2.set_defaults(func=_cmd_repro)
 
     rs = sub.add_parser("rescore", help="give finished runs recorded before release 0.2.0 their score rows "
                                        "(from their own records; the report reads them)")

@@ -109,9 +109,15 @@ def params_hash(params: Mapping[str, Any]) -> str:
 EXECUTION_PARAMS = frozenset({"run_name", "batch_size", "llm_threads"})
 
 
+# Parameters added after runs were recorded, at the value that changes nothing: left out of the run key at that
+# value, so the runs recorded before them keep their keys (and resume).
+NEUTRAL_PARAMS = {"take": 0}
+
+
 def run_key(params: Mapping[str, Any]) -> str:
     """The resume key of a run: the hash of the parameters that change results (runner and recorder alike)."""
-    return params_hash({k: v for k, v in params.items() if k not in EXECUTION_PARAMS})
+    return params_hash({k: v for k, v in params.items()
+                        if k not in EXECUTION_PARAMS and not (k in NEUTRAL_PARAMS and v == NEUTRAL_PARAMS[k])})
 
 
 def default_run_name(method: str, params: Mapping[str, Any]) -> str:

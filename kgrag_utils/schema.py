@@ -218,7 +218,7 @@ def validate_grid(raw: Mapping[str, Any], source: str) -> GridSpec:
 _SCALARS: dict[type, Any] = {bool: StrictBool, int: StrictInt, str: StrictStr, float: Union[StrictFloat, StrictInt]}
 
 # Value rules by parameter name (types come from each notebook's defaults).
-NON_NEGATIVE = ("limit", "seed")
+NON_NEGATIVE = ("limit", "take", "seed")
 #: parameters that must be at least 1 where a notebook has them (0 or less tokens generates nothing)
 POSITIVE = ("max_new_tokens",)
 

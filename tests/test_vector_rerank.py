@@ -546,7 +546,8 @@ def test_candidate_titles_are_refused_where_no_passage_holds_the_facts():
 def test_run_key_leaves_out_later_knobs_at_their_defaults():
     """Runs made before a knob existed keep their keys (and resume) while the knob holds its default."""
     key = VectorRerankConfig().run_key()
-    assert not {"demos", "shots", "demo_pool", "candidate_titles"} & set(key)
-    assert set(VectorRerankConfig().to_dict()) - set(key) == {"demos", "shots", "demo_pool", "candidate_titles"}
+    assert not {"demos", "shots", "demo_pool", "candidate_titles", "take"} & set(key)
+    assert set(VectorRerankConfig().to_dict()) - set(key) == {"demos", "shots", "demo_pool", "candidate_titles", "take"}
+    assert VectorRerankConfig(take=5).run_key()["take"] == 5
     assert VectorRerankConfig(candidate_titles=True).run_key()["candidate_titles"] is True
     assert VectorRerankConfig(demos="nearest", shots=3).run_key()["shots"] == 3

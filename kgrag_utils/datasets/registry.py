@@ -499,19 +499,27 @@ def _sample_root(spec: DatasetSpec) -> Path:
     return Path(ensure_sample(spec.sample_key)) / spec.folder
 
 
-def sample_items(items: list, limit: int | None, seed: int = 0) -> tuple[list, np.ndarray]:
-    """A seeded random subset of `limit` items, kept in their original order (all when limit is None or 0)."""
+def sample_items(items: list, limit: int | None, seed: int = 0, take: int = 0) -> tuple[list, np.ndarray]:
+    """A seeded random subset of `limit` items, kept in their original order (all when limit is None or 0), then
+    its first `take` (0 = all of it): "the first 50 of the seeded 100" is limit=100, take=50."""
     n = len(items)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
         raise ConfigError(f"limit must be a non-negative int (0 = all) or None (got {limit!r}).")
+    if isinstance(take, bool) or not isinstance(take, (int, np.integer)) or take < 0:
+        raise ConfigError(f"take must be a non-negative int (0 = the whole sample), got {take!r}.")
     if not limit or limit >= n:
-        return list(items), np.arange(n)
-    keep = np.sort(np.random.default_rng(seed).choice(n, size=int(limit), replace=False))
+        keep = np.arange(n)
+    else:
+        keep = np.sort(np.random.default_rng(seed).choice(n, size=int(limit), replace=False))
+    keep = keep[:take] if take else keep
     return [items[i] for i in keep], keep
 
 
-def load_dataset(name: str, split: str = "test", limit: int | None = None, seed: int = 0, **options) -> Dataset:
-    """Load a registered dataset split; `limit` keeps a seeded random sample in file order (None or 0 = all).
+def load_dataset(name: str, split: str = "test", limit: int | None = None, seed: int = 0, take: int = 0,
+                 **options) -> Dataset:
+    """Load a registered dataset split; `limit` keeps a seeded random sample in file order (None or 0 = all),
+    `take` then keeps the first `take` of that sample (0 = all of it): the sample is defined by (limit, seed)
+    alone, so a cut of it is a subset of the same questions (`sample_items`).
 
     Options by dataset: MetaQA `variant` ("vanilla" | "ntm"), `answerable` (compute the flag,
     default True); CLUTRR `chain_lengths` (int or list); MuSiQue `openie` (default True);
@@ -544,9 +552,9 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
     ds = spec.loader(spec, root, split, **options)
     ds.traits = spec.traits
     n_total = len(ds.items)
-    ds.items, kept = sample_items(ds.items, limit, seed)
+    ds.items, kept = sample_items(ds.items, limit, seed, take)
     ds.info.update({"registered_name": spec.name, "n_total": n_total, "n_items": len(ds.items), "limit": limit,
-                    "seed": seed, "options": dict(options)})
+                    "seed": seed, "options": dict(options), **({"take": take} if take else {})})
     if ds.kind == "kgqa" and limit is not None and ds.items and ds.items[0].answerable is not None:
         ds.info["answerable_rate"] = float(np.mean([q.answerable for q in ds.items]))
         ds.info["answerable_khop_rate"] = float(np.mean([q.meta.get("answerable_khop", False) for q in ds.items]))

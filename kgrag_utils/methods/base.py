@@ -13,7 +13,8 @@ Every method's `<M>Config` derives from `MethodConfig`, a frozen pydantic model:
   (tuples as lists), which is what run records store.
 
 Fields shared by every method (each config may change their defaults): `dataset`, `split`,
-`limit` (questions evaluated, a seeded sample; **0 = all**, everywhere), `seed`, `llm_preset`,
+`limit` (questions evaluated, a seeded sample; **0 = all**, everywhere), `take` (the first N of that sample, in
+file order; 0 = all of it: "the first 50 of the seeded 100" is limit=100, take=50), `seed`, `llm_preset`,
 `llm_backend` ("" = the preset's default), `llm_structured` (the decoding mode: "" = the preset's default,
 "off" = free text with the papers' prompts, "schema" = every LLM stage constrained to its JSON schema) and `embedder`.
 
@@ -65,6 +66,7 @@ class MethodConfig(BaseModel):
     dataset: str = "sample-movies-2hop"  # a registered dataset name (`kgrag data list`)
     split: str = "test"  # the evaluated split (a method that learns takes the dataset's training split: train, or dev for MetaQA)
     limit: int = 8  # questions (or stories) evaluated (a seeded sample); 0: all
+    take: int = 0  # the first N of the seeded sample (file order); 0: all of it
     seed: int = 0  # seed of the evaluated sample and of the method's seeded choices
     llm_preset: str = DEFAULT_CPU_PRESET  # `kgrag presets`: the packaged CPU default; on a GPU e.g. qwen2.5-7b; "fake": a test double
     llm_backend: str = ""  # "": the preset's default; or "hf", "llamacpp", "openai"
@@ -97,6 +99,8 @@ class MethodConfig(BaseModel):
     def model_post_init(self, context: Any) -> None:
         if self.limit < 0:
             raise ConfigError(f"{type(self).__name__}.limit must be >= 0 (0 = all), got {self.limit}.")
+        if self.take < 0:
+            raise ConfigError(f"{type(self).__name__}.take must be >= 0 (0 = the whole sample), got {self.take}.")
         self._check()
 
     def _check(self) -> None:
@@ -168,10 +172,12 @@ class MethodConfig(BaseModel):
         return load_llm(self.llm_preset, backend=self.llm_backend or None, **overrides)
 
     def load_dataset(self, **options: Any):
-        """The evaluated items: `load_dataset(dataset, split, limit, seed)` (limit 0 = all)."""
+        """The evaluated items: `load_dataset(dataset, split, limit, seed, take)` (limit 0 = all; take 0 = all of
+        the sample)."""
         from ..datasets import load_dataset
 
-        ds = load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, **options)
+        ds = load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, take=self.take,
+                          **options)
         if ds.source == "user" and ds.kg is not None:  # questions naming no topic entity: linked (kgrag_utils.linking)
             from ..linking import link_questions
 

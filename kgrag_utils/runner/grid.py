@@ -63,8 +63,15 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def load_grid(config: Path | str) -> dict:
-    """A grid config, checked against `schema.GridSpec` (unknown keys, wrong types, empty lists refused)."""
+def load_grid(config: Path | str | Mapping[str, Any]) -> dict:
+    """A grid config, checked against `schema.GridSpec` (unknown keys, wrong types, empty lists refused): a file
+    of `configs/`, or a mapping built in Python (a reproduction's runs, `kgrag_utils.repro`; `source` names it)."""
+    if isinstance(config, Mapping):
+        source = str(config.get("source") or config.get("name") or "grid")
+        cfg = schema.validate_grid({k: v for k, v in config.items() if k != "source"}, source).model_dump()
+        cfg["name"], cfg["source"] = cfg.get("name") or "grid", source
+        check_run_name(cfg["name"], "grid name")
+        return cfg
     p = grid_path(config)
     spec, _ = schema.parse_grid(p.read_text(encoding="utf-8"), p.name)
     cfg = spec.model_dump()
@@ -195,7 +202,7 @@ def worker_gpus(workers: int, gpus: Sequence[str] | None = None) -> list[str] | 
 
 
 def run_grid(
-    config: Path | str,
+    config: Path | str | Mapping[str, Any],
     workers: int = 1,
     force: bool = False,
     validate_only: bool = False,

