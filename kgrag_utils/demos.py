@@ -26,7 +26,9 @@ Where a data copy has no training split (the HippoRAG MuSiQue sample: its 100 qu
 ones), `pool="crossfit"` (`DemoPool.cross_fitted`) is the labelled substitute: the evaluated questions are
 cut into `CROSSFIT_FOLDS` folds by a hash of their ids, and a question's demonstrations come only from the
 other folds. No question sees its own gold, but its demonstrations are other evaluated questions, so a
-cross-fitted number is not a training-split number and every table names it.
+cross-fitted number is not a training-split number and every table names it. `pool="ircot"` takes them from
+IRCoT's hand-annotated TRAINING questions of the same benchmark (`datasets.ircot`: about 20 for MuSiQue,
+HotpotQA and 2Wiki, none of them evaluated here): real training demonstrations, but few.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ __all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "CROSSFIT_FOLDS", "Demo"
 
 #: "fixed": the prompt file's examples, the same for every question; "nearest": the training items nearest to it
 DEMO_MODES = ("fixed", "nearest")
-#: where nearest demonstrations come from: "train" (the dataset's training split) or "crossfit" (the other
-#: folds of the evaluated questions, for a copy without a training split; labelled wherever it is reported)
-DEMO_POOLS = ("train", "crossfit")
+#: where nearest demonstrations come from: "train" (the dataset's training split), "crossfit" (the other
+#: folds of the evaluated questions, for a copy without a training split; labelled wherever it is reported) or
+#: "ircot" (IRCoT's annotated training questions of the same benchmark: datasets/ircot.py)
+DEMO_POOLS = ("train", "crossfit", "ircot")
 #: folds of a cross-fitted pool: two halves, each question's demonstrations from the other half
 CROSSFIT_FOLDS = 2
 #: respell a question's out-of-vocabulary words towards the pool's words before choosing (kgrag_utils.spelling)
@@ -160,6 +163,12 @@ class DemoPool:
         if train.split == getattr(dataset, "split", None):
             raise ConfigError(f"demos='nearest': {dataset.name!r} is evaluated on its training split {train.split!r}; "
                               "evaluate another split or use demos='fixed'.")
+        return cls.of_training(train, embedder, usable, need, limit=limit, spelling=spelling)
+
+    @classmethod
+    def of_training(cls, train, embedder, usable: Callable[[Any, Any], bool], need: str, limit: int | None = None,
+                    spelling: bool = DEMO_SPELLING) -> "DemoPool":
+        """The pool of the usable items of a loaded training dataset `train` (refused when none is usable)."""
         items = [it for it in train.items if usable(it, train)]
         if not items:
             raise ConfigError(f"demos='nearest': the {train.split!r} split of {train.name!r} has no item with {need} "
@@ -168,6 +177,16 @@ class DemoPool:
                    spelling=spelling)
         pool.source = train
         return pool
+
+    @classmethod
+    def from_ircot(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
+                   spelling: bool = DEMO_SPELLING) -> "DemoPool":
+        """IRCoT's annotated training questions of `dataset`'s benchmark (`datasets.ircot.POOL_FOR`) as the pool."""
+        from .datasets.ircot import pool_dataset_name
+        from .datasets.registry import load_dataset
+
+        return cls.of_training(load_dataset(pool_dataset_name(dataset.name), split="train"), embedder, usable, need,
+                               spelling=spelling)
 
     @classmethod
     def cross_fitted(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
@@ -190,9 +209,11 @@ class DemoPool:
     @classmethod
     def build(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str, pool: str = "train",
               spelling: bool = DEMO_SPELLING) -> "DemoPool":
-        """`from_training` (pool="train") or `cross_fitted` (pool="crossfit")."""
+        """`from_training` (pool="train"), `cross_fitted` (pool="crossfit") or `from_ircot` (pool="ircot")."""
         if check_demo_pool(pool) == "crossfit":
             return cls.cross_fitted(dataset, embedder, usable, need, spelling=spelling)
+        if pool == "ircot":
+            return cls.from_ircot(dataset, embedder, usable, need, spelling=spelling)
         return cls.from_training(dataset, embedder, usable, need, spelling=spelling)
 
     def fold_of(self, item: Any) -> int | None:

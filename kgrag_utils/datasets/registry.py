@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, DatasetMissingError, KgragError, did_you_mean
-from . import clutrr, metaqa, passages, pathquestion
+from . import clutrr, ircot, metaqa, passages, pathquestion
 from .answerable import cached_answerable
 from .items import Dataset, KGQuestion
 from .verify import real_root, verify_dataset
@@ -271,6 +271,14 @@ def _load_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> 
                    root=root, info=info)
 
 
+def _load_ircot(spec: DatasetSpec, root: Path, split: str) -> Dataset:
+    try:
+        questions, corpus, info = ircot.read_questions(root, spec.params["ircot"])
+    except DatasetMissingError:
+        raise _missing(spec, root, f"the IRCoT {spec.params['ircot']} annotation and prompt files") from None
+    return _passage_dataset(spec, root, split, questions, corpus, None, info)
+
+
 def _load_iirc(spec: DatasetSpec, root: Path, split: str, unanswerable: bool = False) -> Dataset:
     from . import iirc
 
@@ -370,6 +378,15 @@ _register(DatasetSpec(
     splits=_PASSAGE_SPLITS, options=("openie", "questions"), sample_key="passages",
     params={"questions": "sample_questions.json", "corpus": "sample_corpus.json", "openie": "sample_openie.json"},
     description="generated passage questions in MuSiQue/HippoRAG's format, with OpenIE triples"))
+
+for _name, _ircot in ircot.IRCOT_DATASETS.items():
+    _register(DatasetSpec(
+        name=_name, kind="passages", source="real", folder="IRCoT_demos",
+        required=((f"prompt_generator/data_annotations/{_ircot}.jsonnet",),
+                  (f"prompts/{_ircot}/gold_with_3_distractors_context_cot_qa_codex.txt",)),
+        loader=_load_ircot, splits=("train",), params={"ircot": _ircot},
+        description=f"IRCoT's annotated {_ircot} TRAINING questions (gold + 3 distractor paragraphs, reasoning "
+                    "steps): demonstrations (demo_pool='ircot'), not an evaluation set"))
 
 _FACTKG_REQUIRED = (("factkg_test.pickle",), ("dbpedia_2015_undirected_light.pickle", "dbpedia_2015_undirected.pickle"))
 _IIRC_REQUIRED = (("dev.json", "iirc_train_dev/dev.json"), ("context_articles.json",))

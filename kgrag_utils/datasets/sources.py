@@ -25,6 +25,9 @@ FACTKG_FILES = ("factkg_train.pickle", "factkg_dev.pickle", "factkg_test.pickle"
                 "dbpedia_2015_undirected.pickle", "dbpedia_2015_undirected_light.pickle")
 _FACTKG_REPO = "https://raw.githubusercontent.com/jiho283/FactKG/43d724015f3d751925ba0495ab1e769f1469131f"
 IIRC_BASE = "https://iirc-dataset.s3.us-west-2.amazonaws.com"
+#: IRCoT's repository at the commit the shared copy was taken from (data README, IRCoT_demos/SOURCE.md)
+_IRCOT = "https://raw.githubusercontent.com/StonyBrookNLP/ircot/3c1820f698eea5eeddb4fba3c56b64c961e063e4"
+_IRCOT_PROMPT = "gold_with_3_distractors_context_cot_qa_codex.txt"
 #: Hugging Face dataset repositories and the revision fetched ("main" where no commit is pinned).
 HF_DATASETS = {"webqsp": ("rmanluo/RoG-webqsp", "main"),
                "cwq": ("rmanluo/RoG-cwq", "b0f6275586286312c4e99ef4b0adc65463c91f8e")}
@@ -115,6 +118,26 @@ GROUPS: dict[str, Group] = {
                     "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
     "cwq": Group("RoG-cwq", (), "https://huggingface.co/datasets/rmanluo/RoG-cwq",
                  "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
+    "ircot": Group("IRCoT_demos", (
+        RemoteFile(f"{_IRCOT}/prompt_generator/data_annotations/musique.jsonnet",
+                   "prompt_generator/data_annotations/musique.jsonnet",
+                   "fc5e7923c648c0f312d9a969ce8703eac513ef0fad9c6e758ee051efa26aa241", 22802, 549),
+        RemoteFile(f"{_IRCOT}/prompt_generator/data_annotations/hotpotqa.jsonnet",
+                   "prompt_generator/data_annotations/hotpotqa.jsonnet",
+                   "43d06784c3dfd3ccd18d6691a9267fab6c4b69fb755eea7d174f77fae6937a6e", 48523, 1077),
+        RemoteFile(f"{_IRCOT}/prompt_generator/data_annotations/2wikimultihopqa.jsonnet",
+                   "prompt_generator/data_annotations/2wikimultihopqa.jsonnet",
+                   "24ea72683b9375b5e590c99fa8ebeb13b2808428ca547c02a7c08e6ae218232a", 38449, 888),
+        RemoteFile(f"{_IRCOT}/prompts/musique/{_IRCOT_PROMPT}", f"prompts/musique/{_IRCOT_PROMPT}",
+                   "406602227e58733de4396230008ea9ccc8a2c167be2006f24e4fe77e3446b5d5", 58275, 421),
+        RemoteFile(f"{_IRCOT}/prompts/hotpotqa/{_IRCOT_PROMPT}", f"prompts/hotpotqa/{_IRCOT_PROMPT}",
+                   "299fbb3b9e3b642cbe4c09ec035e64a2627a5d118aa2aaede8c8829e4ab7dbe8", 84134, 577),
+        RemoteFile(f"{_IRCOT}/prompts/2wikimultihopqa/{_IRCOT_PROMPT}", f"prompts/2wikimultihopqa/{_IRCOT_PROMPT}",
+                   "f4ffc3fdcf1616b60b5317fc44da61ba1306c8413d86c59d01621b0433daad95", 54121, 427),
+        RemoteFile(f"{_IRCOT}/LICENSE", "LICENSE",
+                   "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4", 11357),
+    ), "https://github.com/StonyBrookNLP/ircot", "Apache-2.0 (IRCoT); MuSiQue CC BY 4.0, HotpotQA CC BY-SA 4.0, "
+       "2WikiMultiHopQA Apache-2.0"),
     "iirc": Group("IIRC", (
         RemoteFile(f"{IIRC_BASE}/iirc_test.json", "iirc_test.json"),
     ), "https://allenai.org/data/iirc", "see allenai.org/data/iirc (not verified here)", special="iirc"),

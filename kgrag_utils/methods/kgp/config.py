@@ -69,7 +69,7 @@ class KGPConfig(MethodConfig):
     path_passages: int = 3  # the last passages of the path shown to the agent
     demos: Literal["fixed", "nearest"] = "fixed"  # agent prompt: fixed has no example; nearest: the nearest training questions
     shots: int = 2  # demos="nearest": training questions shown, each one step of its gold evidence chain
-    demo_pool: Literal["train", "crossfit"] = "train"  # nearest from: the training split, or the other fold of the evaluated questions
+    demo_pool: Literal["train", "crossfit", "ircot"] = "train"  # nearest from: the training split, the other fold of the evaluated questions, or IRCoT's annotated training questions
     passage_chars: int = 200
     # reader (the paper gave ChatGPT all 30 passages; a 0.5B model on a CPU reads the first 10)
     reader: bool = True

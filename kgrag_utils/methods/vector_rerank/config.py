@@ -94,7 +94,8 @@ class VectorRerankConfig(MethodConfig):
     candidate_titles: each candidate fact in the rerank prompt is followed by the title of the passage it was read
     from (passage datasets only): an OpenIE triple often loses who or what its passage is about.
     demos / shots / demo_pool: the rerank prompt's examples (demos.py); demo_pool="crossfit" takes nearest ones
-    from the other fold of the evaluated questions, for a copy without a training split (docs/DEMONSTRATIONS.md).
+    from the other fold of the evaluated questions, for a copy without a training split (docs/DEMONSTRATIONS.md);
+    demo_pool="ircot" from IRCoT's annotated training questions of the benchmark (MuSiQue, HotpotQA, 2Wiki).
     """
 
     RENAMED = {"variant": "variants", "entity_max_tokens": "entity_max_new_tokens",
@@ -116,7 +117,7 @@ class VectorRerankConfig(MethodConfig):
     fill_order: Literal["passage", "relation"] = "passage"  # expand and rerank-filled's fill: see the docstring
     demos: Literal["fixed", "nearest"] = "fixed"  # rerank prompt: the fixed example; nearest: + the nearest training questions
     shots: int = 2                   # demos="nearest": training questions shown after the fixed example (nearest last)
-    demo_pool: Literal["train", "crossfit"] = "train"  # nearest from: the training split, or the other fold of the evaluated questions
+    demo_pool: Literal["train", "crossfit", "ircot"] = "train"  # nearest from: the training split, the other fold of the evaluated questions, or IRCoT's annotated training questions
     samples: int = 1                 # rerank replies per question: n > 1 adds n-1 sampled ones and a vote (samples.py)
     sample_temperature: float = 0.7  # samples > 1: the temperature of the sampled replies (seeds 1..n-1; the first is greedy)
     candidate_titles: bool = False   # rerank prompt: "[3] fact (passage: Title)"; passage datasets, fixed example only
