@@ -1,15 +1,13 @@
 """IRCoT's annotated training questions (datasets/ircot.py) and demo_pool="ircot" (demos.py, vector rerank, KGP).
 
 The format tests write a two-question copy in the released layout (jsonnet annotations and a prompt file); the
-`realdata` tests read the shared copy. The embedder is a bag-of-words stand-in (no model).
+`realdata` tests read the shared copy. The embedder is a hashed bag of words (tests/stand_ins.py; no model).
 """
 
 from __future__ import annotations
 
-import hashlib
-
-import numpy as np
 import pytest
+from stand_ins import HashBOW
 
 from kgrag_utils.datasets import ircot, load_dataset
 from kgrag_utils.datasets.items import Dataset
@@ -87,19 +85,6 @@ def _write(root, annotation=ANNOTATION, prompt=PROMPT, name="musique"):
     return root
 
 
-class WordsEmbedder:
-    dim = 128
-    model_id = "test-words"
-
-    def encode(self, texts, progress=None):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in str(t).lower().split():
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1.0, norms)
-
-
 def test_released_format_reads_reasoning_support_in_step_order_and_answers(tmp_path):
     questions, corpus, info = ircot.read_questions(_write(tmp_path), "musique")
     first, second = questions
@@ -141,7 +126,7 @@ def test_rerank_demo_shows_the_reasoning_sentences_as_the_gold_facts(tmp_path):
     assert gold == train.items[0].meta["reasoning"]  # hop order
     assert "Lenscraft is a trade journal." in demo["facts"] and len(demo["facts"]) == 3
     assert all(len(f) <= DEMO_FACT_CHARS + 4 for f in demo["facts"])
-    pool = DemoPool.of_training(train, WordsEmbedder(), lambda item, t: True, "x")
+    pool = DemoPool.of_training(train, HashBOW(), lambda item, t: True, "x")
     assert rerank_demo(pool, train.items[1])["ids"] and reasoning_rerank_demo(train.items[0]) == demo  # seeded order
     no_reasoning = train.items[0]
     no_reasoning.meta = {}
@@ -157,13 +142,13 @@ def test_ircot_pool_comes_from_the_benchmarks_ircot_dataset_and_refuses_others(t
     asked = []
     monkeypatch.setattr(registry, "load_dataset", lambda name, split="test", **kw: asked.append((name, split)) or train)
     evaluated = Dataset(name="musique", kind="passages", split="test", items=[], corpus=[])
-    pool = rerank_demo_pool(evaluated, WordsEmbedder(), pool="ircot")
+    pool = rerank_demo_pool(evaluated, HashBOW(), pool="ircot")
     assert asked == [("ircot-musique", "train")] and pool.ids == ["2hop__1_2", "2hop__3_4"] and pool.folds == 0
     chosen = pool.nearest(train.items[0], 2)
     assert [d.id for d in chosen] == ["2hop__3_4"]  # never the question itself
     assert "ircot" in DEMO_POOLS
     with pytest.raises(ConfigError, match="IRCoT annotated training questions exist for.*not 'sample-passages'"):
-        DemoPool.build(Dataset(name="sample-passages", kind="passages", split="all", items=[]), WordsEmbedder(),
+        DemoPool.build(Dataset(name="sample-passages", kind="passages", split="all", items=[]), HashBOW(),
                        lambda item, t: True, "x", pool="ircot")
 
 
@@ -202,7 +187,7 @@ def test_real_musique_kgp_and_rerank_pools(real_data):
 
     evaluated = load_dataset("musique", split="test", limit=3, openie=False)
     for build in (rerank_demo_pool, agent_demo_pool):
-        pool = build(evaluated, WordsEmbedder(), pool="ircot")
+        pool = build(evaluated, HashBOW(), pool="ircot")
         assert len(pool) == 20 and pool.dataset == "ircot-musique"
     demo = rerank_demo(pool, pool.items[0])
     assert len(demo["ids"]) == len(pool.items[0].meta["reasoning"])

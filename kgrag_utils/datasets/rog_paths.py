@@ -13,7 +13,8 @@ Files (github cmavro/GNN-RAG, `llm/results/...`; the shared copy gzips them, `.j
   present.
 
 RoG searched paths in an undirected graph, so a gold path has no step direction: each question's `chain` is its
-first gold path with every step marked forward, `meta["gold_paths"]` holds all of them as relation tuples, and
+first gold path with every step marked forward, `meta["gold_paths"]` holds all of them as relation lists (and
+`meta["shortest_chains"]` as such chains, the key RoG's loader uses: relation knowledge votes among them), and
 `meta["direction_known"]` is False. Chains compare by relation sequence here (`relation_path`).
 """
 
@@ -130,6 +131,7 @@ def read_questions(root: Path, benchmark: str, split: str, prefix: str = "") -> 
         out.append(KGQuestion(qid=qid, question=str(row["question"]), topic_entities=topics.get(qid, []),
                               answers=answers.get(qid, []), chain=chain, hops=len(paths[0]) if paths else 0,
                               qtype=None, meta={"gold_paths": [list(p) for p in paths], "direction_known": False,
+                                                "shortest_chains": [[(r, True) for r in p] for p in paths],
                                                 "file_row": i}))
     info = {"questions_file": path.name, "answers_file": answer_file, "topics_file": topic_file,
             "with_gold_paths": sum(1 for q in out if q.meta["gold_paths"]),

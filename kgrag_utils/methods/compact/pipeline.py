@@ -56,7 +56,7 @@ __all__ = ["Compact", "tune_lift_threshold", "HUMAN_WRITTEN", "auto_knowledge", 
 #: datasets of human-written questions: knowledge="auto" uses the kNN chain vote there (the paper's
 #: choice for free wording), the hybrid of lift lexicon and vote elsewhere (templated training questions),
 #: the rules for kinship
-HUMAN_WRITTEN = ("webqsp", "cwq")
+HUMAN_WRITTEN = ("webqsp", "cwq", "webqsp-paths", "cwq-paths", "webqsp-test18")
 
 # ----------------------------------------------------------------------------- splits
 def auto_knowledge(dataset) -> str:
