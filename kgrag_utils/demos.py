@@ -43,7 +43,7 @@ import numpy as np
 from .errors import ConfigError
 from .spelling import Respeller
 
-__all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "CROSSFIT_FOLDS", "Demo", "DemoPool", "similarity_text",
+__all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "DEMO_TYPE_MARGIN", "CROSSFIT_FOLDS", "cover_types", "Demo", "DemoPool", "similarity_text",
            "check_demo_mode", "check_demo_pool", "crossfit_fold"]
 
 #: "fixed": the prompt file's examples, the same for every question; "nearest": the training items nearest to it
@@ -56,6 +56,9 @@ DEMO_POOLS = ("train", "crossfit", "ircot")
 CROSSFIT_FOLDS = 2
 #: respell a question's out-of-vocabulary words towards the pool's words before choosing (kgrag_utils.spelling)
 DEMO_SPELLING = True
+#: type coverage (`nearest(..., cover=n)`, off at 1): the similarity gap under which the nearest demonstrations count
+#: as ambiguous between types (the best item of another type is at most this far below the nearest item)
+DEMO_TYPE_MARGIN = 0.05
 
 _BRACKETED = re.compile(r"\[[^\[\]]*\]")
 _BLANK = "X"
@@ -223,13 +226,19 @@ class DemoPool:
     def __len__(self) -> int:
         return len(self.items)
 
-    def nearest(self, item: Any, k: int, exclude_ids: Sequence[str] = ()) -> list[Demo]:
+    def nearest(self, item: Any, k: int, exclude_ids: Sequence[str] = (), type_of: Callable[[Any], Any] | None = None,
+                cover: int = 1, margin: float = DEMO_TYPE_MARGIN) -> list[Demo]:
         """The `k` pool items nearest to `item`'s question, nearest first (ties: pool order).
 
         Never `item` itself: pool items with its id, an id in `exclude_ids`, or its question text are skipped;
-        in a cross-fitted pool, every item of `item`'s own fold is skipped too."""
+        in a cross-fitted pool, every item of `item`'s own fold is skipped too. With `type_of` (a pool item's type,
+        e.g. its question type or chain) and `cover` > 1, the choice guarantees `cover` types when the nearest are
+        ambiguous (`cover_types`)."""
         if k <= 0:
             return []
+        if type_of is not None and cover > 1:
+            ranked = self.nearest(item, len(self.items), exclude_ids)
+            return cover_types(ranked, k, [type_of(d.item) for d in ranked], cover, margin)
         query = np.asarray(self.embedder.encode([self.query_text(item)]), dtype=np.float32)[0]
         scores = self.vectors @ query
         banned = {str(x) for x in exclude_ids}
@@ -249,3 +258,31 @@ class DemoPool:
             if len(out) == k:
                 break
         return out
+
+
+def cover_types(ranked: Sequence[Demo], k: int, types: Sequence[Any], cover: int = 2,
+                margin: float = DEMO_TYPE_MARGIN) -> list[Demo]:
+    """The first `k` of `ranked` (nearest first), unless they hold fewer than `cover` types while the nearest
+    are ambiguous: then, for each missing type, the best-ranked item of a type not yet chosen replaces the farthest
+    chosen item whose type is chosen more than once, as long as that item is within `margin` of the nearest item's
+    similarity (the question's wording does not tell the types apart). Nearest first again.
+
+    The pool's nearest neighbours share the question's template on templated data; a paraphrase can sit as close to
+    another template's questions, and eight demonstrations of one wrong type then carry the error (issue 48)."""
+    if cover < 2 or k < 2 or not ranked:
+        return list(ranked[:k])
+    chosen = list(range(min(k, len(ranked))))
+    top = ranked[0].score
+    for _ in range(cover - 1):
+        have = [types[i] for i in chosen]
+        if len(set(have)) >= cover:
+            break
+        other = next((i for i in range(len(ranked)) if i not in chosen and types[i] not in have), None)
+        if other is None or ranked[other].score < top - margin:
+            break  # no other type, or none close enough: the nearest are not ambiguous
+        spare = [i for i in chosen if have.count(types[i]) > 1]
+        if not spare:
+            break
+        chosen.remove(spare[-1])
+        chosen.append(other)
+    return [ranked[i] for i in sorted(chosen)]
