@@ -34,7 +34,9 @@ Where a data copy has no training split (the HippoRAG MuSiQue sample: its 100 qu
 ones), `pool="crossfit"` (`DemoPool.cross_fitted`) is the labelled substitute: the evaluated questions are
 cut into `CROSSFIT_FOLDS` folds by a hash of their ids, and a question's demonstrations come only from the
 other folds. No question sees its own gold, but its demonstrations are other evaluated questions, so a
-cross-fitted number is not a training-split number and every table names it.
+cross-fitted number is not a training-split number and every table names it. `pool="ircot"` takes them from
+IRCoT's hand-annotated TRAINING questions of the same benchmark (`datasets.ircot`: about 20 for MuSiQue,
+HotpotQA and 2Wiki, none of them evaluated here): real training demonstrations, but few.
 """
 
 from __future__ import annotations
@@ -49,18 +51,22 @@ import numpy as np
 from .errors import ConfigError
 from .spelling import Respeller
 
-__all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "CROSSFIT_FOLDS", "Demo", "DemoPool", "similarity_text",
+__all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "DEMO_TYPE_MARGIN", "CROSSFIT_FOLDS", "cover_types", "Demo", "DemoPool", "similarity_text",
            "check_demo_mode", "check_demo_pool", "crossfit_fold"]
 
 #: "fixed": the prompt file's examples, the same for every question; "nearest": the training items nearest to it
 DEMO_MODES = ("fixed", "nearest")
-#: where nearest demonstrations come from: "train" (the dataset's training split) or "crossfit" (the other
-#: folds of the evaluated questions, for a copy without a training split; labelled wherever it is reported)
-DEMO_POOLS = ("train", "crossfit")
+#: where nearest demonstrations come from: "train" (the dataset's training split), "crossfit" (the other
+#: folds of the evaluated questions, for a copy without a training split; labelled wherever it is reported) or
+#: "ircot" (IRCoT's annotated training questions of the same benchmark: datasets/ircot.py)
+DEMO_POOLS = ("train", "crossfit", "ircot")
 #: folds of a cross-fitted pool: two halves, each question's demonstrations from the other half
 CROSSFIT_FOLDS = 2
 #: respell a question's out-of-vocabulary words towards the pool's words before choosing (kgrag_utils.spelling)
 DEMO_SPELLING = True
+#: type coverage (`nearest(..., cover=n)`, off at 1): the similarity gap under which the nearest demonstrations count
+#: as ambiguous between types (the best item of another type is at most this far below the nearest item)
+DEMO_TYPE_MARGIN = 0.05
 
 _BRACKETED = re.compile(r"\[[^\[\]]*\]")
 _BLANK = "X"
@@ -168,6 +174,12 @@ class DemoPool:
         if train.split == getattr(dataset, "split", None):
             raise ConfigError(f"demos='nearest': {dataset.name!r} is evaluated on its training split {train.split!r}; "
                               "evaluate another split or use demos='fixed'.")
+        return cls.of_training(train, embedder, usable, need, limit=limit, spelling=spelling)
+
+    @classmethod
+    def of_training(cls, train, embedder, usable: Callable[[Any, Any], bool], need: str, limit: int | None = None,
+                    spelling: bool = DEMO_SPELLING) -> "DemoPool":
+        """The pool of the usable items of a loaded training dataset `train` (refused when none is usable)."""
         items = [it for it in train.items if usable(it, train)]
         if not items:
             raise ConfigError(f"demos='nearest': the {train.split!r} split of {train.name!r} has no item with {need} "
@@ -176,6 +188,16 @@ class DemoPool:
                    spelling=spelling)
         pool.source = train
         return pool
+
+    @classmethod
+    def from_ircot(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
+                   spelling: bool = DEMO_SPELLING) -> "DemoPool":
+        """IRCoT's annotated training questions of `dataset`'s benchmark (`datasets.ircot.POOL_FOR`) as the pool."""
+        from .datasets.ircot import pool_dataset_name
+        from .datasets.registry import load_dataset
+
+        return cls.of_training(load_dataset(pool_dataset_name(dataset.name), split="train"), embedder, usable, need,
+                               spelling=spelling)
 
     @classmethod
     def cross_fitted(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
@@ -198,9 +220,11 @@ class DemoPool:
     @classmethod
     def build(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str, pool: str = "train",
               spelling: bool = DEMO_SPELLING) -> "DemoPool":
-        """`from_training` (pool="train") or `cross_fitted` (pool="crossfit")."""
+        """`from_training` (pool="train"), `cross_fitted` (pool="crossfit") or `from_ircot` (pool="ircot")."""
         if check_demo_pool(pool) == "crossfit":
             return cls.cross_fitted(dataset, embedder, usable, need, spelling=spelling)
+        if pool == "ircot":
+            return cls.from_ircot(dataset, embedder, usable, need, spelling=spelling)
         return cls.from_training(dataset, embedder, usable, need, spelling=spelling)
 
     def fold_of(self, item: Any) -> int | None:
@@ -210,13 +234,19 @@ class DemoPool:
     def __len__(self) -> int:
         return len(self.items)
 
-    def nearest(self, item: Any, k: int, exclude_ids: Sequence[str] = ()) -> list[Demo]:
+    def nearest(self, item: Any, k: int, exclude_ids: Sequence[str] = (), type_of: Callable[[Any], Any] | None = None,
+                cover: int = 1, margin: float = DEMO_TYPE_MARGIN) -> list[Demo]:
         """The `k` pool items nearest to `item`'s question, nearest first (ties: pool order).
 
         Never `item` itself: pool items with its id, an id in `exclude_ids`, or its question text are skipped;
-        in a cross-fitted pool, every item of `item`'s own fold is skipped too."""
+        in a cross-fitted pool, every item of `item`'s own fold is skipped too. With `type_of` (a pool item's type,
+        e.g. its question type or chain) and `cover` > 1, the choice guarantees `cover` types when the nearest are
+        ambiguous (`cover_types`)."""
         if k <= 0:
             return []
+        if type_of is not None and cover > 1:
+            ranked = self.nearest(item, len(self.items), exclude_ids)
+            return cover_types(ranked, k, [type_of(d.item) for d in ranked], cover, margin)
         query = np.asarray(self.embedder.encode([self.query_text(item)]), dtype=np.float32)[0]
         scores = self.vectors @ query
         banned = {str(x) for x in exclude_ids}
@@ -236,3 +266,31 @@ class DemoPool:
             if len(out) == k:
                 break
         return out
+
+
+def cover_types(ranked: Sequence[Demo], k: int, types: Sequence[Any], cover: int = 2,
+                margin: float = DEMO_TYPE_MARGIN) -> list[Demo]:
+    """The first `k` of `ranked` (nearest first), unless they hold fewer than `cover` types while the nearest
+    are ambiguous: then, for each missing type, the best-ranked item of a type not yet chosen replaces the farthest
+    chosen item whose type is chosen more than once, as long as that item is within `margin` of the nearest item's
+    similarity (the question's wording does not tell the types apart). Nearest first again.
+
+    The pool's nearest neighbours share the question's template on templated data; a paraphrase can sit as close to
+    another template's questions, and eight demonstrations of one wrong type then carry the error (issue 48)."""
+    if cover < 2 or k < 2 or not ranked:
+        return list(ranked[:k])
+    chosen = list(range(min(k, len(ranked))))
+    top = ranked[0].score
+    for _ in range(cover - 1):
+        have = [types[i] for i in chosen]
+        if len(set(have)) >= cover:
+            break
+        other = next((i for i in range(len(ranked)) if i not in chosen and types[i] not in have), None)
+        if other is None or ranked[other].score < top - margin:
+            break  # no other type, or none close enough: the nearest are not ambiguous
+        spare = [i for i in chosen if have.count(types[i]) > 1]
+        if not spare:
+            break
+        chosen.remove(spare[-1])
+        chosen.append(other)
+    return [ranked[i] for i in sorted(chosen)]

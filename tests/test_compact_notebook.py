@@ -57,3 +57,21 @@ def test_notebook_runs_on_the_rog_fixtures_through_the_runner(dataset):
     ex = records.load_examples(out.run_name)
     assert len(ex) == n and {"subgraph_facts", "topk_facts", "hits@1_compact", "hits@1_topk"} <= set(ex.columns)
     assert (ex["topk_n_facts"] <= ex["subgraph_facts"]).all()
+
+
+@pytest.mark.slow
+def test_notebook_scores_chain_prediction_alone_through_the_runner():
+    """evaluation="chains" (issue 48): no KG, no LLM; the knowledge learns from another dataset's training split
+    (train_dataset) and the run record holds the chain metrics as score rows."""
+    from kgrag_utils.methods.compact.chain_eval import CHAIN_VARIANT
+
+    out = runner.run_notebook(NOTEBOOK, {"dataset": "fixture-cwq-paths", "limit": 0, "evaluation": "chains",
+                                         "train_dataset": "fixture-webqsp-paths", "knowledge": "knn", "reader": False},
+                              grid="compact-test")
+    assert out.status == "ok", out.error
+    rec = records.read_run(settings.results_dir() / out.run_name)
+    s = rec["summary"]
+    assert s["n"] == 2 and s["trained_on"] == "fixture-webqsp-paths train" and s["knowledge"] == "knn"
+    assert {r["variant"] for r in s["rows"]} == {CHAIN_VARIANT} and "any_gold_hit" in s
+    ex = records.load_examples(out.run_name)
+    assert len(ex) == 2 and {"gold_chains", "chain", "proposals", "scores"} <= set(ex.columns)

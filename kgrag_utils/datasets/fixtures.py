@@ -20,6 +20,9 @@ Layouts:
   dbpedia_2015_undirected_light.pickle, relations_for_final.pickle
 * webqsp -> RoG-webqsp/data/{train,validation,test}-00000-of-00001.parquet (cwq -> RoG-cwq/...)
 * iirc -> IIRC/: train.json, dev.json, iirc_test.json, context_articles.json
+* webqsp_cwq -> WebQSP_CWQ/: the shared copy's gzipped RoG path files, test answers, CWQ topics and the
+  whole-subgraph file (fixture_webqsp_cwq; registered as fixture-webqsp-paths, fixture-cwq-paths,
+  fixture-webqsp-test18)
 * wc2014 -> WC2014/: WC2014.txt (KB), WC-P1.txt, WC-P2.txt, WC-C.txt (conjunctive: two paths joined by
   '*', each ending at the answer); a generated football world (invented players, clubs, countries)
 """
@@ -37,6 +40,7 @@ from ..fileio import atomic_write_bytes
 from .fixture_graphs import factkg_world, generate_cwq, generate_factkg, generate_wc2014, generate_webqsp, rog_questions, \
     wc2014_world
 from .fixture_passages import generate_iirc, iirc_world
+from .fixture_webqsp_cwq import generate_webqsp_cwq
 
 __all__ = ["FIXTURE_KINDS", "FIXTURE_VERSION", "FIXTURE_FOLDERS", "generate_fixture", "ensure_fixture",
            "fixture_is_current", "factkg_world", "rog_questions", "iirc_world", "wc2014_world"]
@@ -48,9 +52,10 @@ _MARKER_DIR = ".sample-markers"
 
 FIXTURE_KINDS: dict[str, Callable[..., dict[str, bytes]]] = {
     "factkg": generate_factkg, "webqsp": generate_webqsp, "cwq": generate_cwq, "iirc": generate_iirc,
-    "wc2014": generate_wc2014,
+    "wc2014": generate_wc2014, "webqsp_cwq": generate_webqsp_cwq,
 }
-FIXTURE_FOLDERS = {"factkg": "FactKG", "webqsp": "RoG-webqsp", "cwq": "RoG-cwq", "iirc": "IIRC", "wc2014": "WC2014"}
+FIXTURE_FOLDERS = {"factkg": "FactKG", "webqsp": "RoG-webqsp", "cwq": "RoG-cwq", "iirc": "IIRC", "wc2014": "WC2014",
+                   "webqsp_cwq": "WebQSP_CWQ"}
 
 
 def _check(kind: str) -> None:

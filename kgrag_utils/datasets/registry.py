@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -20,8 +19,8 @@ import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, DatasetMissingError, KgragError, did_you_mean
-from . import clutrr, metaqa, passages, pathquestion, userdata
-from .answerable import cached_answerable
+from . import clutrr, ircot, metaqa, passages, pathquestion, userdata
+from .kgfiles import attach_answerable, kg_info, load_kg_file
 from .items import Dataset, KGQuestion
 from .traits import DatasetTraits, for_kind
 from .verify import real_root, verify_dataset
@@ -51,45 +50,6 @@ class DatasetSpec:
     twin: str | None = None
 
 
-# ----------------------------------------------------------------------------- KG loading
-
-_KG_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
-_KG_CACHE_SIZE = 6
-
-
-def load_kg_file(path: Path, sep: str | None = None, name: str | None = None):
-    """KG.load with an in-process cache keyed by the file's path, mtime and size."""
-    from ..kg import KG
-
-    path = Path(path).resolve()
-    st = path.stat()
-    key = (str(path), st.st_mtime_ns, st.st_size, sep)
-    if key in _KG_CACHE:
-        _KG_CACHE.move_to_end(key)
-        return _KG_CACHE[key]
-    kg = KG.load(path, sep=sep, name=name)
-    _KG_CACHE[key] = kg
-    while len(_KG_CACHE) > _KG_CACHE_SIZE:
-        _KG_CACHE.popitem(last=False)
-    return kg
-
-
-def _attach_answerable(questions: list[KGQuestion], kg, files: list[Path], tag: str) -> None:
-    chain, khop = cached_answerable(questions, kg, files, tag=tag)
-    for q, a, k in zip(questions, chain.tolist(), khop.tolist()):
-        q.answerable = bool(a)
-        q.meta["answerable_khop"] = bool(k)
-
-
-def _kg_info(questions: list[KGQuestion], kg) -> dict:
-    info = {"kg_entities": kg.num_entities, "kg_facts": kg.num_edges, "kg_relations": kg.num_relations}
-    flags = [q.answerable for q in questions if q.answerable is not None]
-    if flags:
-        info["answerable_rate"] = float(np.mean(flags))
-        info["answerable_khop_rate"] = float(np.mean([q.meta.get("answerable_khop", False) for q in questions]))
-    return info
-
-
 # ----------------------------------------------------------------------------- loaders
 
 
@@ -105,9 +65,9 @@ def _load_metaqa(spec: DatasetSpec, root: Path, split: str, variant: str = "vani
         raise _missing(spec, root, f"{hops}-hop {variant} qa_{split}.txt") from None
     kg = load_kg_file(kb_path, sep="|", name="metaqa")
     if answerable:
-        _attach_answerable(questions, kg, files + [kb_path], tag=f"metaqa-{variant}")
+        attach_answerable(questions, kg, files + [kb_path], tag=f"metaqa-{variant}")
     info = {"kb_file": kb_path.name, "qa_file": str(files[0].relative_to(root)),
-            "has_chains": any(q.chain for q in questions), **_kg_info(questions, kg)}
+            "has_chains": any(q.chain for q in questions), **kg_info(questions, kg)}
     return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, kg=kg, source=spec.source,
                    root=root, info=info)
 
@@ -129,7 +89,7 @@ def load_pq_file(path: Path, kb: Path | None = None, split: str = "all", answera
                       f"(first: line {line}: {why}); see info['unparsed_lines'].", stacklevel=3)
     kg = load_kg_file(kb_path, sep="\t", name=kb_path.stem)
     if answerable:
-        _attach_answerable(questions, kg, [path, kb_path], tag="pq")
+        attach_answerable(questions, kg, [path, kb_path], tag="pq")
     keep = pathquestion.split_indices(len(questions), split)
     items = [questions[i] for i in keep]
     info = {"qa_file": path.name, "kb_file": kb_path.name, "n_file": len(questions) + len(unparsed),
@@ -137,7 +97,7 @@ def load_pq_file(path: Path, kb: Path | None = None, split: str = "all", answera
             "split_rule": (f"seeded shuffle (seed {pathquestion.PQ_SPLIT_SEED}) cut "
                            f"{'/'.join(str(int(f * 100)) for f in pathquestion.PQ_SPLIT_FRACTIONS)} "
                            "into train/dev/test by question index"),
-            **_kg_info(items, kg)}
+            **kg_info(items, kg)}
     return Dataset(name=name or path.stem, kind="kgqa", split=split, items=items, kg=kg, source=source,
                    root=path.parent, info=info)
 
@@ -265,10 +225,11 @@ def _load_factkg(spec: DatasetSpec, root: Path, split: str, graph: str = "auto",
 def _load_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> Dataset:
     from . import rog
 
+    file = spec.params.get("file")
     try:
-        questions, graphs, info = rog.read_questions(root, split, prefix=spec.name, paths=paths)
+        questions, graphs, info = rog.read_questions(root, split, prefix=spec.name, paths=paths, file=file)
     except DatasetMissingError:
-        raise _missing(spec, root, f"data/{split}-*.parquet") from None
+        raise _missing(spec, root, file or f"data/{split}-*.parquet") from None
     if paths and questions:
         info["answerable_rate"] = float(np.mean([bool(q.answerable) for q in questions]))
         info["answerable_any_rate"] = float(np.mean([q.meta["answerable_any"] for q in questions]))
@@ -279,6 +240,24 @@ def _load_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> 
 
 def _load_user(spec: DatasetSpec, root: Path, split: str) -> Dataset:
     return userdata.load_folder(spec.name, split)
+
+
+def _load_ircot(spec: DatasetSpec, root: Path, split: str) -> Dataset:
+    try:
+        questions, corpus, info = ircot.read_questions(root, spec.params["ircot"])
+    except DatasetMissingError:
+        raise _missing(spec, root, f"the IRCoT {spec.params['ircot']} annotation and prompt files") from None
+    return _passage_dataset(spec, root, split, questions, corpus, None, info)
+
+
+def _load_rog_paths(spec: DatasetSpec, root: Path, split: str) -> Dataset:
+    from . import rog_paths
+
+    try:
+        questions, info = rog_paths.read_questions(root, spec.params["benchmark"], split, prefix=spec.name)
+    except DatasetMissingError:
+        raise _missing(spec, root, rog_paths.QUESTION_FILES[(spec.params["benchmark"], split)] + ".gz") from None
+    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, source=spec.source, root=root, info=info)
 
 
 def _load_iirc(spec: DatasetSpec, root: Path, split: str, unanswerable: bool = False) -> Dataset:
@@ -391,6 +370,27 @@ _register(DatasetSpec(
     params={"questions": "sample_questions.json", "corpus": "sample_corpus.json", "openie": "sample_openie.json"},
     description="generated passage questions in MuSiQue/HippoRAG's format, with OpenIE triples"))
 
+for _name, _ircot in ircot.IRCOT_DATASETS.items():
+    _register(DatasetSpec(
+        name=_name, kind="passages", source="real", folder="IRCoT_demos",
+        required=((f"prompt_generator/data_annotations/{_ircot}.jsonnet",),
+                  (f"prompts/{_ircot}/gold_with_3_distractors_context_cot_qa_codex.txt",)),
+        loader=_load_ircot, splits=("train",), params={"ircot": _ircot},
+        twin={pool: evaluated for evaluated, pool in ircot.POOL_FOR.items()}[_name],
+        description=f"IRCoT's annotated {_ircot} TRAINING questions (gold + 3 distractor paragraphs, reasoning "
+                    "steps): demonstrations (demo_pool='ircot'), not an evaluation set"))
+
+_TEST18 = "gcr-dca/webqsp_test18_rog_format.jsonl.gz"
+
+
+def _rog_path_files(benchmark: str) -> tuple[str, ...]:
+    """The question file of a benchmark's test split, gzipped or as released (either is read)."""
+    from .rog_paths import QUESTION_FILES
+
+    rel = QUESTION_FILES[(benchmark, "test")]
+    return (f"{rel}.gz", rel)
+
+
 _FACTKG_REQUIRED = (("factkg_test.pickle",), ("dbpedia_2015_undirected_light.pickle", "dbpedia_2015_undirected.pickle"))
 _IIRC_REQUIRED = (("dev.json", "iirc_train_dev/dev.json"), ("context_articles.json",))
 
@@ -411,6 +411,22 @@ for _source, _prefix in (("real", ""), ("fixture", "fixture-")):  # each fixture
             sample_key=f"fixture-{_name}" if _source == "fixture" else None,
             traits=DatasetTraits(question_style="human") if not _prefix else None, twin=_name if _prefix else None,
             description=f"{_fixture}{_title} as released by RoG: per-question Freebase subgraphs (parquet)"))
+    for _name, _bench, _splits in (("webqsp-paths", "webqsp", ("train", "validation", "test")),
+                                   ("cwq-paths", "cwq", ("test",))):
+        _register(DatasetSpec(
+            name=f"{_prefix}{_name}", kind="kgqa", source=_source, folder="WebQSP_CWQ",
+            required=(_rog_path_files(_bench),), loader=_load_rog_paths, splits=_splits,
+            params={"benchmark": _bench}, sample_key="fixture-webqsp_cwq" if _source == "fixture" else None,
+            traits=DatasetTraits(question_style="human") if not _prefix else None, twin=_name if _prefix else None,
+            description=f"{_fixture}every RoG-{_bench} question of {'/'.join(_splits)} with RoG's gold relation "
+                        "paths (no subgraphs: chain prediction only; answers on test)"))
+    _register(DatasetSpec(
+        name=f"{_prefix}webqsp-test18", kind="kgqa", source=_source, folder="WebQSP_CWQ",
+        required=((_TEST18,),), loader=_load_rog, splits=("test",), options=("paths",), params={"file": _TEST18},
+        sample_key="fixture-webqsp_cwq" if _source == "fixture" else None,
+        traits=DatasetTraits(question_style="human") if not _prefix else None,
+        twin="webqsp-test18" if _prefix else None,
+        description=f"{_fixture}the 18 WebQSP test questions with whole RoG Freebase subgraphs (JSON lines in RoG form)"))
     _register(DatasetSpec(
         name=f"{_prefix}iirc", kind="passages", source=_source, folder="IIRC", required=_IIRC_REQUIRED,
         loader=_load_iirc, splits=("train", "dev", "test"), options=("unanswerable",),

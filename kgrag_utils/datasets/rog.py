@@ -33,7 +33,7 @@ from ..errors import ConfigError, DatasetMissingError, IntegrityError
 from ..kg import KG
 from .items import ChainStep, KGQuestion
 
-__all__ = ["SPLITS", "COLUMNS", "split_files", "read_table", "QuestionGraphs", "read_questions",
+__all__ = ["SPLITS", "COLUMNS", "split_files", "read_table", "read_jsonl_table", "QuestionGraphs", "read_questions",
            "shortest_chains", "kg_from_triples_arrays"]
 
 SPLITS = ("train", "validation", "test")
@@ -218,11 +218,38 @@ def shortest_chains(kg: KG, topics: list[str], answers: list[str], max_chains: i
     return out, best
 
 
-def read_questions(root: Path, split: str, prefix: str = "rog", paths: bool = True
+def read_jsonl_table(path: Path):
+    """RoG's rows from a JSON-lines file (`.jsonl` or `.jsonl.gz`, one question with its `graph` a line: the 18
+    whole WebQSP test subgraphs of the shared copy) as a pyarrow Table with the RoG columns."""
+    import pyarrow as pa
+
+    from .rog_paths import read_rows
+
+    rows = read_rows(Path(path))
+    missing = sorted({c for r in rows for c in _REQUIRED if c not in r})
+    if missing:
+        raise IntegrityError(f"{path} lacks the RoG field(s) {', '.join(missing)}; is it a file in RoG form?")
+    lists = {"answer", "q_entity", "a_entity"}
+    columns = {c: [r[c] if c == "graph" else ([str(x) for x in r[c] or []] if c in lists else r[c]) for r in rows]
+               for c in _REQUIRED}
+    types = {"id": pa.string(), "question": pa.string(), "answer": pa.list_(pa.string()),
+             "q_entity": pa.list_(pa.string()), "a_entity": pa.list_(pa.string()),
+             "graph": pa.list_(pa.list_(pa.string()))}
+    return pa.table({c: pa.array(columns[c], type=types[c]) for c in _REQUIRED})
+
+
+def read_questions(root: Path, split: str, prefix: str = "rog", paths: bool = True, file: str | None = None
                    ) -> tuple[list[KGQuestion], QuestionGraphs, dict]:
-    """Questions of one split, their per-question triples, and counts for Dataset.info."""
-    files = split_files(root, split)
-    table = read_table(files)
+    """Questions of one split, their per-question triples, and counts for Dataset.info. `file`: one JSON-lines
+    file in RoG form under `root` (read_jsonl_table) instead of the split's parquet shards."""
+    if file is not None:
+        files = [Path(root) / file]
+        if not files[0].is_file():
+            raise DatasetMissingError(f"no {file} in {root}")
+        table = read_jsonl_table(files[0])
+    else:
+        files = split_files(root, split)
+        table = read_table(files)
     ids = [str(x) if x is not None else f"{prefix}-{split}-{i:05d}"
            for i, x in enumerate(table.column("id").to_pylist())]
     graphs = QuestionGraphs(ids, table.column("graph"))

@@ -25,6 +25,12 @@ FACTKG_FILES = ("factkg_train.pickle", "factkg_dev.pickle", "factkg_test.pickle"
                 "dbpedia_2015_undirected.pickle", "dbpedia_2015_undirected_light.pickle")
 _FACTKG_REPO = "https://raw.githubusercontent.com/jiho283/FactKG/43d724015f3d751925ba0495ab1e769f1469131f"
 IIRC_BASE = "https://iirc-dataset.s3.us-west-2.amazonaws.com"
+#: IRCoT's repository at the commit the shared copy was taken from (data README, IRCoT_demos/SOURCE.md)
+_IRCOT = "https://raw.githubusercontent.com/StonyBrookNLP/ircot/3c1820f698eea5eeddb4fba3c56b64c961e063e4"
+_IRCOT_PROMPT = "gold_with_3_distractors_context_cot_qa_codex.txt"
+#: the GNN-RAG and ToG commits of the shared WebQSP / CWQ copy (its SOURCE.md); the copy gzips the files
+_GNN_RAG = "https://raw.githubusercontent.com/cmavro/GNN-RAG/28d31bc0db3d54f0930e6125f1c98b5b1ace1ba4"
+_TOG = "https://raw.githubusercontent.com/GasolSun36/ToG/934064c4a8a391c7f351339676f29ed764e40054"
 #: Hugging Face dataset repositories and the revision fetched ("main" where no commit is pinned).
 HF_DATASETS = {"webqsp": ("rmanluo/RoG-webqsp", "main"),
                "cwq": ("rmanluo/RoG-cwq", "b0f6275586286312c4e99ef4b0adc65463c91f8e")}
@@ -115,6 +121,35 @@ GROUPS: dict[str, Group] = {
                     "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
     "cwq": Group("RoG-cwq", (), "https://huggingface.co/datasets/rmanluo/RoG-cwq",
                  "none stated on the hub card; Freebase-derived (Freebase: CC BY 2.5)", special="hf"),
+    "ircot": Group("IRCoT_demos", (
+        RemoteFile(f"{_IRCOT}/prompt_generator/data_annotations/musique.jsonnet",
+                   "prompt_generator/data_annotations/musique.jsonnet",
+                   "fc5e7923c648c0f312d9a969ce8703eac513ef0fad9c6e758ee051efa26aa241", 22802, 549),
+        RemoteFile(f"{_IRCOT}/prompt_generator/data_annotations/hotpotqa.jsonnet",
+                   "prompt_generator/data_annotations/hotpotqa.jsonnet",
+                   "43d06784c3dfd3ccd18d6691a9267fab6c4b69fb755eea7d174f77fae6937a6e", 48523, 1077),
+        RemoteFile(f"{_IRCOT}/prompt_generator/data_annotations/2wikimultihopqa.jsonnet",
+                   "prompt_generator/data_annotations/2wikimultihopqa.jsonnet",
+                   "24ea72683b9375b5e590c99fa8ebeb13b2808428ca547c02a7c08e6ae218232a", 38449, 888),
+        RemoteFile(f"{_IRCOT}/prompts/musique/{_IRCOT_PROMPT}", f"prompts/musique/{_IRCOT_PROMPT}",
+                   "406602227e58733de4396230008ea9ccc8a2c167be2006f24e4fe77e3446b5d5", 58275, 421),
+        RemoteFile(f"{_IRCOT}/prompts/hotpotqa/{_IRCOT_PROMPT}", f"prompts/hotpotqa/{_IRCOT_PROMPT}",
+                   "299fbb3b9e3b642cbe4c09ec035e64a2627a5d118aa2aaede8c8829e4ab7dbe8", 84134, 577),
+        RemoteFile(f"{_IRCOT}/prompts/2wikimultihopqa/{_IRCOT_PROMPT}", f"prompts/2wikimultihopqa/{_IRCOT_PROMPT}",
+                   "f4ffc3fdcf1616b60b5317fc44da61ba1306c8413d86c59d01621b0433daad95", 54121, 427),
+        RemoteFile(f"{_IRCOT}/LICENSE", "LICENSE",
+                   "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4", 11357),
+    ), "https://github.com/StonyBrookNLP/ircot", "Apache-2.0 (IRCoT); MuSiQue CC BY 4.0, HotpotQA CC BY-SA 4.0, "
+       "2WikiMultiHopQA Apache-2.0"),
+    "webqsp_cwq": Group("WebQSP_CWQ", tuple(
+        RemoteFile(f"{_GNN_RAG}/{rel}", f"gnn-rag/{rel}") for rel in (
+            *(f"llm/results/gen_rule_path/RoG-webqsp/RoG/{s}/predictions_3_False.jsonl" for s in ("train", "validation", "test")),
+            "llm/results/gen_rule_path/RoG-cwq/RoG/test/predictions_2_False.jsonl",
+            *(f"llm/results/KGQA-GNN-RAG/rearev-lmsr/RoG-{b}/RoG/test/results_gen_rule_path_RoG-{b}_RoG_test_"
+              "predictions_3_False_jsonl/False/detailed_eval_result.jsonl" for b in ("webqsp", "cwq")))
+    ) + (RemoteFile(f"{_TOG}/data/cwq.json", "tog/data/cwq.json"),),
+        "https://github.com/cmavro/GNN-RAG", "WebQSP CC BY 4.0, CWQ research data; RoG preprocessing MIT; the GNN-RAG "
+        "repository states no licence (the 18 whole subgraphs are not downloadable: a derived copy)"),
     "iirc": Group("IIRC", (
         RemoteFile(f"{IIRC_BASE}/iirc_test.json", "iirc_test.json"),
     ), "https://allenai.org/data/iirc", "see allenai.org/data/iirc (not verified here)", special="iirc"),
@@ -140,6 +175,24 @@ DOCUMENTED_COPIES: dict[tuple[str, str], Pin] = {
     ("CLUTRR", "data_089907f8/1.5_test.csv"): Pin(263166, "54ce4fe99250bb26f2d2bc327f0e021d86fdb426a887374f0257a71541df9f93", 175),
     ("CLUTRR", "data_089907f8/1.6_test.csv"): Pin(183301, "500100329e9c21b26865d558cb9481c4579f9f96a825f358e50e2ed1b4429393", 108),
     ("CLUTRR", "data_089907f8/1.7_test.csv"): Pin(291316, "ddbe49064976fbca203f069b0faab519d5f290f57c8b39ebc4d81587ef02b2ca", 145),
+    # WebQSP / CWQ questions with RoG's gold paths (gzipped copies of the GNN-RAG / ToG files; the 18 whole
+    # subgraphs are derived from graph-constrained-reasoning-dca's demo files: WebQSP_CWQ/SOURCE.md in the data copy)
+    ("WebQSP_CWQ", "gnn-rag/llm/results/KGQA-GNN-RAG/rearev-lmsr/RoG-cwq/RoG/test/results_gen_rule_path_RoG-cwq_RoG_test_predictions_3_False_jsonl/False/detailed_eval_result.jsonl.gz"):
+        Pin(191827, "c3c6142ef42986a4dfbce84fd8ab6f5f68e7e74145ebeb15675865d3d545a691"),
+    ("WebQSP_CWQ", "gnn-rag/llm/results/KGQA-GNN-RAG/rearev-lmsr/RoG-webqsp/RoG/test/results_gen_rule_path_RoG-webqsp_RoG_test_predictions_3_False_jsonl/False/detailed_eval_result.jsonl.gz"):
+        Pin(193088, "66b47c0010f6bd50fbd7d701f6c7f482279a263d6a8f8bac8e0585709a0844fd"),
+    ("WebQSP_CWQ", "gnn-rag/llm/results/gen_rule_path/RoG-cwq/RoG/test/predictions_2_False.jsonl.gz"):
+        Pin(623084, "ee2294e26af948f76ecaa46d5976f145a81725863c61a8e7642353fdaa85361f"),
+    ("WebQSP_CWQ", "gnn-rag/llm/results/gen_rule_path/RoG-webqsp/RoG/test/predictions_3_False.jsonl.gz"):
+        Pin(257453, "3ede7c3d0911058834440df480c66be69383b02b6939c7daa6a1c4ffde4581e5"),
+    ("WebQSP_CWQ", "gnn-rag/llm/results/gen_rule_path/RoG-webqsp/RoG/train/predictions_3_False.jsonl.gz"):
+        Pin(456808, "c9b228729b64ef84c30887cc039d9498e3b1a997d77bdf2f8553c5595a0ab47d"),
+    ("WebQSP_CWQ", "gnn-rag/llm/results/gen_rule_path/RoG-webqsp/RoG/validation/predictions_3_False.jsonl.gz"):
+        Pin(40954, "4d37c5d1940ec58d438488b3fb8fd527514fcac51580c628568851ffa4b92f1e"),
+    ("WebQSP_CWQ", "gcr-dca/webqsp_test18_rog_format.jsonl.gz"):
+        Pin(814429, "300a24f2b34d089514a8a79b4f938ae80b35c0b4b76490e6a6c274061805c9f7"),
+    ("WebQSP_CWQ", "tog/data/cwq.json.gz"):
+        Pin(573083, "e5b6fffbd2ee312d7e0f8495d187f3f99a253840f644767c9266c69f92684599"),
     ("MetaQA", "kb_reconstructed.txt"): Pin(4969552, "a28616c66d0e543ee062674673606bf4c1118a84ea2972286e075ffb2573bf16", 128185),
     ("MetaQA", "qa/1-hop/qa_dev_qtype.txt"): Pin(155425, "43c660806c1ba17ead85a34a60b39c8cd965db943a801355963974f9e122d3b8", 9992),
     ("MetaQA", "qa/1-hop/qa_test_qtype.txt"): Pin(154556, "6390ded9d7b7e56f95af96429b38e98ee14c5a617963dc69f396c8cc4f6ff64d", 9947),

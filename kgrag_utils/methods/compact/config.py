@@ -50,6 +50,11 @@ class CompactConfig(MethodConfig):
     top_k: int = 100                 # facts in the baseline ("topk") context
     baseline_pool: int = 3000        # neighbourhood facts ranked for the baseline
     baseline_hops: int = 2           # neighbourhood radius: max(question hops, this); RoG's subgraphs are 2-hop
+    # what is evaluated: "answers" (derivation, checks, the reader) or "chains" (chain prediction against the gold
+    # chains alone: no KG needed, no LLM; chain_eval.py), and where the knowledge learns from ("": the evaluated
+    # dataset's training split; or another registered dataset's, e.g. webqsp-paths for cwq-paths)
+    evaluation: Literal["answers", "chains"] = "answers"
+    train_dataset: str = ""
     # the reader
     context: Literal["compact", "topk", "both"] = "both"  # compact | topk | both
     reader: bool = True              # False: derivation only, no LLM (prompt tokens counted when a counter is given)
@@ -68,12 +73,16 @@ class CompactConfig(MethodConfig):
         for name in ("knn_k", "max_candidates", "top_k", "reader_max_new_tokens", "align_iterations", "batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"CompactConfig.{name} must be >= 1 (got {getattr(self, name)}).")
+        if self.train_dataset:  # a registered name (a typo is refused naming the closest)
+            from ...datasets.registry import get_spec
+
+            get_spec(self.train_dataset)
         if self.max_facts < 0 or self.baseline_pool < 1 or self.baseline_hops < 1:
             raise ConfigError("CompactConfig: max_facts must be >= 0, baseline_pool and baseline_hops >= 1.")
 
     @property
     def needs_llm(self) -> bool:
-        return self.reader
+        return self.reader and self.evaluation == "answers"
 
     def contexts(self) -> tuple[str, ...]:
         return ("compact", "topk") if self.context == "both" else (self.context,)

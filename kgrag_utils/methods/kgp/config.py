@@ -70,7 +70,7 @@ class KGPConfig(MethodConfig):
     path_passages: int = 3  # the last passages of the path shown to the agent
     demos: Literal["fixed", "nearest"] = "fixed"  # agent prompt: "fixed" (no example) or "nearest" (the nearest training questions)
     shots: int = 2  # nearest demos: training questions shown, one step of each one's evidence chain
-    demo_pool: Literal["train", "crossfit"] = "train"  # nearest demos from: "train" (the training split) or "crossfit" (the other half of the evaluated questions)
+    demo_pool: Literal["train", "crossfit", "ircot"] = "train"  # nearest demos from: "train" (the training split), "crossfit" (the other half of the evaluated questions) or "ircot" (IRCoT's annotated training questions)
     passage_chars: int = 200
     # reader (the paper gave ChatGPT all 30 passages; a 0.5B model on a CPU reads the first 10)
     reader: bool = True

@@ -6,7 +6,9 @@ the `shots` training questions nearest to the question (`kgrag_utils.demos.DemoP
 each as one finished step of its gold evidence chain: the first supporting passage as "passages found
 so far", and as the next evidence needed the first sentence of the second supporting passage. A
 training question needs two supporting passages with text; a training split without any (or a
-dataset without a training split: the MuSiQue, HotpotQA and 2Wiki copies here) is refused.
+dataset without a training split: the MuSiQue, HotpotQA and 2Wiki copies here) is refused. There,
+demo_pool="ircot" takes IRCoT's annotated training questions of the benchmark (their gold paragraphs in the
+order of the annotated reasoning steps: `datasets.ircot`).
 """
 
 from __future__ import annotations
@@ -47,5 +49,6 @@ def agent_demo(item: Any, chars: int = 200) -> dict:
 
 def agent_demo_pool(dataset, embedder, pool: str = "train") -> DemoPool:
     """The questions with a two-passage gold evidence chain (refuses when none): `dataset`'s training split
-    (pool="train"), or its evaluated questions cut into folds (pool="crossfit", `DemoPool.cross_fitted`)."""
+    (pool="train"), its evaluated questions cut into folds (pool="crossfit", `DemoPool.cross_fitted`), or IRCoT's
+    annotated training questions of its benchmark (pool="ircot", `DemoPool.from_ircot`)."""
     return DemoPool.build(dataset, embedder, _usable, DEMO_NEED, pool=pool)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ...datasets.traits import DatasetTraits
-from ...demos import DEMO_SPELLING
+from ...demos import DEMO_SPELLING, DEMO_TYPE_MARGIN
 from ...errors import ConfigError
 from ..base import MethodConfig
 from .gsd_search import GSDConfig
@@ -46,6 +46,8 @@ class SimGRAGConfig(MethodConfig):
     demos: Literal["", "fixed", "nearest"] = ""  # "": the preset's; "fixed": the prompt file's shots (the paper's); "nearest": the training questions nearest to each
     demo_spelling: bool = DEMO_SPELLING  # nearest demos: misspelt question words respelt towards the training questions' before choosing (kgrag_utils.spelling)
     fixed_shots: int = 4                # nearest demos: the fixed shots kept first (shared by all questions: prefix-cached)
+    demo_types: int = 1                 # nearest demos: guarantee this many question types when the nearest are ambiguous (1: off; kgrag_utils.demos.cover_types)
+    demo_type_margin: float = DEMO_TYPE_MARGIN  # demo_types > 1: the similarity gap under which the nearest count as ambiguous
     samples: int = 1                    # patterns per question; n > 1: n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
     sample_temperature: float = 0.7     # samples > 1: temperature of the sampled patterns (seeds 1..n-1; the first is greedy)
     answer_shots: int = 3               # worked examples in the answer prompt
@@ -68,6 +70,9 @@ class SimGRAGConfig(MethodConfig):
     batch_size: int = 8                 # questions per LLM batch (records are written after each batch)
 
     def _check(self) -> None:
+        if self.demo_types < 1 or not 0.0 <= float(self.demo_type_margin) <= 2.0:
+            raise ConfigError(f"SimGRAGConfig.demo_types must be >= 1 (1: off) and demo_type_margin a cosine gap in "
+                              f"[0, 2] (got {self.demo_types!r}, {self.demo_type_margin!r}).")
         if self.batch_size < 1 or self.shots < 0 or self.answer_shots < 0 or self.fixed_shots < 0:
             raise ConfigError(f"SimGRAGConfig: batch_size must be >= 1 and shots >= 0 (got {self.batch_size}, {self.shots}).")
         if self.samples < 1 or not self.sample_temperature > 0:

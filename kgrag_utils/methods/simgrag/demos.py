@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...demos import DEMO_SPELLING, DemoPool
+from ...demos import DEMO_SPELLING, DEMO_TYPE_MARGIN, DemoPool
 from .oracle import oracle_pattern, qtype_node_types
 from .pattern import load_prompt_file
 
-__all__ = ["own_type_counts", "usable_for_pattern", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
+__all__ = ["own_type_counts", "usable_for_pattern", "demo_type", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
            "DEMO_NEED", "demo_wording", "wording_key"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
@@ -128,10 +128,18 @@ def pattern_demo_pool(dataset, embedder, limit: int | None = None, spelling: boo
     return DemoPool.from_training(dataset, embedder, usable_for_pattern, DEMO_NEED, limit=limit, spelling=spelling)
 
 
-def demo_shots(pool: DemoPool, item: Any, k: int, family: str) -> tuple[list[dict], list[float]]:
+def demo_type(item: Any) -> str:
+    """A training question's type for type coverage: its question type, else its gold chain."""
+    qtype = getattr(item, "qtype", None)
+    return str(qtype) if qtype else " > ".join(f"{r}{'' if f else '^-1'}" for r, f in (getattr(item, "chain", None) or ()))
+
+
+def demo_shots(pool: DemoPool, item: Any, k: int, family: str, types: int = 1,
+               margin: float = DEMO_TYPE_MARGIN) -> tuple[list[dict], list[float]]:
     """The `k` nearest training questions as pattern shots, nearest LAST (just before the question), and their
-    similarities in the same order."""
-    chosen = pool.nearest(item, k)[::-1]
+    similarities in the same order. `types` > 1: at least that many question types where the nearest are ambiguous
+    (config demo_types, `kgrag_utils.demos.cover_types`)."""
+    chosen = pool.nearest(item, k, type_of=demo_type if types > 1 else None, cover=types, margin=margin)[::-1]
     return [pattern_demo(d.item, family) for d in chosen], [d.score for d in chosen]
 
 

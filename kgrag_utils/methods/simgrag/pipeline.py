@@ -175,7 +175,8 @@ class SimGRAG(Method):
         if self.demo_pool is None:
             raise ConfigError("demos='nearest' needs the training questions: build the method with "
                               "SimGRAG.prepare(config, dataset), or pass demo_pool=simgrag.demos.pattern_demo_pool(...).")
-        return demo_shots(self.demo_pool, item, self.config.shots, self.family)
+        return demo_shots(self.demo_pool, item, self.config.shots, self.family, self.config.demo_types,
+                          self.config.demo_type_margin)
 
     def answer_demos(self, item) -> list[dict]:
         """Answer demonstrations "nearest": the `answer_shots` training questions nearest to `item` with the evidence their

@@ -87,7 +87,8 @@ class VectorRerankConfig(MethodConfig):
     candidate_titles: each candidate fact in the rerank prompt is followed by the title of the passage it was read
     from (passage datasets only): an OpenIE triple often loses who or what its passage is about.
     demos / shots / demo_pool: the rerank prompt's examples (demos.py); demo_pool="crossfit" takes nearest ones
-    from the other fold of the evaluated questions, for a copy without a training split (docs/DEMONSTRATIONS.md).
+    from the other fold of the evaluated questions, for a copy without a training split (docs/DEMONSTRATIONS.md);
+    demo_pool="ircot" from IRCoT's annotated training questions of the benchmark (MuSiQue, HotpotQA, 2Wiki).
     """
 
     RENAMED = {"variant": "variants", "entity_max_tokens": "entity_max_new_tokens",
@@ -112,7 +113,7 @@ class VectorRerankConfig(MethodConfig):
     fill_order: Literal["passage", "relation"] = "passage"  # expand / rerank-filled: candidate passages by their own similarity, or "relation"
     demos: Literal["fixed", "nearest"] = "fixed"  # rerank prompt: "fixed" (one worked example) or "nearest" (+ the nearest training questions)
     shots: int = 2                   # nearest demos: training questions shown after the fixed example (nearest last)
-    demo_pool: Literal["train", "crossfit"] = "train"  # nearest demos from: "train" (the training split) or "crossfit" (the other half of the evaluated questions)
+    demo_pool: Literal["train", "crossfit", "ircot"] = "train"  # nearest demos from: "train" (the training split), "crossfit" (the other half of the evaluated questions) or "ircot" (IRCoT's annotated training questions)
     samples: int = 1                 # rerank replies per question: n > 1 adds n-1 sampled replies and a vote over their facts
     sample_temperature: float = 0.7  # samples > 1: temperature of the sampled replies (the first reply is greedy)
     candidate_titles: bool = False   # rerank prompt: each fact followed by the title of its passage (passage datasets, fixed example)

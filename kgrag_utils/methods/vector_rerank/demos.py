@@ -13,8 +13,11 @@ nearest last, each as a finished rerank task:
   supporting passages, cannot give demonstrations, and the option refuses.
 
 `demo_pool="crossfit"` takes the demonstrations from the other fold of the evaluated questions instead of a
-training split (`DemoPool.cross_fitted`): the only way to show a MuSiQue demonstration with this data copy,
-labelled as such wherever it is reported.
+training split (`DemoPool.cross_fitted`), labelled as such wherever it is reported. `demo_pool="ircot"` takes
+them from IRCoT's annotated MuSiQue / HotpotQA / 2Wiki training questions (`datasets.ircot`), which have no
+OpenIE triples: their gold facts are the annotation's reasoning sentences, one per hop ("CIMI-FM is licensed to
+broadcast in Quebec City."), and the other facts the first sentence of each distractor paragraph, every fact
+clipped to `DEMO_FACT_CHARS` characters.
 
 The fact list is shuffled with a seed from the question id, so a rerun shows the same list.
 """
@@ -30,10 +33,13 @@ import numpy as np
 from ...demos import DemoPool
 from .graph_index import relation_sentence
 
-__all__ = ["rerank_demo_pool", "rerank_demo", "kg_rerank_demo", "passage_rerank_demo", "DEMO_FACTS"]
+__all__ = ["rerank_demo_pool", "rerank_demo", "kg_rerank_demo", "passage_rerank_demo", "reasoning_rerank_demo",
+           "DEMO_FACTS", "DEMO_FACT_CHARS"]
 
 #: facts shown per demonstration (gold and other): short, since each costs prefill tokens on every question
 DEMO_FACTS = 6
+#: annotated demonstrations (IRCoT): each sentence shown as a fact is clipped to this many characters
+DEMO_FACT_CHARS = 120
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -117,24 +123,53 @@ def passage_rerank_demo(item: Any, triples: dict, n_facts: int = DEMO_FACTS) -> 
             **_arrange(str(item.qid), gold, [o for o in other if o], n_facts)}
 
 
+def _clip(text: str, chars: int) -> str:
+    text = " ".join(str(text).split())
+    if len(text) <= chars:
+        return text
+    cut = text[:chars].rsplit(" ", 1)[0]
+    return (cut or text[:chars]).rstrip(",;:") + " ..."
+
+
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.!?])\s+", " ".join(str(text).split()), maxsplit=1)[0]
+
+
+def reasoning_rerank_demo(item: Any, n_facts: int = DEMO_FACTS, chars: int = DEMO_FACT_CHARS) -> dict | None:
+    """{"id", "question", "facts", "ids"} of an annotated training question (`meta["reasoning"]`, one sentence per
+    hop): the reasoning sentences are the gold facts, the first sentences of its other paragraphs the rest."""
+    reasoning = [s for s in (getattr(item, "meta", None) or {}).get("reasoning") or [] if str(s).strip()]
+    if not reasoning:
+        return None
+    gold = [_clip(s, chars) for s in reasoning[:n_facts]]
+    support = set(item.supporting)
+    other = [_clip(_first_sentence(p.text), chars) for p in item.paragraphs if p.pid not in support and p.text.strip()]
+    return {"id": str(item.qid), "question": item.question, **_arrange(str(item.qid), gold, other, n_facts)}
+
+
 def rerank_demo(pool: DemoPool, item: Any, n_facts: int = DEMO_FACTS) -> dict | None:
     """The demonstration of one pool item, from the training split the pool was built from."""
     train = pool.source
     if getattr(train, "kind", None) == "kgqa":
         return kg_rerank_demo(item, train.kg, n_facts)
+    if (getattr(item, "meta", None) or {}).get("reasoning"):  # annotated (IRCoT): its reasoning sentences
+        return reasoning_rerank_demo(item, n_facts)
     return passage_rerank_demo(item, train.triples or {}, n_facts)
 
 
 def _usable(item: Any, train) -> bool:
     if train.kind == "kgqa":
         return bool(getattr(item, "chain", None)) and bool(getattr(item, "topic_entities", None))
+    if (getattr(item, "meta", None) or {}).get("reasoning"):
+        return True
     triples = train.triples or {}
     return bool(item.supporting) and all(triples.get(pid) for pid in item.supporting)
 
 
 def rerank_demo_pool(dataset, embedder, pool: str = "train") -> DemoPool:
     """The questions a rerank demonstration can be written from (refuses when none): `dataset`'s training
-    split (pool="train"), or its evaluated questions cut into folds (pool="crossfit")."""
+    split (pool="train"), its evaluated questions cut into folds (pool="crossfit"), or IRCoT's annotated
+    training questions of its benchmark (pool="ircot")."""
     need = ("a gold relation chain and a topic entity" if dataset.kind == "kgqa"
-            else "supporting passages with released (OpenIE) triples")
+            else "supporting passages with released (OpenIE) triples, or annotated reasoning sentences")
     return DemoPool.build(dataset, embedder, _usable, need, pool=pool)
