@@ -54,6 +54,13 @@ class _Listed:
         (the notebook's `globals()`), so that the runner and the run record hash the same values."""
         return {k: namespace[k] for k in self.parameter_names() if k != "run_name" and k in namespace}
 
+    def run_name(self, namespace: dict) -> str:
+        """The run's name as its `RunRecorder` will have it: the notebook's `run_name` (the batch runner sets
+        it), else the method's name and the hash of its run parameters (for figure names before the recorder)."""
+        from ..records import check_run_name, default_run_name
+
+        return check_run_name(namespace.get("run_name") or default_run_name(self.name, self.run_parameters(namespace)))
+
 
 @dataclass(frozen=True)
 class MethodSpec(_Listed):
@@ -117,13 +124,6 @@ def _discover() -> None:
     package = importlib.import_module(__name__.rpartition(".")[0])
     for info in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{info.name}")
-
-    def run_name(self, namespace: dict) -> str:
-        """The run's name as its `RunRecorder` will have it: the notebook's `run_name` (the batch runner sets
-        it), else the method's name and the hash of its run parameters (for figure names before the recorder)."""
-        from ..records import check_run_name, default_run_name
-
-        return check_run_name(namespace.get("run_name") or default_run_name(self.name, self.run_parameters(namespace)))
 
 
 _FACE = ("name", "notebook", "kind", "config_class", "record_type", "headline", "color", "label")
