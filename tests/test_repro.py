@@ -70,7 +70,7 @@ def test_take_at_zero_keeps_the_run_keys_of_runs_recorded_before_it():
 
 # ----------------------------------------------------------------------------- the configs
 def test_every_committed_reproduction_config_is_valid_and_names_its_runs():
-    assert {"headline", "simgrag-gold-patterns"} <= set(list_tables())
+    assert {"headline", "headline-compact", "simgrag-gold-patterns"} <= set(list_tables())
     for name in list_tables():
         spec = load_spec(name)
         p = plan(spec)
@@ -296,3 +296,12 @@ def test_shards_split_the_tables_runs_as_grids_do():
     shards = [[prm["run_name"] for _, prm in plan_mod.shard_runs(p.expanded(), (i, 2))] for i in range(2)]
     assert shards == [["repro-gold-simgrag-metaqa-1hop@take=2", "repro-gold-simgrag-metaqa-3hop@take=2"],
                       ["repro-gold-simgrag-metaqa-2hop@take=2"]]
+
+
+def test_cost_fields_of_a_score_row_are_shown_as_they_are():
+    from kgrag_utils.repro.spec import Cell
+
+    p = plan(load_spec("headline-compact"))
+    assert table._shown(166.6, Cell(variant="v", metric="m", field="prompt_tokens_per_q"), p) == "167"
+    assert table._shown(0.78, Cell(variant="v", metric="m"), p) == "78.0"
+    assert table._shown(None, Cell(variant="v", metric="m"), p) == "—"

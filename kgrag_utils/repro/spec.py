@@ -69,7 +69,7 @@ class ReproRun(_Strict):
 class Cell(_Strict):
     variant: StrictStr
     metric: StrictStr
-    field: Literal["value", "n"] = "value"
+    field: Literal["value", "n", "prompt_tokens_per_q", "seconds_per_q"] = "value"  # a score row's field
 
 
 class Row(_Strict):

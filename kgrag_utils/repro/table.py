@@ -61,8 +61,10 @@ def table_rows(p: Plan) -> list[TableRow]:
 def _shown(value: Any, cell: Cell, p: Plan) -> str:
     if value is None:
         return "—"
-    if cell.field == "n":
-        return str(int(value))
+    if cell.field in ("n", "prompt_tokens_per_q"):
+        return str(int(round(float(value))))
+    if cell.field == "seconds_per_q":
+        return f"{float(value):.1f}"
     scale = 100.0 if p.spec.percent else 1.0
     return f"{float(value) * scale:.{p.spec.digits}f}"
 
