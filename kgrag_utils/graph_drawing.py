@@ -287,6 +287,7 @@ def _arrows(edges: Sequence[GEdge], index: Mapping[str, int], xy: np.ndarray, ha
 
 
 _SPOTS = (0.5, 0.38, 0.62, 0.27, 0.73, 0.18, 0.82)  # where along its arrow a label may sit, best first
+_ARROW_SHOWN = 0.35  # inches of an arrow left visible beside its label
 
 
 def _label_spots(arrows: list[_Arrow], lhalf: Mapping[tuple, np.ndarray], xy: np.ndarray, half: np.ndarray):
@@ -303,7 +304,11 @@ def _label_spots(arrows: list[_Arrow], lhalf: Mapping[tuple, np.ndarray], xy: np
         h = lhalf[key]
         spots[key] = None
         d = arr.end - arr.start
-        normal = np.array([-d[1], d[0]]) / (np.hypot(*d) or 1.0)
+        length = float(np.hypot(*d)) or 1e-9
+        covered = min(2 * h[0] / (abs(d[0]) / length or 1e-9), 2 * h[1] / (abs(d[1]) / length or 1e-9))
+        if length < covered + _ARROW_SHOWN:  # the label would hide its arrow: spread the nodes
+            continue
+        normal = np.array([-d[1], d[0]]) / length
         for t in _SPOTS:
             for shift in (0.0, 1.0, -1.0):
                 c = arr.at(t) + shift * normal * (h[1] + 0.02)

@@ -286,12 +286,14 @@ def stage_error_figure(stages):
     table = table.loc[:, (table > 0).any(axis=0)]  # stages that lost nothing anywhere add only legend entries
     table.index = [f"{m} · {d}" + ("  (no errors)" if not (row > 0).any() else "")
                    for (m, d), row in zip(table.index, table.fillna(0).values)]
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(table) + 1.6))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.6 + 0.25 * table.shape[1]))
     table.plot.barh(stacked=True, ax=ax, width=0.75, colormap="tab20")
     ax.set_xlabel("share of questions lost at the stage")
     ax.set_ylabel("")
     ax.set_xlim(0, 1)
-    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5), title="stage", title_fontsize=9)
+    # below the bars, one stage a line: long stage names never squeeze the plot
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(0.0, -0.45 / fig.get_figheight() * 3), title="stage",
+              title_fontsize=9, frameon=False)
     fig.tight_layout()
     return fig
 
