@@ -144,7 +144,13 @@ def test_the_explorer_notebook_follows_the_selected_example_and_compares_two_run
     _wait_changed(page, _SHOWN, shown)
     assert compare.locator(".kgrag-example").count() == 2
     screenshot_at(page, ".kgrag-compare", "explorer-compare")
-    # type a question of your own, see every method's stages (section 4: the live box under the side-by-side view)
+
+
+def test_the_explorer_asks_every_method_a_typed_question(lab, page):
+    """Section 4 of the explorer: type a question of your own into the box, see every method's stages."""
+    rel = lab.add_notebook("06_explore", {"ask_llm_preset": "fake", "run_name": "browser-06-ask"})
+    state = run_all(page, lab, rel, "06_explore-ask")
+    _assert_clean(state, "06_explore", lab)
     box = page.locator(".kgrag-ask-box")
     assert box.count() == 1, "the ask box is missing"
     box.scroll_into_view_if_needed()
