@@ -450,7 +450,8 @@ def get_spec(name: str) -> DatasetSpec:
         return _SPECS[name]
     if userdata.is_folder_name(name):  # a dataset folder of your own (datasets/userdata.py)
         return DatasetSpec(name=name, kind=userdata.folder_kind(name), source="user", folder=name, required=(),
-                           loader=_load_user, splits=userdata.SPLITS, description=f"your own dataset folder {name}")
+                           loader=_load_user, splits=userdata.SPLITS, description=f"your own dataset folder {name}",
+                           traits=for_kind(userdata.folder_kind(name)))
     tip = did_you_mean(name, _SPECS, n=3, cutoff=0.5) or f"known: {', '.join(_SPECS)}"
     raise ConfigError(f"unknown dataset {name!r}: {tip}")
 
