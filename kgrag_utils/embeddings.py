@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, IntegrityError, MissingDependencyError
+from .errors import ConfigError, IntegrityError, MissingDependencyError, cache_write_skipped
 from .settings import cache_dir
 
 __all__ = ["DEFAULT_EMBEDDER", "Embedder", "VectorCache", "load_embedder", "parse_spec", "text_keys"]
@@ -243,10 +243,14 @@ class VectorCache:
         name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp = self._shards_dir / f".tmp-{name}"
         tmp.mkdir()
-        np.save(tmp / "keys.npy", keys)
-        np.save(tmp / "vecs.npy", vectors)
-        _write_sums(tmp)
-        os.rename(tmp, self._shards_dir / name)  # atomic: readers see a whole shard or none
+        try:
+            np.save(tmp / "keys.npy", keys)
+            np.save(tmp / "vecs.npy", vectors)
+            _write_sums(tmp)
+            os.rename(tmp, self._shards_dir / name)  # atomic: readers see a whole shard or none
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
     def put(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         """Append vectors (one new shard); keys already present elsewhere are harmless duplicates."""
@@ -263,8 +267,12 @@ class VectorCache:
                 f"model {self.model_id!r} gives dim {vectors.shape[1]} but its cache holds dim {self._dim}: "
                 f"delete {self.folder} or use another model id."
             )
-        self._write_meta(self._dim)
-        self._write_shard(keys, vectors)
+        try:
+            self._write_meta(self._dim)
+            self._write_shard(keys, vectors)
+        except OSError as exc:  # a full cache disk: the vectors are computed, only their copy on disk is skipped
+            cache_write_skipped(exc, self.folder, "embeddings")
+            return
         if len(self._listing()) > self.max_shards:
             self.compact()
 

@@ -330,9 +330,12 @@ def interrupted(outcomes: list[RunOutcome], pending: Sequence[tuple[Path, dict]]
     for path, prm in pending:
         try:
             name = run_name_for(path, check_run_parameters(path, prm)) if prm else path.stem
+        except KgragError:
+            name = path.stem
+        try:
             cut = read_run(settings.results_dir() / name).get("error") == INTERRUPTED_ERROR
-        except (KgragError, OSError):
-            name, cut = path.stem, False
+        except (KgragError, OSError):  # no record yet: the run never started
+            cut = False
         outcomes.append(RunOutcome(path.name, name, "interrupted" if cut else "not run", 0.0, prm,
                                    error=INTERRUPTED_ERROR if cut else "not started before the interrupt"))
     try:
