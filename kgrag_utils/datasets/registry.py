@@ -10,264 +10,23 @@ formats and read by the same loaders.
 from __future__ import annotations
 
 import dataclasses
-import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, DatasetMissingError, KgragError, did_you_mean
-from . import clutrr, ircot, metaqa, passages, pathquestion, userdata
-from .kgfiles import attach_answerable, kg_info, load_kg_file
-from .items import Dataset, KGQuestion
+from . import ircot, loaders, pathquestion, userdata
+from .loaders import load_pq_file
+from .kgfiles import load_kg_file
+from .items import Dataset
+from .spec import DatasetSpec, missing
 from .traits import DatasetTraits, for_kind
 from .verify import real_root, verify_dataset
 
 __all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items",
            "load_kg_file", "load_pq_file", "training_dataset", "dataset_traits"]
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """One registered name: what it is, where its files are, and the function that reads them."""
-
-    name: str
-    kind: str  # "kgqa" | "kinship" | "passages"
-    source: str  # "real" | "sample" (generated) | "fixture" (released format); see GENERATED_SOURCES
-    folder: str  # under data_dir() (real) or the sample root (sample)
-    required: tuple[tuple[str, ...], ...]  # each entry: alternatives (globs), one must exist
-    loader: Callable[..., Dataset]
-    splits: tuple[str, ...]
-    description: str
-    options: tuple[str, ...] = ()
-    sample_key: str | None = None
-    params: dict = field(default_factory=dict)
-    #: what the methods need to know (datasets/traits.py); None: the twin's, else the kind's defaults
-    traits: DatasetTraits | None = None
-    #: a sample or fixture dataset: the registered real dataset it stands in for (it takes that one's traits)
-    twin: str | None = None
-
-
-# ----------------------------------------------------------------------------- loaders
-
-
-def _load_metaqa(spec: DatasetSpec, root: Path, split: str, variant: str = "vanilla",
-                 answerable: bool = True) -> Dataset:
-    hops = spec.params["hops"]
-    if variant not in ("vanilla", "ntm"):
-        raise ConfigError(f"MetaQA variant must be 'vanilla' or 'ntm' (got {variant!r}).")
-    kb_path = metaqa.find_kb(root)
-    try:
-        questions, files = metaqa.read_questions(root, hops, split, variant, prefix=spec.name)
-    except DatasetMissingError:
-        raise _missing(spec, root, f"{hops}-hop {variant} qa_{split}.txt") from None
-    kg = load_kg_file(kb_path, sep="|", name="metaqa")
-    if answerable:
-        attach_answerable(questions, kg, files + [kb_path], tag=f"metaqa-{variant}")
-    info = {"kb_file": kb_path.name, "qa_file": str(files[0].relative_to(root)),
-            "has_chains": any(q.chain for q in questions), **kg_info(questions, kg)}
-    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, kg=kg, source=spec.source,
-                   root=root, info=info)
-
-
-def load_pq_file(path: Path, kb: Path | None = None, split: str = "all", answerable: bool = True,
-                 name: str | None = None, source: str = "real") -> Dataset:
-    """Any question file in PathQuestion's line format (PQ, PQL, WC2014) with its KB."""
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetMissingError(f"question file {path} not found; pass an existing path=.")
-    kb_path = Path(kb) if kb is not None else pathquestion.guess_kb(path)
-    if not kb_path.is_file():
-        raise DatasetMissingError(f"KB file {kb_path} not found; pass an existing kb=.")
-    unparsed: list[tuple[int, str]] = []
-    questions = pathquestion.read_pq_file(path, unparsed=unparsed)
-    if unparsed:  # counted and reported, never dropped silently
-        line, why = unparsed[0]
-        warnings.warn(f"{path.name}: {len(unparsed)} line(s) do not parse and are left out "
-                      f"(first: line {line}: {why}); see info['unparsed_lines'].", stacklevel=3)
-    kg = load_kg_file(kb_path, sep="\t", name=kb_path.stem)
-    if answerable:
-        attach_answerable(questions, kg, [path, kb_path], tag="pq")
-    keep = pathquestion.split_indices(len(questions), split)
-    items = [questions[i] for i in keep]
-    info = {"qa_file": path.name, "kb_file": kb_path.name, "n_file": len(questions) + len(unparsed),
-            "unparsed_lines": len(unparsed), "unparsed_examples": [f"line {n}: {why}" for n, why in unparsed[:5]],
-            "split_rule": (f"seeded shuffle (seed {pathquestion.PQ_SPLIT_SEED}) cut "
-                           f"{'/'.join(str(int(f * 100)) for f in pathquestion.PQ_SPLIT_FRACTIONS)} "
-                           "into train/dev/test by question index"),
-            **kg_info(items, kg)}
-    return Dataset(name=name or path.stem, kind="kgqa", split=split, items=items, kg=kg, source=source,
-                   root=path.parent, info=info)
-
-
-def _load_pq(spec: DatasetSpec, root: Path, split: str, answerable: bool = True) -> Dataset:
-    return load_pq_file(root / spec.params["file"], root / spec.params["kb"], split=split, answerable=answerable,
-                        name=spec.name, source=spec.source)
-
-
-def _load_pq_any(spec: DatasetSpec, root: Path, split: str, path: str | Path | None = None,
-                 kb: str | Path | None = None, answerable: bool = True) -> Dataset:
-    if path is None:
-        raise ConfigError("pq-file needs path=<question file> (and kb=<KB file> unless it sits beside it).")
-    return load_pq_file(Path(path), Path(kb) if kb else None, split=split, answerable=answerable)
-
-
-def _load_clutrr(spec: DatasetSpec, root: Path, split: str, chain_lengths=None) -> Dataset:
-    try:
-        stories, files = clutrr.read_stories(root, split)
-        rules = clutrr.load_rules(root)
-    except DatasetMissingError:
-        raise _missing(spec, root, f"data_*/*_{split}.csv and clutrr_store/") from None
-    if chain_lengths is not None:
-        wanted = {int(chain_lengths)} if isinstance(chain_lengths, (int, np.integer)) else {int(c) for c in chain_lengths}
-        stories = [s for s in stories if s.chain_length in wanted]
-    counts: dict[int, int] = {}
-    for s in stories:
-        counts[s.chain_length] = counts.get(s.chain_length, 0) + 1
-    info = {"files": [f.name for f in files], "by_chain_length": dict(sorted(counts.items())),
-            "compositions": len(rules.compositions)}
-    return Dataset(name=spec.name, kind="kinship", split=split, items=stories, rules=rules, source=spec.source,
-                   root=root, info=info)
-
-
-def _questions_file(spec: DatasetSpec, root: Path, questions: str | Path | None, default: str) -> Path:
-    """The questions file: the registered one, or `questions=` (absolute, or relative to the dataset folder)."""
-    if questions is None:
-        return root / default
-    path = Path(questions)
-    path = path if path.is_absolute() else root / path
-    if not path.is_file():
-        raise DatasetMissingError(f"questions file {path} not found (dataset {spec.name!r}, option questions=).")
-    return path
-
-
-def _load_hotpotqa(spec: DatasetSpec, root: Path, split: str, questions: str | Path | None = None) -> Dataset:
-    qfile = _questions_file(spec, root, questions, spec.params["questions"])
-    items = passages.read_hotpot_questions(qfile, prefix=spec.name)
-    corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title")
-    return _passage_dataset(spec, root, split, items, corpus, None, {"questions_file": qfile.name})
-
-
-def _load_musique(spec: DatasetSpec, root: Path, split: str, openie: bool = True,
-                  questions: str | Path | None = None) -> Dataset:
-    qfile = _questions_file(spec, root, questions, spec.params["questions"])
-    questions = passages.read_musique_questions(qfile)
-    corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title+text")
-    triples, counts = None, {}
-    if openie:
-        found = sorted(root.glob(spec.params["openie"]))
-        if found:
-            triples, counts = passages.read_openie_triples(found[0])
-            counts["openie_file"] = found[0].name
-            counts["openie_passages_not_in_corpus"] = len(set(triples) - {p.pid for p in corpus})
-    counts["questions_file"] = qfile.name
-    return _passage_dataset(spec, root, split, questions, corpus, triples, counts)
-
-
-def _2wiki_questions(path: Path) -> list:
-    """2Wiki questions in either form: {question, supporting_titles} or the released 2WikiMultiHopQA
-    records (context + supporting_facts, HotpotQA's layout)."""
-    data = passages.read_json(path)
-    first = data[0] if isinstance(data, list) and data else {}
-    if isinstance(first, dict) and "supporting_titles" in first:
-        return passages.read_title_questions(path, prefix="2wiki")
-    return passages.read_hotpot_questions(path, prefix="2wiki")
-
-
-def _load_2wiki(spec: DatasetSpec, root: Path, split: str, questions: str | Path | None = None) -> Dataset:
-    corpus = passages.read_corpus(root / spec.params["corpus"], id_by="title")
-    if questions is not None:
-        qfile = _questions_file(spec, root, questions, spec.params["questions"])
-    else:
-        small = root / spec.params["questions"]
-        qfile = small if small.is_file() else root / spec.params["questions_full"]
-    return _passage_dataset(spec, root, split, _2wiki_questions(qfile), corpus, None, {"questions_file": qfile.name})
-
-
-def _passage_dataset(spec, root, split, questions, corpus, triples, extra) -> Dataset:
-    pids = {p.pid for p in corpus}
-    missing = sum(1 for q in questions for s in q.supporting if s not in pids)
-    info = {"corpus_passages": len(corpus), "questions": len(questions),
-            "supporting_not_in_corpus": missing, **extra}
-    return Dataset(name=spec.name, kind="passages", split=split, items=questions, corpus=corpus, triples=triples,
-                   source=spec.source, root=root, info=info)
-
-
-def _load_factkg(spec: DatasetSpec, root: Path, split: str, graph: str = "auto", relation_filter: bool = True,
-                 kg: bool = True) -> Dataset:
-    from . import factkg
-
-    path = root / factkg.CLAIM_FILES[split]
-    if not path.is_file():
-        raise _missing(spec, root, path.name)
-    questions = factkg.claims_to_questions(factkg.read_claims(path), split, path, prefix=spec.name)
-    info: dict = {"claims_file": path.name, "by_reasoning_type": {}}
-    for q in questions:
-        info["by_reasoning_type"][q.qtype] = info["by_reasoning_type"].get(q.qtype, 0) + 1
-    kg_obj = None
-    if kg:
-        try:
-            graph_path = factkg.find_graph(root, graph)
-        except DatasetMissingError:
-            raise _missing(spec, root, " or ".join(factkg.GRAPH_FILES.values())) from None
-        rel_path = root / factkg.RELATION_FILTER_FILE
-        use_filter = relation_filter and rel_path.is_file()
-        kg_obj, types, kg_info = factkg.load_dbpedia(graph_path, rel_path if use_filter else None)
-        info.update(kg_info)
-        info.update({"kg_entities": kg_obj.num_entities, "kg_facts": kg_obj.num_edges,
-                     "kg_relations": kg_obj.num_relations, "entity_types": types})
-    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, kg=kg_obj, source=spec.source,
-                   root=root, info=info)
-
-
-def _load_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> Dataset:
-    from . import rog
-
-    file = spec.params.get("file")
-    try:
-        questions, graphs, info = rog.read_questions(root, split, prefix=spec.name, paths=paths, file=file)
-    except DatasetMissingError:
-        raise _missing(spec, root, file or f"data/{split}-*.parquet") from None
-    if paths and questions:
-        info["answerable_rate"] = float(np.mean([bool(q.answerable) for q in questions]))
-        info["answerable_any_rate"] = float(np.mean([q.meta["answerable_any"] for q in questions]))
-    info["per_question_kg"] = "dataset.triples.kg(qid)"
-    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, triples=graphs, source=spec.source,
-                   root=root, info=info)
-
-
-def _load_user(spec: DatasetSpec, root: Path, split: str) -> Dataset:
-    return userdata.load_folder(spec.name, split)
-
-
-def _load_ircot(spec: DatasetSpec, root: Path, split: str) -> Dataset:
-    try:
-        questions, corpus, info = ircot.read_questions(root, spec.params["ircot"])
-    except DatasetMissingError:
-        raise _missing(spec, root, f"the IRCoT {spec.params['ircot']} annotation and prompt files") from None
-    return _passage_dataset(spec, root, split, questions, corpus, None, info)
-
-
-def _load_rog_paths(spec: DatasetSpec, root: Path, split: str) -> Dataset:
-    from . import rog_paths
-
-    try:
-        questions, info = rog_paths.read_questions(root, spec.params["benchmark"], split, prefix=spec.name)
-    except DatasetMissingError:
-        raise _missing(spec, root, rog_paths.QUESTION_FILES[(spec.params["benchmark"], split)] + ".gz") from None
-    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, source=spec.source, root=root, info=info)
-
-
-def _load_iirc(spec: DatasetSpec, root: Path, split: str, unanswerable: bool = False) -> Dataset:
-    from . import iirc
-
-    try:
-        questions, corpus, info = iirc.read_questions(root, split, unanswerable=unanswerable, prefix=spec.name)
-    except DatasetMissingError:
-        raise _missing(spec, root, f"{' or '.join(iirc.SPLIT_FILES[split])} and {iirc.ARTICLES_FILE}") from None
-    return _passage_dataset(spec, root, split, questions, corpus, None, info)
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -301,56 +60,56 @@ def _register(spec: DatasetSpec) -> None:
 for _k in (1, 2, 3):
     _register(DatasetSpec(
         name=f"metaqa-{_k}hop", kind="kgqa", source="real", folder="MetaQA", required=_metaqa_required(_k),
-        loader=_load_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
+        loader=loaders.read_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
         traits=DatasetTraits(shot_family="movies"),
         description=f"MetaQA {_k}-hop movie questions over the MetaQA KB (variant='ntm' for paraphrases)"))
     _register(DatasetSpec(
         name=f"sample-movies-{_k}hop", kind="kgqa", source="sample", folder="MetaQA", required=_metaqa_required(_k),
-        loader=_load_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
+        loader=loaders.read_metaqa, splits=("dev", "test"), options=("variant", "answerable"), params={"hops": _k},
         sample_key="movies", twin=f"metaqa-{_k}hop", description=f"generated movie KG with {_k}-hop questions in MetaQA's format"))
 for _k in (2, 3):
     _register(DatasetSpec(
         name=f"pq-{_k}hop", kind="kgqa", source="real", folder="PathQuestion",
-        required=((f"PQ-{_k}H.txt",), (f"{_k}H-kb.txt",)), loader=_load_pq, splits=pathquestion.SPLITS,
+        required=((f"PQ-{_k}H.txt",), (f"{_k}H-kb.txt",)), loader=loaders.read_pq, splits=pathquestion.SPLITS,
         options=("answerable",), params={"file": f"PQ-{_k}H.txt", "kb": f"{_k}H-kb.txt"},
         traits=DatasetTraits(shot_family="people"),
         description=f"PathQuestion {_k}-hop (Freebase subset); seeded 80/10/10 split"))
 for _suffix, _file in (("1hop", "WC-P1.txt"), ("2hop", "WC-P2.txt"), ("conj", "WC-C.txt")):
     _register(DatasetSpec(
         name=f"wc2014-{_suffix}", kind="kgqa", source="real", folder="WC2014", required=((_file,), ("WC2014.txt",)),
-        loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
+        loader=loaders.read_pq, splits=pathquestion.SPLITS, options=("answerable",),
         params={"file": _file, "kb": "WC2014.txt"}, traits=DatasetTraits(shot_family="people"),
         description=f"WorldCup2014 ({_suffix}) questions from the IRN repository; seeded 80/10/10 split"))
     _register(DatasetSpec(
         name=f"fixture-wc2014-{_suffix}", kind="kgqa", source="fixture", folder="WC2014",
-        required=((_file,), ("WC2014.txt",)), loader=_load_pq, splits=pathquestion.SPLITS, options=("answerable",),
+        required=((_file,), ("WC2014.txt",)), loader=loaders.read_pq, splits=pathquestion.SPLITS, options=("answerable",),
         params={"file": _file, "kb": "WC2014.txt"}, sample_key="fixture-wc2014", twin=f"wc2014-{_suffix}",
         description=f"a small generated football world in the released format of WC2014 ({_suffix})"))
 _register(DatasetSpec(
-    name="pq-file", kind="kgqa", source="real", folder="", required=(), loader=_load_pq_any,
+    name="pq-file", kind="kgqa", source="real", folder="", required=(), loader=loaders.read_pq_any,
     splits=pathquestion.SPLITS, options=("path", "kb", "answerable"),
     description="any file in PathQuestion's line format: load_dataset('pq-file', split='all', path=..., kb=...)"))
 _register(DatasetSpec(
     name="clutrr", kind="kinship", source="real", folder="CLUTRR",
-    required=(("data_*/*_test.csv",), ("clutrr_store/rules_store.yaml",)), loader=_load_clutrr,
+    required=(("data_*/*_test.csv",), ("clutrr_store/rules_store.yaml",)), loader=loaders.read_clutrr,
     splits=("train", "test"), options=("chain_lengths",),
     description="CLUTRR kinship stories (train: chains of 2-3, test: 2-7) with the rule store"))
 _register(DatasetSpec(
     name="sample-kinship", kind="kinship", source="sample", folder="CLUTRR",
-    required=(("data_*/*_test.csv",), ("clutrr_store/rules_store.yaml",)), loader=_load_clutrr,
+    required=(("data_*/*_test.csv",), ("clutrr_store/rules_store.yaml",)), loader=loaders.read_clutrr,
     splits=("train", "test"), options=("chain_lengths",), sample_key="kinship", twin="clutrr",
     description="generated kinship stories in CLUTRR's format"))
 _register(DatasetSpec(
     name="hotpotqa", kind="passages", source="real", folder="HotpotQA",
     required=(("hipporag_hotpotqa_train_100q.json",), ("hipporag_hotpotqa_train_corpus.json",)),
-    loader=_load_hotpotqa, splits=_PASSAGE_SPLITS, options=("questions",),
+    loader=loaders.read_hotpotqa, splits=_PASSAGE_SPLITS, options=("questions",),
     params={"questions": "hipporag_hotpotqa_train_100q.json", "corpus": "hipporag_hotpotqa_train_corpus.json"},
     traits=DatasetTraits(gold_unit="title"),
     description="HotpotQA: HippoRAG's 100-question sample (distractor format) and its 994-title corpus"))
 _register(DatasetSpec(
     name="musique", kind="passages", source="real", folder="MuSiQue",
     required=(("hipporag_musique_train_100q.json",), ("hipporag_musique_train_corpus.json",)),
-    loader=_load_musique, splits=_PASSAGE_SPLITS, options=("openie", "questions"),
+    loader=loaders.read_musique, splits=_PASSAGE_SPLITS, options=("openie", "questions"),
     params={"questions": "hipporag_musique_train_100q.json", "corpus": "hipporag_musique_train_corpus.json",
             "openie": "hipporag_openie_musique_*.json"},
     description="MuSiQue: HippoRAG's 100-question sample, 1,890-passage corpus and its OpenIE triples"))
@@ -358,14 +117,14 @@ _register(DatasetSpec(
     name="2wiki", kind="passages", source="real", folder="2WikiMultiHopQA",
     required=(("hipporag_2wikimultihopqa_corpus.json",),
               ("2wiki_50q_supporting_titles.json", "2wikimultihopqa.json")),
-    loader=_load_2wiki, splits=_PASSAGE_SPLITS, options=("questions",),
+    loader=loaders.read_2wiki, splits=_PASSAGE_SPLITS, options=("questions",),
     params={"corpus": "hipporag_2wikimultihopqa_corpus.json", "questions": "2wiki_50q_supporting_titles.json",
             "questions_full": "2wikimultihopqa.json"},
     traits=DatasetTraits(gold_unit="title"),
     description="2WikiMultiHopQA: HippoRAG's 6,119-passage corpus with 50 questions (gold titles, no answers)"))
 _register(DatasetSpec(
     name="sample-passages", kind="passages", source="sample", folder="SamplePassages",
-    required=(("sample_questions.json",), ("sample_corpus.json",)), loader=_load_musique,
+    required=(("sample_questions.json",), ("sample_corpus.json",)), loader=loaders.read_musique,
     splits=_PASSAGE_SPLITS, options=("openie", "questions"), sample_key="passages", twin="musique",
     params={"questions": "sample_questions.json", "corpus": "sample_corpus.json", "openie": "sample_openie.json"},
     description="generated passage questions in MuSiQue/HippoRAG's format, with OpenIE triples"))
@@ -375,7 +134,7 @@ for _name, _ircot in ircot.IRCOT_DATASETS.items():
         name=_name, kind="passages", source="real", folder="IRCoT_demos",
         required=((f"prompt_generator/data_annotations/{_ircot}.jsonnet",),
                   (f"prompts/{_ircot}/gold_with_3_distractors_context_cot_qa_codex.txt",)),
-        loader=_load_ircot, splits=("train",), params={"ircot": _ircot},
+        loader=loaders.read_ircot, splits=("train",), params={"ircot": _ircot},
         twin={pool: evaluated for evaluated, pool in ircot.POOL_FOR.items()}[_name],
         description=f"IRCoT's annotated {_ircot} TRAINING questions (gold + 3 distractor paragraphs, reasoning "
                     "steps): demonstrations (demo_pool='ircot'), not an evaluation set"))
@@ -398,7 +157,7 @@ for _source, _prefix in (("real", ""), ("fixture", "fixture-")):  # each fixture
     _fixture = "a small fixture in the released format of " if _source == "fixture" else ""
     _register(DatasetSpec(
         name=f"{_prefix}factkg", kind="kgqa", source=_source, folder="FactKG", required=_FACTKG_REQUIRED,
-        loader=_load_factkg, splits=("train", "dev", "test"), options=("graph", "relation_filter", "kg"),
+        loader=loaders.read_factkg, splits=("train", "dev", "test"), options=("graph", "relation_filter", "kg"),
         sample_key="fixture-factkg" if _source == "fixture" else None,
         traits=DatasetTraits(task="verify", shot_family="claims") if not _prefix else None,
         twin="factkg" if _prefix else None,
@@ -406,7 +165,7 @@ for _source, _prefix in (("real", ""), ("fixture", "fixture-")):  # each fixture
     for _name, _folder, _title in (("webqsp", "RoG-webqsp", "WebQSP"), ("cwq", "RoG-cwq", "CWQ")):
         _register(DatasetSpec(
             name=f"{_prefix}{_name}", kind="kgqa", source=_source, folder=_folder,
-            required=(("data/test-*.parquet", "test-*.parquet"),), loader=_load_rog,
+            required=(("data/test-*.parquet", "test-*.parquet"),), loader=loaders.read_rog,
             splits=("train", "validation", "test"), options=("paths",),
             sample_key=f"fixture-{_name}" if _source == "fixture" else None,
             traits=DatasetTraits(question_style="human") if not _prefix else None, twin=_name if _prefix else None,
@@ -415,21 +174,21 @@ for _source, _prefix in (("real", ""), ("fixture", "fixture-")):  # each fixture
                                    ("cwq-paths", "cwq", ("test",))):
         _register(DatasetSpec(
             name=f"{_prefix}{_name}", kind="kgqa", source=_source, folder="WebQSP_CWQ",
-            required=(_rog_path_files(_bench),), loader=_load_rog_paths, splits=_splits,
+            required=(_rog_path_files(_bench),), loader=loaders.read_rog_paths, splits=_splits,
             params={"benchmark": _bench}, sample_key="fixture-webqsp_cwq" if _source == "fixture" else None,
             traits=DatasetTraits(question_style="human") if not _prefix else None, twin=_name if _prefix else None,
             description=f"{_fixture}every RoG-{_bench} question of {'/'.join(_splits)} with RoG's gold relation "
                         "paths (no subgraphs: chain prediction only; answers on test)"))
     _register(DatasetSpec(
         name=f"{_prefix}webqsp-test18", kind="kgqa", source=_source, folder="WebQSP_CWQ",
-        required=((_TEST18,),), loader=_load_rog, splits=("test",), options=("paths",), params={"file": _TEST18},
+        required=((_TEST18,),), loader=loaders.read_rog, splits=("test",), options=("paths",), params={"file": _TEST18},
         sample_key="fixture-webqsp_cwq" if _source == "fixture" else None,
         traits=DatasetTraits(question_style="human") if not _prefix else None,
         twin="webqsp-test18" if _prefix else None,
         description=f"{_fixture}the 18 WebQSP test questions with whole RoG Freebase subgraphs (JSON lines in RoG form)"))
     _register(DatasetSpec(
         name=f"{_prefix}iirc", kind="passages", source=_source, folder="IIRC", required=_IIRC_REQUIRED,
-        loader=_load_iirc, splits=("train", "dev", "test"), options=("unanswerable",),
+        loader=loaders.read_iirc, splits=("train", "dev", "test"), options=("unanswerable",),
         sample_key="fixture-iirc" if _source == "fixture" else None,
         traits=DatasetTraits(page_key="title") if not _prefix else None, twin="iirc" if _prefix else None,
         description=f"{_fixture}IIRC questions with their main passage and linked documents"))
@@ -450,7 +209,7 @@ def get_spec(name: str) -> DatasetSpec:
         return _SPECS[name]
     if userdata.is_folder_name(name):  # a dataset folder of your own (datasets/userdata.py)
         return DatasetSpec(name=name, kind=userdata.folder_kind(name), source="user", folder=name, required=(),
-                           loader=_load_user, splits=userdata.SPLITS, description=f"your own dataset folder {name}",
+                           loader=loaders.read_user, splits=userdata.SPLITS, description=f"your own dataset folder {name}",
                            traits=for_kind(userdata.folder_kind(name)))
     tip = did_you_mean(name, _SPECS, n=3, cutoff=0.5) or f"known: {', '.join(_SPECS)}"
     raise ConfigError(f"unknown dataset {name!r}: {tip}")
@@ -489,19 +248,11 @@ def require_present(name: str) -> None:
         return
     root = real_root(spec)
     if not _present(spec, root):
-        raise _missing(spec, root)
+        raise missing(spec, root)
     _check_regular(spec, root)
     verify_dataset(spec)
 
 
-def _missing(spec: DatasetSpec, root: Path, what: str | None = None) -> DatasetMissingError:
-    if what is None:
-        lacking = [alts for alts in spec.required if not any(next(iter(root.glob(g)), None) for g in alts)]
-        what = " / ".join(lacking[0]) if lacking else "its files"
-    return DatasetMissingError(
-        f"dataset {spec.name!r} is missing: no {what} in {root}; run `kgrag data fetch {spec.name}` "
-        "(or set KGRAG_DATA_DIR to the folder that holds it)."
-    )
 
 
 def _sample_root(spec: DatasetSpec) -> Path:
@@ -555,13 +306,13 @@ def load_dataset(name: str, split: str = "test", limit: int | None = None, seed:
     if spec.source in GENERATED_SOURCES:
         root = _sample_root(spec)
         if not _present(spec, root):
-            raise _missing(spec, root)
+            raise missing(spec, root)
     elif spec.source == "user":
         root = userdata.resolve_folder(name)
     elif spec.folder:
         root = real_root(spec)
         if not _present(spec, root):
-            raise _missing(spec, root)
+            raise missing(spec, root)
         _check_regular(spec, root)
         verify_dataset(spec)  # cut or edited files: one line naming the file and the refetch
     else:
