@@ -138,6 +138,8 @@ class Lab:
             nb["cells"].insert(at + 1, {"cell_type": "code", "id": "injected0", "execution_count": None,
                                         "metadata": {"tags": ["injected-parameters"]}, "outputs": [],
                                         "source": src.splitlines(keepends=True)})
+        for cell in nb["cells"]:  # a hidden input (the exercises' solutions) shows no prompt, which _ALL_RAN reads;
+            cell.get("metadata", {}).get("jupyter", {}).pop("source_hidden", None)  # test_course checks the hiding
         rel = f"notebooks/{stem}.ipynb"
         (self.root_dir / rel).write_text(json.dumps(nb, indent=1), encoding="utf-8")
         return rel

@@ -20,24 +20,12 @@ from kgrag_utils.datasets import download, verify
 from kgrag_utils.datasets.registry import get_spec
 from kgrag_utils.errors import IntegrityError
 
-ROOT = Path(__file__).resolve().parents[1]
+from cli_process import ROOT, error_lines, kgrag
+
 WAIT_S = 900  # a bound on one subprocess, not a measurement
 
 
-def _env(**extra) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
 
-
-def kgrag(*args: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kgrag_utils.cli", *args], env=_env(**env), capture_output=True,
-                          text=True, timeout=WAIT_S, cwd=ROOT)
-
-
-def error_lines(err: str) -> list[str]:
-    return [ln for ln in err.splitlines() if ln.strip()]
 
 
 # ----------------------------------------------------------------------------- N1, N19: a fetch accepts only what it wrote
@@ -275,6 +263,7 @@ def test_the_openai_cache_key_names_the_server(bad_server, tmp_path):
 # ----------------------------------------------------------------------------- N7: a reply cache locked elsewhere
 _HOLD = """
 import sqlite3, sys, time
+
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("BEGIN EXCLUSIVE")
 print("held", flush=True)

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -22,25 +21,13 @@ from kgrag_utils.errors import ConfigError, DatasetMissingError
 
 from test_reliability import toy_notebook
 
-ROOT = Path(__file__).resolve().parents[1]
+
+from cli_process import ROOT, kgrag, start_kgrag
+
 WAIT_S = 600  # a bound on one subprocess or one wait, not a measurement
 
 
-def _env(**extra) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
 
-
-def kgrag(*args: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kgrag_utils.cli", *args], env=_env(**env), capture_output=True,
-                          text=True, timeout=WAIT_S, cwd=ROOT)
-
-
-def start(*args: str, **env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "kgrag_utils.cli", *args], env=_env(**env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
 
 
 def kgrag_lines(err: str) -> list[str]:
@@ -85,7 +72,7 @@ def summary_rows(grid: str) -> dict[str, str]:
 @pytest.mark.parametrize("sig", ["TERM", "INT"])
 def test_an_interrupted_grid_prints_one_line_writes_its_summary_and_resumes(tmp_path, sig):
     grid, folder = toy_grid(tmp_path, f"sig{sig.lower()}", paused=True)
-    proc = start("grid", str(grid))
+    proc = start_kgrag("grid", str(grid))
     wait_for(folder / "paused", proc)
     kernel = int((folder / "paused").read_text())
     if sig == "INT":  # a terminal's Ctrl-C: the whole process group, the kernel included
@@ -118,9 +105,9 @@ def test_an_interrupted_grid_prints_one_line_writes_its_summary_and_resumes(tmp_
 @pytest.mark.slow
 def test_a_second_grid_waits_for_the_firsts_runs_and_neither_calls_them_failed(tmp_path):
     grid, folder = toy_grid(tmp_path, "twice", paused=True)
-    first = start("grid", str(grid))
+    first = start_kgrag("grid", str(grid))
     wait_for(folder / "paused", first)  # the first grid holds run a, paused
-    second = start("grid", str(grid))  # runs b, then waits for a
+    second = start_kgrag("grid", str(grid))  # runs b, then waits for a
     b_done = settings.results_dir() / "twice-b" / records.RUN_FILE
     deadline = time.monotonic() + WAIT_S
     while not (b_done.exists() and records.read_run(b_done.parent).get("status") == "ok"):

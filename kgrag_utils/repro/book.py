@@ -28,8 +28,14 @@ th{background:#f3f3f3}h2{margin-top:2em;border-bottom:1px solid #ddd}code{backgr
 def notebook_page(notebook: Path, out: Path) -> Path:
     """One executed notebook as one HTML page (its images embedded as data URIs)."""
     from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
 
-    body, _ = HTMLExporter(template_name="lab").from_filename(str(notebook))
+    exporter = HTMLExporter(template_name="lab")
+    # the Colab badge (an image from the web) and the install cell are for opening the notebook, not for reading a
+    # run: left out, so that the page is whole offline
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=("colab-badge", "install"), enabled=True),
+                                   enabled=True)
+    body, _ = exporter.from_filename(str(notebook))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(body, encoding="utf-8")
     return out
