@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from .progress import human_seconds
+
 RATE_FILE = "rate.json"
 MIN_TEXTS_TO_RECORD = 256  # fewer texts say more about the model's load than about its rate
 
@@ -37,13 +39,6 @@ def chunk_bounds(n: int, first: int, chunk: int) -> list[tuple[int, int]]:
         size = chunk
     return bounds
 
-
-def human_seconds(seconds: float) -> str:
-    if seconds < 90:
-        return f"{max(1, round(seconds))} s"
-    if seconds < 5400:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 class EncodeClock:

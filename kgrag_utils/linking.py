@@ -27,6 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .datasets.answerable import normalize_name
+
 __all__ = ["Link", "EntityLinker", "link_entities", "link_questions", "normalise", "STOPWORDS"]
 
 #: words that are never a mention on their own
@@ -38,8 +40,8 @@ _WORD = re.compile(r"[\w'’.-]+", re.UNICODE)
 
 
 def normalise(text: str) -> str:
-    """Case-folded NFKC text with underscores read as spaces and whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", str(text)).replace("_", " ").casefold().split())
+    """The answer comparison's normal form (case-folded NFKC, whitespace collapsed), underscores read as spaces."""
+    return normalize_name(unicodedata.normalize("NFKC", str(text)).replace("_", " "))
 
 
 @dataclass(frozen=True)

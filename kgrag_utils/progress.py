@@ -144,3 +144,12 @@ def _have_ipywidgets() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("ipywidgets") is not None
+
+
+def human_seconds(seconds: float) -> str:
+    """A duration as a reader estimates it: seconds under 90, minutes under 90, else hours."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"

@@ -17,8 +17,7 @@ every step, so one descheduled thread stalls the rest while the others spin.
 `KGRAG_LLM_THREADS` overrides it for llama.cpp only (both its generation and prompt threads).
 
 Applied to: llama.cpp (`n_threads`, `n_threads_batch`), torch (`set_num_threads`; inter-op 1), FAISS
-(`omp_set_num_threads`), numba through `configure_numba` (the package's own compiled loops run on one
-thread; it is there for code that uses numba's parallel threads), and, for libraries not loaded yet, the environment
+(`omp_set_num_threads`), and, for libraries not loaded yet, the environment
 variables BLAS and OpenMP read when they load (`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`,
 `MKL_NUM_THREADS`; `OMP_WAIT_POLICY=PASSIVE` when the machine is busy, so that OpenMP threads, llama.cpp's
 included, sleep at a barrier instead of spinning). Variables the user set are never changed.
@@ -276,11 +275,3 @@ def configure_faiss(faiss_module=None) -> int:
     faiss.omp_set_num_threads(n)
     return n
 
-
-def configure_numba(numba_module=None) -> int:
-    numba = numba_module
-    if numba is None:
-        import numba  # noqa: F811
-    n = min(budget().threads, int(numba.config.NUMBA_NUM_THREADS))
-    numba.set_num_threads(n)
-    return n

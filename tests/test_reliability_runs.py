@@ -21,24 +21,10 @@ from kgrag_utils import records, runner
 
 from test_reliability import toy_notebook
 
-ROOT = Path(__file__).resolve().parents[1]
-WAIT_S = 900  # a bound on one subprocess, not a measurement
-
-
-def _env(**extra) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
-def _kgrag(*args: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kgrag_utils.cli", *args], env=_env(**env), capture_output=True,
-                          text=True, timeout=WAIT_S)
-
-
-def _error_lines(err: str) -> list[str]:
-    return [ln for ln in err.splitlines() if ln.startswith("kgrag: error:")]
+from cli_process import WAIT_S
+from cli_process import child_env as _env
+from cli_process import error_lines as _error_lines
+from cli_process import kgrag as _kgrag
 
 
 def _mount(*args: str) -> None:

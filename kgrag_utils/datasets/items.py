@@ -7,6 +7,7 @@ answered from (a KG, a passage corpus with optional OpenIE triples, or kinship r
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -16,7 +17,7 @@ from .traits import DatasetTraits, for_kind
 if TYPE_CHECKING:  # pragma: no cover
     from ..kg import KG
 
-__all__ = [
+__all__ = ["marked_names", 
     "ChainStep", "KGQuestion", "KinshipStory", "KinshipRules", "Passage", "PassageQuestion", "Dataset",
 ]
 
@@ -194,3 +195,16 @@ class Dataset:
         if not known:
             return None
         return sum(bool(f) for f in known) / len(known)
+
+
+_MARKED = re.compile(r"\[([^\[\]]+)\]")
+
+
+def marked_names(question: str) -> list[str]:
+    """The names a question marks in [brackets] (MetaQA's convention), in order, each once."""
+    out: list[str] = []
+    for m in _MARKED.finditer(question or ""):
+        name = m.group(1).strip()
+        if name and name not in out:
+            out.append(name)
+    return out

@@ -29,10 +29,10 @@ from typing import Any
 
 from .. import settings
 from ..errors import ConfigError, DatasetMissingError, did_you_mean
-from .items import ChainStep, Dataset, KGQuestion, Passage, PassageQuestion
+from .items import ChainStep, Dataset, KGQuestion, Passage, PassageQuestion, marked_names
 
 __all__ = ["FACT_FILES", "QUESTIONS_FILE", "PASSAGES_FILE", "SPLITS", "QUESTION_KEYS", "is_folder_name",
-           "marked_names", "resolve_folder", "folder_kind", "validate_folder", "load_folder", "find_folders", "FolderContents"]
+           "resolve_folder", "folder_kind", "validate_folder", "load_folder", "find_folders", "FolderContents"]
 
 FACT_FILES = ("facts.tsv", "facts.csv")
 QUESTIONS_FILE = "questions.jsonl"
@@ -255,16 +255,6 @@ def validate_folder(value: str | Path) -> FolderContents:
     descriptions = {k: _read_descriptions(root / f) for k, f in DESCRIPTION_FILES.items() if (root / f).is_file()}
     return FolderContents(root, facts, present[0].name if present else None, questions, passages, descriptions)
 
-
-def marked_names(question: str) -> list[str]:
-    import re
-
-    out: list[str] = []
-    for m in re.finditer(r"\[([^\[\]]+)\]", question):
-        name = m.group(1).strip()
-        if name and name not in out:
-            out.append(name)
-    return out
 
 
 def _question_item(obj: dict, prefix: str, kind: str, passages: dict[str, Passage] | None):

@@ -127,7 +127,7 @@ def question_item(question: str, topic: str | Sequence[str] | None, answers: Seq
     """The item a method runs for a typed question: a KG question (topic entities: `topic`, else the question's
     `[X]` marks, else linked over `kg` with `kgrag_utils.linking`) or a passage question."""
     from ..datasets.items import KGQuestion, PassageQuestion
-    from ..datasets.userdata import marked_names
+    from ..datasets.items import marked_names
 
     if not isinstance(question, str) or not question.strip():
         from ..errors import ConfigError

@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping
 
 from .. import settings
 
-__all__ = ["Measured", "seconds_per_call", "format_seconds"]
+__all__ = ["Measured", "seconds_per_call"]
 
 
 @dataclass(frozen=True)
@@ -80,10 +80,3 @@ def seconds_per_call(preset: str) -> Measured:
     table = _table(str(settings.results_dir(create=False)), str(settings.repo_root() / "benchmarks" / "results"))
     return table.get(preset, Measured(preset, 0, 0.0, 0))
 
-
-def format_seconds(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

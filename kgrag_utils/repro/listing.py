@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .cost import format_seconds, seconds_per_call
+from ..progress import human_seconds
+from .cost import seconds_per_call
 from .plan import Plan, missing_model, plan
 from .spec import list_tables, load_spec
 
@@ -30,8 +31,8 @@ def _cost_lines(p: Plan) -> list[str]:
         else:
             total += n * m.per_call
             lines.append(f"    {preset}: {n:.0f} LLM calls x {m.per_call:.1f} s/call (measured over {m.calls} calls in "
-                         f"{m.sources} records and result files) = {format_seconds(n * m.per_call)}")
-    head = f"  estimated cost (first run; cached calls cost nothing): {format_seconds(total)}" + (" + unmeasured" if unknown else "")
+                         f"{m.sources} records and result files) = {human_seconds(n * m.per_call)}")
+    head = f"  estimated cost (first run; cached calls cost nothing): {human_seconds(total)}" + (" + unmeasured" if unknown else "")
     return [head, *lines]
 
 

@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ...datasets.items import marked_names
 from ...errors import ConfigError
 from ...parsers import extract_json, parse_triples, strip_code_fences
 
@@ -83,17 +84,8 @@ def pattern_schema(relations: Sequence[str] | None = None) -> dict:
     return {**PATTERN_SCHEMA, "properties": {**PATTERN_SCHEMA["properties"], "triples": triples}}
 
 
-_MARKED = re.compile(r"\[([^\[\]]+)\]")
-
-
-def marked_entities(question: str) -> list[str]:
-    """The names a question marks in [brackets] (MetaQA's convention), in order, each once."""
-    out: list[str] = []
-    for m in _MARKED.finditer(question or ""):
-        name = m.group(1).strip()
-        if name and name not in out:
-            out.append(name)
-    return out
+#: the names a question marks in [brackets], in order, each once (the datasets' convention)
+marked_entities = marked_names
 
 
 def anchored_pattern_schema(question: str, relations: Sequence[str] | None = None) -> dict:
