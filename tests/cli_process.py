@@ -19,9 +19,10 @@ def child_env(**extra) -> dict:
     return env
 
 
-def kgrag(*args: str, **env) -> subprocess.CompletedProcess:
+def kgrag(*args: str, cwd: Path | None = ROOT, **env) -> subprocess.CompletedProcess:
+    """`kgrag ARGS` with `env` added to this process's environment; cwd None: the test's own folder."""
     return subprocess.run([sys.executable, "-m", "kgrag_utils.cli", *args], env=child_env(**env), capture_output=True,
-                          text=True, timeout=WAIT_S, cwd=ROOT)
+                          text=True, timeout=WAIT_S, cwd=cwd)
 
 
 def start_kgrag(*args: str, **env) -> subprocess.Popen:

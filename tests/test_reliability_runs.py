@@ -21,10 +21,14 @@ from kgrag_utils import records, runner
 
 from test_reliability import toy_notebook
 
+import functools
+
 from cli_process import WAIT_S
 from cli_process import child_env as _env
 from cli_process import error_lines as _error_lines
-from cli_process import kgrag as _kgrag
+from cli_process import kgrag
+
+_kgrag = functools.partial(kgrag, cwd=None)  # these runs start in the test's own folder, as before
 
 
 def _mount(*args: str) -> None:
