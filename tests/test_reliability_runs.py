@@ -8,6 +8,7 @@ so, only where mounting is not permitted.
 from __future__ import annotations
 
 import json
+import functools
 import os
 import subprocess
 import sys
@@ -20,8 +21,6 @@ import pytest
 from kgrag_utils import records, runner
 
 from test_reliability import toy_notebook
-
-import functools
 
 from cli_process import WAIT_S
 from cli_process import child_env as _env
