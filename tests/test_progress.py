@@ -141,3 +141,25 @@ def test_a_kernel_started_by_the_runner_prints_lines_and_jupyter_gets_a_widget(t
     widgets = [o for o in outputs if WIDGET_MIME in o.get("data", {})]
     assert widgets, json.dumps(outputs)[:500]
     assert not any("IProgress" in o.get("text", "") for o in outputs)
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_the_kernels_stderr_is_logged_and_shown_only_on_a_terminal(monkeypatch, tty):
+    from kgrag_utils.runner import kernel
+
+    terminal, log = _Stream(tty), io.StringIO()
+    monkeypatch.setattr(kernel.sys, "stderr", terminal)
+    shown = kernel._ShownOnTerminal(log)
+    shown.write("questions: 3/3\n")
+    shown.flush()
+    assert log.getvalue() == "questions: 3/3\n"
+    assert terminal.getvalue() == ("questions: 3/3\n" if tty else "")

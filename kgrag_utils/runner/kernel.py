@@ -117,6 +117,32 @@ def execute(path: Path, out_nb: Path, params: Mapping[str, Any], timeout: int, e
         pm.execute_notebook(
             str(path), str(out_nb), parameters=dict(params), kernel_name="python3", cwd=str(path.parent),
             execution_timeout=timeout, start_timeout=KERNEL_START_TIMEOUT, progress_bar=False,
-            log_output=True, stdout_file=log,
-            stderr_file=log, kernel_manager_class=_kernel_manager_class(env, log),
+            log_output=False, stdout_file=log,
+            stderr_file=_ShownOnTerminal(log), kernel_manager_class=_kernel_manager_class(env, log),
         )
+
+
+class _ShownOnTerminal:
+    """The notebook's stderr (its progress lines) for the run's log, also shown on the user's terminal when
+    stderr is one; a pipe (a batch job, a test) gets only the runner's own lines, the kernel's stay in the log."""
+
+    def __init__(self, log):
+        self.log = log
+        self.terminal = sys.stderr if _is_terminal(sys.stderr) else None
+
+    def write(self, text: str) -> None:
+        self.log.write(text)
+        if self.terminal is not None:
+            self.terminal.write(text)
+
+    def flush(self) -> None:
+        self.log.flush()
+        if self.terminal is not None:
+            self.terminal.flush()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
