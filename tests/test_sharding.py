@@ -100,14 +100,15 @@ def _comparable(df: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_two_shards_run_exactly_the_demo_grid_and_report_as_one(tmp_path):
-    whole, split = tmp_path / "whole", tmp_path / "split"
-    log = _done(_kgrag(whole, "grid", "demo", *SMALL))
-    # a `make demo`-style log holds no papermill false alarm (issue 15), for parameters every notebook defines
-    assert "Unable to parse line" not in log and "Passed unknown parameter" not in log
-    assert "running over TCP without encryption" not in log  # local kernels talk over IPC sockets
+    """The shards run together; then the unsharded grid in the same folders finds nothing left to run (every
+    record is there with the grid's own parameters) and its report equals the one `kgrag report` made."""
+    split = tmp_path / "split"
     shards = [_kgrag(split, "grid", "demo", *SMALL, "--shard", f"{i}/2") for i in range(2)]  # together
     logs = [_done(p) for p in shards]
     assert all("kgrag report demo" in log for log in logs)
+    for log in logs:  # a `make demo`-style log holds no papermill false alarm (issue 15)
+        assert "Unable to parse line" not in log and "Passed unknown parameter" not in log
+        assert "running over TCP without encryption" not in log  # local kernels talk over IPC sockets
     # the shards ran no report: it waits for every shard
     assert not any((split / "results").glob("05_report-*"))
     _done(_kgrag(split, "report", "demo", *SMALL))
@@ -117,19 +118,24 @@ def test_two_shards_run_exactly_the_demo_grid_and_report_as_one(tmp_path):
 
     expected = {runner.run_name_for(p, runner.check_run_parameters(p, prm))
                 for p, prm in runner.expand_grid(runner.load_grid("demo"), {"llm_preset": "fake", "limit": 2})}
-    report_runs = {n for n in runs_of(whole) if n.startswith("05_report-")}
-    assert runs_of(whole) - report_runs == expected
+    report_runs = {n for n in runs_of(split) if n.startswith("05_report-")}
     assert runs_of(split) - report_runs == expected  # together the shards ran exactly the grid's runs
     shard_names = [set(pd.read_csv(split / "runs" / "demo" / f"summary-shard-{i}-of-2.csv")["run_name"]) for i in range(2)]
     assert shard_names[0].isdisjoint(shard_names[1]) and shard_names[0] | shard_names[1] == expected
-    # the report over both shards equals the report of the unsharded grid
-    a = pd.read_csv(whole / "results" / "report_scores.csv")
-    b = pd.read_csv(split / "results" / "report_scores.csv")
-    assert len(a) > 0
-    pd.testing.assert_frame_equal(_comparable(a), _comparable(b))
-    sa = pd.read_csv(whole / "runs" / "demo" / "summary.csv")
-    sb = pd.read_csv(split / "runs" / "demo" / "summary.csv")
-    pd.testing.assert_frame_equal(_comparable(sa), _comparable(sb))
-    ra, rb = (json.loads(next((base / "results").glob("05_report-*/run.json")).read_text())["summary"]
-              for base in (whole, split))
-    assert ra == rb
+    reported = {
+        "scores": pd.read_csv(split / "results" / "report_scores.csv"),
+        "summary": pd.read_csv(split / "runs" / "demo" / "summary.csv"),
+        "report": json.loads(next((split / "results").glob("05_report-*/run.json")).read_text())["summary"],
+    }
+    assert len(reported["scores"]) > 0
+    # the whole grid over the shards' records: every run skipped, the report (always re-run) the same
+    _done(_kgrag(split, "grid", "demo", *SMALL))
+    summary = pd.read_csv(split / "runs" / "demo" / "summary.csv")
+    runs = summary[summary["run_name"].isin(expected)]
+    assert set(runs["run_name"]) == expected and set(runs["status"]) == {"skipped"}, runs[["run_name", "status"]]
+    pd.testing.assert_frame_equal(_comparable(reported["scores"]),
+                                  _comparable(pd.read_csv(split / "results" / "report_scores.csv")))
+    assert json.loads(next((split / "results").glob("05_report-*/run.json")).read_text())["summary"] == reported["report"]
+    pd.testing.assert_frame_equal(_comparable(reported["summary"].drop(columns=["status"], errors="ignore")),
+                                  _comparable(summary.drop(columns=["status"], errors="ignore")))
+
