@@ -28,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from .datasets.answerable import normalize_name
+from .datasets.items import unmarked
 
-__all__ = ["Link", "EntityLinker", "link_entities", "link_questions", "normalise", "STOPWORDS"]
+__all__ = ["Link", "EntityLinker", "forget_topics", "link_entities", "link_outcome", "link_questions",
+           "normalise", "STOPWORDS"]
 
 #: words that are never a mention on their own
 STOPWORDS = frozenset(
@@ -173,3 +175,29 @@ def link_questions(items: Sequence, kg, embedder: Any = None) -> int:
             q.meta["topic_source"] = "linked"
             n += 1
     return n
+
+
+def forget_topics(items: Sequence) -> int:
+    """Take each KG question's topic entities and [X] marks away (in place; kept in `meta["gold_topics"]`), so the
+    method meets it as it would a question of one's own and links it (`topics="linked"`); how many were taken."""
+    n = 0
+    for q in items:
+        if not hasattr(q, "topic_entities") or "gold_topics" in q.meta:
+            continue
+        q.meta["gold_topics"] = list(q.topic_entities)
+        q.question = unmarked(q.question)
+        q.topic_entities = []
+        n += 1
+    return n
+
+
+def link_outcome(item: Any) -> dict | None:
+    """How linking did on a question whose topics were taken away (`forget_topics`): the gold and linked names,
+    `found` (every gold topic among the linked) and `exact` (the same set); None for any other question."""
+    gold = (getattr(item, "meta", None) or {}).get("gold_topics")
+    if gold is None:
+        return None
+    linked = list(item.topic_entities)
+    return {"gold": list(gold), "linked": linked, "found": bool(gold) and set(gold) <= set(linked),
+            "exact": set(gold) == set(linked)}
+

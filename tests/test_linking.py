@@ -48,3 +48,43 @@ def test_many_names_in_one_vectorised_pass():
     linker = EntityLinker(names)
     assert linker.link("Who is Quentin Yarborogh?")[0].name == "Quentin Yarborough"
     assert linker.link("Tell me about entity number 17")[0].name == "Entity Number 17"
+
+
+def test_forget_topics_keeps_the_gold_and_takes_the_marks_off():
+    from kgrag_utils.linking import forget_topics, link_outcome
+
+    kg = KG.from_triples([("Edda Voss", "wrote", "Ash and Amber"), ("Ash and Amber", "won", "Marren Prize")])
+    qs = [KGQuestion("a", "what did [Edda Voss] write", ["Edda Voss"], ["Ash and Amber"], None, 1, None),
+          KGQuestion("b", "what did [Ash and Amber] win", ["Edda Voss"], ["Marren Prize"], None, 1, None)]
+    assert forget_topics(qs) == 2 and forget_topics(qs) == 0  # a second call keeps the first gold
+    assert qs[0].question == "what did Edda Voss write" and qs[0].topic_entities == []
+    assert link_outcome(qs[0]) == {"gold": ["Edda Voss"], "linked": [], "found": False, "exact": False}
+    assert link_questions(qs, kg) == 2
+    assert link_outcome(qs[0]) == {"gold": ["Edda Voss"], "linked": ["Edda Voss"], "found": True, "exact": True}
+    assert link_outcome(qs[1])["found"] is False  # linked what the question names, not the (wrong) annotation
+    assert link_outcome(KGQuestion("c", "q", ["X"], [], None, 1, None)) is None  # topics given: no outcome
+
+
+def test_a_linked_run_records_each_link_and_the_summary_counts_them():
+    import pytest
+
+    from kgrag_utils.errors import ConfigError
+    from kgrag_utils.methods.compact import Compact, CompactConfig
+
+    cfg = CompactConfig(dataset="sample-movies-2hop", limit=6, reader=False, topics="linked")
+    ds = cfg.load_dataset()
+    assert ds.info["n_topics_taken"] == 6 and all("[" not in q.question for q in ds.items)
+    method = Compact.prepare(cfg, ds)
+    records = method.run(ds.items, progress=False)
+    links = [r["topic_link"] for r in records]
+    assert len(links) == 6 and all(set(x) == {"gold", "linked", "found", "exact"} for x in links)
+    summary = Compact.summarize(records)
+    assert summary["topic_linking"]["n"] == 6
+    assert summary["topic_linking"]["found"] == sum(x["found"] for x in links) / 6
+    [row] = [r for r in summary["rows"] if r["variant"] == "topic linking"]
+    assert (row["metric"], row["n"], row["value"], row["uses_llm"]) == ("accuracy", 6, summary["topic_linking"]["found"], False)
+    given = cfg.replace(topics="given")
+    plain = Compact.prepare(given, given.load_dataset()).run(given.load_dataset().items, progress=False)
+    assert not any("topic_link" in r for r in plain) and Compact.summarize(plain)["topic_linking"] is None
+    with pytest.raises(ConfigError, match="topics='given'"):
+        CompactConfig(dataset="sample-kinship", topics="linked", knowledge="rules").load_dataset()

@@ -200,6 +200,11 @@ class Dataset:
 _MARKED = re.compile(r"\[([^\[\]]+)\]")
 
 
+def unmarked(question: str) -> str:
+    """The question with its [brackets] taken off the names they mark (as a person would write it)."""
+    return _MARKED.sub(lambda m: m.group(1), question or "")
+
+
 def marked_names(question: str) -> list[str]:
     """The names a question marks in [brackets] (MetaQA's convention), in order, each once."""
     out: list[str] = []

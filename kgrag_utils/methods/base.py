@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -72,6 +72,7 @@ class MethodConfig(BaseModel):
     llm_backend: str = ""  # "": the preset's default; or "hf", "llamacpp", "openai"
     llm_structured: str = ""  # decoding: "": the preset's default; "off": free text (the papers' prompts); "schema": JSON-schema-constrained
     embedder: str = "minilm"  # sentence embeddings: the packaged all-MiniLM-L6-v2, or any sentence-transformers name
+    topics: Literal["given", "linked"] = "given"  # KG questions' topic entities: "given" (the dataset's [X] marks or annotations); "linked": taken away and found by the shared entity linker, as for a question of one's own
 
     def __init__(self, **data: Any):
         cls = type(self)
@@ -178,8 +179,15 @@ class MethodConfig(BaseModel):
 
         ds = load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, take=self.take,
                           **options)
-        if ds.source == "user" and ds.kg is not None:  # questions naming no topic entity: linked (kgrag_utils.linking)
-            from ..linking import link_questions
+        if self.topics == "linked":
+            from ..linking import forget_topics
+
+            if ds.kind != "kgqa" or ds.kg is None:
+                raise ConfigError(f"topics='linked' links KG questions over one KG; {ds.name!r} is a {ds.kind} dataset"
+                                  f"{'' if ds.kg is not None else ' without one KG'}: use topics='given'.")
+            ds.info["n_topics_taken"] = forget_topics(ds.items)
+        if (ds.source == "user" or self.topics == "linked") and ds.kg is not None:
+            from ..linking import link_questions  # questions naming no topic entity: linked (kgrag_utils.linking)
 
             ds.info["n_linked"] = link_questions(ds.items, ds.kg, embedder=self.embedder)
         return ds
@@ -294,6 +302,7 @@ class Method:
 
     # ------------------------------------------------------------------ the run
     def run(self, items: Sequence, recorder=None, progress: bool = True) -> list[dict]:
+        from ..linking import link_outcome
         from .summary import has_gold, mark_unscored, record_scores
 
         hooks = self.summary_hooks()
@@ -311,11 +320,15 @@ class Method:
         try:
             for start in range(0, len(todo), size):
                 batch = todo[start:start + size]
+                by_id = {self.item_id(it): it for it in batch}
                 unscored = {self.item_id(it) for it in batch if not has_gold(it)}
                 for rec in isolated(batch, self._run_batch, self.item_id, **self.error_fields()):
                     if rec.get("id") in unscored:  # no gold: "not scored", never counted wrong nor blamed
                         mark_unscored(rec)
                     rec["scores"] = record_scores(rec, hooks)  # the record carries its per-variant metric values
+                    link = link_outcome(by_id.get(rec.get("id")))
+                    if link is not None:  # topics="linked": how the linker did on this question
+                        rec["topic_link"] = link
                     if recorder is not None:
                         recorder.add(rec)
                     fresh[rec.get("id")] = rec
@@ -345,6 +358,7 @@ class Method:
         marks, else linked (`kgrag_utils.linking`). `answers`: gold answers, to score it (optional).
         Nothing is recorded; the method's own `ask.py` supplies the stages (`ask_view`)."""
         from .asked import Asked, question_item
+        from ..linking import link_outcome
         from .summary import has_gold, mark_unscored, record_scores
 
         view = self.ask_view()

@@ -14,7 +14,8 @@ A method describes its records once, in its own `summary.py` of pure functions, 
   (the same over the answerable records, for methods whose hooks ask for it), `stage_errors` (the
   method's `{stage: examples lost there}`, plus "raised an error"), `cost` (per variant: prompt
   tokens and seconds per question, share served from the cache; `scoring.cost`) and `rows` (the
-  score rows below). The method's `extras(records)` adds its own keys (parse rates, timings, ...);
+  score rows below), `topic_linking` (with `topics="linked"`: n and the shares found / exact). The
+  method's `extras(records)` adds its own keys (parse rates, timings, ...);
 * `RunSummary`: the typed summary (pydantic) that a run stores in its record when it finishes;
 * `score_rows(summary, run)`: the long-form rows (`scoring.SCORE_COLUMNS`) of a stored summary and its
   run record, read by the report and the grid summary without calling any method's code.
@@ -97,12 +98,26 @@ class RunSummary(BaseModel):
     stage_errors: dict[str, float]
     cost: dict[str, Cost]
     rows: list[ScoreRow]
+    topic_linking: dict[str, float] | None = None  # topics="linked": n questions, shares found / exact
 
 
 SHARED_KEYS = tuple(RunSummary.model_fields)
 
 
 # ----------------------------------------------------------------------------- one definition each
+LINKING_VARIANT = "topic linking"  # the score row of topics="linked" runs
+
+
+def topic_linking(records: Sequence[Mapping]) -> dict | None:
+    """Over the records with a `topic_link` (topics="linked"): how many, and the shares whose gold topics the linker
+    `found` (all among the linked) and got `exact` (the same set); None when no record has one."""
+    links = [r["topic_link"] for r in records if isinstance(r.get("topic_link"), Mapping)]
+    if not links:
+        return None
+    return {"n": len(links), "found": mean([float(bool(x.get("found"))) for x in links]),
+            "exact": mean([float(bool(x.get("exact"))) for x in links])}
+
+
 def record_value(record: Mapping, key: str, failed_key: str | None = "failed") -> float:
     """A record's value of one metric as it enters a mean over all records: nan (no gold) stays nan and is
     left out; a failed record (`record[failed_key]`), a missing key or None counts as 0 (`metrics.summarize`)."""
@@ -209,7 +224,8 @@ def summarize(records: Sequence[Mapping], method: str, hooks: SummaryHooks) -> d
     out: dict = {"method": method, "n": len(records), "n_failed": count_failed(records), "n_errors": n_errors,
                  "n_answerable": len(ans), "n_scored": len(scored), "scores": _means(per_record),
                  "scores_answerable": _means(ans) if hooks.answerable_rows and ans else {},
-                 "stage_errors": stages, "cost": hooks.cost(records) if records else {}}
+                 "stage_errors": stages, "cost": hooks.cost(records) if records else {},
+                 "topic_linking": topic_linking(records)}
     extras = dict(hooks.extras(records) or {}) if records else {}
     clash = sorted(set(extras) & set(SHARED_KEYS))
     if clash:
@@ -234,6 +250,11 @@ def _rows(s: Mapping, method: str, hooks: SummaryHooks, records: Sequence[Mappin
                                 hooks.definitions.get((variant, metric)))
                 if row is not None:
                     rows.append({k: row[k] for k in ScoreRow.model_fields if k in row} | {"uses_llm": uses_llm})
+    link = s.get("topic_linking")
+    if link:  # topics="linked": the linker's share, a row like any other (no LLM)
+        row = score_row(method, LINKING_VARIANT, link["n"], "accuracy", link["found"], None, None, False,
+                        "topic linking: share of questions whose gold topic entities the linker found")
+        rows.append({k: row[k] for k in ScoreRow.model_fields if k in row} | {"uses_llm": False})
     return rows
 
 
