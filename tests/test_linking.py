@@ -88,3 +88,11 @@ def test_a_linked_run_records_each_link_and_the_summary_counts_them():
     assert not any("topic_link" in r for r in plain) and Compact.summarize(plain)["topic_linking"] is None
     with pytest.raises(ConfigError, match="topics='given'"):
         CompactConfig(dataset="sample-kinship", topics="linked", knowledge="rules").load_dataset()
+
+
+def test_topics_given_keeps_the_run_keys_of_runs_recorded_before_the_knob():
+    from kgrag_utils.records import run_key
+
+    params = {"dataset": "metaqa-1hop", "limit": 100, "seed": 0}
+    assert run_key({**params, "topics": "given"}) == run_key(params)
+    assert run_key({**params, "topics": "linked"}) != run_key(params)
