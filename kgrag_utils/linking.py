@@ -57,19 +57,35 @@ class Link:
     how: str
 
 
-def _mentions(question: str, max_words: int) -> tuple[list[str], list[tuple[int, int]]]:
-    """Word n-grams (longest first) and their (start, end) word spans, skipping all-stopword n-grams."""
-    words = [w.strip(".'’") for w in _WORD.findall(question.replace("[", " ").replace("]", " "))]
-    words = [w for w in words if w]
-    grams, spans = [], []
+def _mentions(question: str, max_words: int) -> tuple[list[str], list[tuple[int, int]], list[bool]]:
+    """Word n-grams (longest first) as the question writes them (its own spacing and dots: "Michael J. Pollard"),
+    their (start, end) word spans, and whether each is written in lower case (the question's first capital
+    aside: it is the sentence's); all-stopword n-grams are skipped."""
+    text = question.replace("[", " ").replace("]", " ")
+    found = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    bounds = []  # each word's (start, end) with the quotes and dots that only end or open it taken off
+    for a, b in found:
+        word = text[a:b]
+        lead = len(word) - len(word.lstrip(".'’"))
+        core = word.strip(".'’")
+        if core:
+            bounds.append((a + lead, a + lead + len(core)))
+    words = [text[a:b] for a, b in bounds]
+    grams, spans, lower = [], [], []
     for n in range(min(max_words, len(words)), 0, -1):
         for i in range(len(words) - n + 1):
             chunk = words[i:i + n]
             if all(w.casefold() in STOPWORDS for w in chunk) or (n == 1 and len(chunk[0]) < 3):
                 continue
-            grams.append(" ".join(chunk))
+            gram = text[bounds[i][0]:bounds[i + n - 1][1]]
+            end = bounds[i + n - 1][1]
+            if n > 1 and len(words[i + n - 1]) == 1 and text[end:end + 1] == ".":
+                gram += "."  # an initial keeps its dot ("Michael J.")
+            grams.append(gram)
             spans.append((i, i + n))
-    return grams, spans
+            rest = gram[1:] if i == 0 else gram  # a capital on the question's first letter is the sentence's
+            lower.append(rest == rest.lower())
+    return grams, spans, lower
 
 
 class EntityLinker:
@@ -92,13 +108,20 @@ class EntityLinker:
         self._name_vectors = None
 
     # ------------------------------------------------------------------ the steps
-    def _lookup(self, grams: list[str], spans: list[tuple[int, int]]) -> list[Link]:
+    def _lookup(self, grams: list[str], spans: list[tuple[int, int]], lower: list[bool]) -> list[Link]:
+        """Exact, then normalised mentions, longest first, not overlapping. A question that writes some mention
+        with capitals names its entities that way: its mentions in lower case ("who is the director of Oliver
+        Twist": "director" is a KG tag too) then give way; a question in lower case throughout keeps them all."""
         exact = self.exact.get_indexer(grams)
         norm_idx = self.norm_unique.get_indexer([normalise(g) for g in grams])
+        hits = [(g, span, e, n, low) for g, span, e, n, low in zip(grams, spans, exact, norm_idx, lower)
+                if e >= 0 or n >= 0]
+        if not all(low for *_, low in hits):
+            hits = [h for h in hits if not h[4]]
         taken: set[int] = set()
         out = []
-        for g, (a, b), e, n in zip(grams, spans, exact, norm_idx):
-            if (e < 0 and n < 0) or taken & set(range(a, b)):
+        for g, (a, b), e, n, _ in hits:
+            if taken & set(range(a, b)):
                 continue
             name = self.names[e] if e >= 0 else self.names[self.norm_first[n]]
             out.append(Link(str(name), g, 1.0, "exact" if e >= 0 else "normalised"))
@@ -136,10 +159,10 @@ class EntityLinker:
         `k` best fuzzy matches, else the `k` best vector matches (with an embedder); [] when none passes."""
         if not len(self.names):
             return []
-        grams, spans = _mentions(question, self.max_words)
+        grams, spans, lower = _mentions(question, self.max_words)
         if not grams:
             return []
-        found = self._lookup(grams, spans)
+        found = self._lookup(grams, spans, lower)
         if found:
             return found
         found = self._fuzzy(grams, k)

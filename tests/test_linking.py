@@ -96,3 +96,13 @@ def test_topics_given_keeps_the_run_keys_of_runs_recorded_before_the_knob():
     params = {"dataset": "metaqa-1hop", "limit": 100, "seed": 0}
     assert run_key({**params, "topics": "given"}) == run_key(params)
     assert run_key({**params, "topics": "linked"}) != run_key(params)
+
+
+def test_a_mention_keeps_the_questions_dots_and_lower_case_words_give_way_to_names():
+    names = ["Michael", "Michael J. Pollard", "director", "Oliver Twist", "Stars", "Remember the Day", "Velden"]
+    assert [x.name for x in link_entities("what films did Michael J. Pollard act in", names)] == ["Michael J. Pollard"]
+    assert [x.name for x in link_entities("who is the director of Oliver Twist", names)] == ["Oliver Twist"]
+    assert [x.name for x in link_entities("who stars in Remember the Day", names)] == ["Remember the Day"]
+    assert [x.name for x in link_entities("who is the director of oliver twist", names)] == ["Oliver Twist", "director"]
+    assert [x.name for x in link_entities("Director of Oliver Twist?", names)] == ["Oliver Twist"]  # no name: lower
+    assert [x.name for x in link_entities("Velden films", names)] == ["Velden"]  # the first word alone is the sentence's
