@@ -9,7 +9,7 @@ script counts, for the seeded test sample of each hop (`load_dataset(name, "test
 sample), how many of the 8 chosen demonstrations have the question's type, once for the templated questions and
 once per rewriting of them (`--paraphrase`: the rule noise of kgrag_utils.datasets.paraphrase, seeded, as
 `benchmarks/simgrag_e2e.py --paraphrase`). The pool and the choice are the pipeline's own
-(`methods/simgrag/demos.py`: `pattern_demo_pool`, `DemoPool.nearest`). No LLM runs here: what the model makes of
+(`methods/simgrag/stages/demos.py`: `pattern_demo_pool`, `DemoPool.nearest`). No LLM runs here: what the model makes of
 the demonstrations is in the e2e runs' reports (`report.demonstrations.own_type`). Every wording is counted twice:
 with the question compared as written (`wordings`, the choice before kgrag_utils.spelling) and with its misspelt
 words respelt towards the pool's words first (`respelt`, `DemoPool(spelling=True)`, the default since 2026-12-04).
@@ -28,7 +28,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.datasets.paraphrase import NOISE_KINDS, noisy_questions
 from kgrag_utils.embeddings import load_embedder
 from kgrag_utils.methods.simgrag import SimGRAGConfig
-from kgrag_utils.methods.simgrag.demos import own_type_counts, pattern_demo_pool
+from kgrag_utils.methods.simgrag.stages.demos import own_type_counts, pattern_demo_pool
 from kgrag_utils.records import write_result
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")

@@ -3,7 +3,7 @@
     python benchmarks/simgrag_demo_wording.py --out benchmarks/results/simgrag_demo_wording.json
 
 With nearest demonstrations (docs/DEMONSTRATIONS.md) a MetaQA question is shown training questions of its own
-template, each written as a pattern by `pattern_demo()` (kgrag_utils/methods/simgrag/demos.py) in the words of
+template, each written as a pattern by `pattern_demo()` (kgrag_utils/methods/simgrag/stages/demos.py) in the words of
 the prompt file's `demonstrations:` table (kgrag_utils/prompts/simgrag_pattern.yaml). A model that copies such a
 demonstration perfectly writes the question's own gold chain in those words. This script writes exactly that
 pattern for every question of the seeded test sample (`load_dataset(name, "test", limit, seed)`, the sample the
@@ -41,10 +41,10 @@ from kgrag_utils.embeddings import load_embedder
 from kgrag_utils.metrics import normalize_answer
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import SimGRAGConfig
-from kgrag_utils.methods.simgrag.demos import demo_wording, pattern_demo
-from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.oracle import oracle_pattern
-from kgrag_utils.methods.simgrag.pattern import Pattern, validate_pattern
+from kgrag_utils.methods.simgrag.stages.demos import demo_wording, pattern_demo
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever, embedding_text
+from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern, validate_pattern
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
 

@@ -20,7 +20,7 @@ The package exports what a notebook uses (the method, its config and record type
 
 from . import figures, published
 from .config import SimGRAGConfig
-from .pipeline import SimGRAG
+from .method import SimGRAG
 from .record import SimGRAGRecord
 from .summary import scores, summarize
 

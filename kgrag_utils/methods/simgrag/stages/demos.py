@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...demos import DEMO_SPELLING, DEMO_TYPE_MARGIN, DemoPool
+from ....demos import DEMO_SPELLING, DEMO_TYPE_MARGIN, DemoPool
 from .oracle import oracle_pattern, qtype_node_types
-from .pattern import load_prompt_file
+from ..prompts import load_prompt_file
 
 __all__ = ["own_type_counts", "usable_for_pattern", "demo_type", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
            "DEMO_NEED", "demo_wording", "wording_key"]
@@ -43,7 +43,7 @@ def demo_wording(family: str) -> tuple[dict, dict]:
 def wording_key(family: str) -> str:
     """A short hash of one family's demonstration wording: part of a nearest-demonstration run's key, so that a run
     resumed after the prompt file's wording changed starts afresh instead of mixing two wordings in one record."""
-    from ...records import params_hash
+    from ....records import params_hash
 
     relations, types = demo_wording(family)
     return params_hash({"relations": relations, "types": types})[:8]
@@ -82,7 +82,7 @@ def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None)
 def requested_demos(config) -> str:
     """The pattern demonstrations a config asks for: its `demos`, or "" -> its LLM preset's (`PRESET_DEMOS` in config.py;
     "fixed" for presets it does not list, such as the fake test double)."""
-    from .config import PRESET_DEMOS
+    from ..config import PRESET_DEMOS
 
     return config.demos or PRESET_DEMOS.get(config.llm_preset, "fixed")
 
@@ -105,7 +105,7 @@ def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | Non
     Asked explicitly (`demos="nearest"`), a dataset that cannot give them is refused (ConfigError). Asked by the
     preset's default (`demos=""`), the run uses the fixed shots where the dataset cannot give them (no training
     split, no gold chains, or a few-shot family whose relations have no wording in the prompt file), and says so."""
-    from ...errors import ConfigError
+    from ....errors import ConfigError
 
     mode = requested_demos(config)
     wants = (mode == "nearest" and config.pattern_source == "llm") or (requested_answer_demos(config) == "nearest"

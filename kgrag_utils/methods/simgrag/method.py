@@ -35,18 +35,18 @@ from ...datasets.traits import DatasetTraits
 from ...errors import ConfigError
 from ...metrics import ACCURACY, CONTAINMENT, HITS1, containment, hits_at_1, normalize_answer
 from ...llm.structured import wants_schema
-from .generate import ANSWER_SCHEMA, build_answer_prompt, build_verify_prompt, evidence_lines, parse_answer, parse_verdict
+from .stages.generate import ANSWER_SCHEMA, evidence_lines, parse_answer, parse_verdict
+from .prompts import build_answer_prompt, build_verify_prompt
 from ..base import Method
 from .config import SimGRAGConfig, resolve_task
-from .gsd_search import GSDRetriever, SearchResult
-from .oracle import oracle_pattern
-from .demos import default_pool, demo_shots, requested_answer_demos, requested_demos, shots_of
-from .samples import merge_samples
+from .stages.gsd_search import GSDRetriever, SearchResult
+from .stages.oracle import oracle_pattern
+from .stages.demos import default_pool, demo_shots, requested_answer_demos, requested_demos, shots_of
+from .stages.samples import merge_samples
 from .record import STAGES, SimGRAGRecord
 from ..scoring import Headline
-from .pattern import (PATTERN_SCHEMA, RELATION_VOCABULARY_MAX, Pattern, anchored_pattern_schema, marked_entities,
-                      pattern_schema, build_pattern_prompt, parse_pattern_output,
-                      pattern_family, validate_pattern)
+from .stages.pattern import PATTERN_SCHEMA, RELATION_VOCABULARY_MAX, Pattern, anchored_pattern_schema, marked_entities, pattern_schema, parse_pattern_output, pattern_family, validate_pattern
+from .prompts import build_pattern_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...kg import KG
@@ -186,8 +186,8 @@ class SimGRAG(Method):
         if self.demo_pool is None:
             raise ConfigError("answer_demos='nearest' needs the training questions: build the method with "
                               "SimGRAG.prepare(config, dataset), or pass demo_pool=simgrag.demos.pattern_demo_pool(...).")
-        from .demos import answer_demo
-        from .generate import evidence_lines
+        from .stages.demos import answer_demo
+        from .stages.generate import evidence_lines
 
         memo = self.__dict__.setdefault("_answer_demo_memo", {})
         out = []
@@ -496,7 +496,7 @@ def replay_gold_llm(questions: Sequence, cache=False):
     import re
 
     from ...llm import load_llm
-    from .pattern import render_pattern_answer
+    from .prompts import render_pattern_answer
 
     gold = {}
     for q in questions:

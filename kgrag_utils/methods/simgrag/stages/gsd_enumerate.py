@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import ConfigError
+from ....errors import ConfigError
 from . import gsd_kernel
 from .pattern import Pattern
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...kg import KG
+    from ....kg import KG
 
 __all__ = ["GSDConfig", "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk"]
 

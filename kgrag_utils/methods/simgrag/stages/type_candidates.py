@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError
+from ....errors import ConfigError
 
 __all__ = ["TypeIndex", "type_text"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from ...metrics import normalize_answer
+from ....metrics import normalize_answer
 
 __all__ = ["sample_answers", "sample_weight", "vote", "merge_samples", "sample_summary"]
 

@@ -51,12 +51,12 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ...errors import ConfigError
+from ....errors import ConfigError
 from .gsd_enumerate import Candidates, GSDConfig, Incidence, SearchResult, Subgraph, search_topk
 from .pattern import Pattern
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...kg import KG
+    from ....kg import KG
     from .type_candidates import TypeIndex
 
 __all__ = [
@@ -110,8 +110,8 @@ def _cached_index(kind: str, vectors: np.ndarray, options: dict):
     import hashlib
     import json
 
-    from ... import settings
-    from ...vector_index import VectorIndex, make_index
+    from .... import settings
+    from ....vector_index import VectorIndex, make_index
 
     def build():
         index = make_index("faiss", dim=int(vectors.shape[1]), metric="ip", kind=kind, use_gpu=False, **options)
@@ -243,7 +243,7 @@ class GSDRetriever:
         `entity_types`: the KG's types (FactKG: `dataset.info["entity_types"]`, with names / indptr /
         entity_ids) for the type-candidate rule; their names are embedded with the same model.
         """
-        from ...embeddings import load_embedder
+        from ....embeddings import load_embedder
         from .type_candidates import TypeIndex
 
         emb = load_embedder(embedder) if isinstance(embedder, str) else embedder

@@ -3,7 +3,7 @@
 The model is asked for the answer entities separated by " | "; `parse_answer` also accepts a
 comma- or "and"-separated list when that splits the line into names the evidence contains.
 For fact verification (FactKG) the prompt asks for a short reason and a verdict
-(`build_verify_prompt`, prompts/simgrag_verify.yaml) and `parse_verdict` reads "True" / "False".
+(`..prompts.build_verify_prompt`, prompts/simgrag_verify.yaml) and `parse_verdict` reads "True" / "False".
 
 Schema-constrained mode (form="json"): the answer is `ANSWER_SCHEMA`, {"answers": [...]}, and the
 shots show that form; `parse_answer` reads it (and still reads the free-text forms).
@@ -14,24 +14,20 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ...errors import ConfigError
-from ...llm.structured import string_list_schema
-from ...parsers import json_field_list
+from ....llm.structured import string_list_schema
+from ....parsers import json_field_list
 from .gsd_search import Subgraph
-from .pattern import load_prompt_file, reply_instructions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...kg import KG
+    from ....kg import KG
 
-__all__ = ["evidence_lines", "build_answer_prompt", "parse_answer", "build_verify_prompt", "parse_verdict",
-           "NO_EVIDENCE", "VERDICTS", "ANSWER_SCHEMA", "render_answer"]
+__all__ = ["evidence_lines", "parse_answer", "parse_verdict", "VERDICTS", "ANSWER_SCHEMA"]
 
 #: the answer stage's shape (structured="schema"): the answer entities, best first
 ANSWER_SCHEMA = string_list_schema("answers", max_items=10, max_length=120)
 
 VERDICTS = ("True", "False")
 
-NO_EVIDENCE = "(no matching subgraph was found)"
 _PREFIX = re.compile(r"^\s*\**\s*(?:final\s+)?answers?\s*\**\s*[:：]\s*", re.I)
 
 
@@ -42,41 +38,6 @@ def evidence_lines(kg: "KG", subgraphs: Sequence[Subgraph]) -> list[str]:
         facts = ", ".join(f"({h}, {r}, {t})" for h, r, t in sg.triples(kg))
         lines.append(f"graph [{i}]: {facts}")
     return lines
-
-
-def _user_turn(question: str, lines: Sequence[str]) -> str:
-    body = "\n".join(lines) if lines else NO_EVIDENCE
-    return f"Evidence:\n{body}\nQuestion: {question}"
-
-
-def render_answer(answer: str, form: str = "text") -> str:
-    """A shot's answer ("A | B") in the prompt's form: as written, or {"answers": ["A", "B"]}."""
-    if form == "json":
-        import json
-
-        return json.dumps({"answers": [a.strip() for a in str(answer).split("|") if a.strip()]}, ensure_ascii=False)
-    return str(answer)
-
-
-def build_answer_prompt(question: str, lines: Sequence[str], family: str = "movies", shots: int = 3,
-                        form: str = "text", demos: Sequence[dict] = ()) -> list[dict]:
-    """A chat: instructions, `shots` worked examples, then the evidence and the question (form: "text" | "json").
-
-    demos: more worked examples ({"question", "evidence", "answer"}: the demonstrations chosen for this question,
-    config answer_demos="nearest") after the fixed ones, so that what every question shares comes first."""
-    spec = load_prompt_file("simgrag_answer.yaml")
-    families = spec["families"]
-    if family not in families:
-        raise ConfigError(f"unknown answer family {family!r}: use one of {sorted(families)}.")
-    examples = families[family]
-    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
-        raise ConfigError(f"answer shots must be an integer in 0..{len(examples)}, got {shots!r}.")
-    chat = [{"role": "system", "content": reply_instructions(spec["instructions"], spec, form)}]
-    for ex in list(examples[:shots]) + list(demos):
-        chat.append({"role": "user", "content": _user_turn(ex["question"], ex["evidence"])})
-        chat.append({"role": "assistant", "content": render_answer(ex["answer"], form)})
-    chat.append({"role": "user", "content": _user_turn(question, lines)})
-    return chat
 
 
 def _clean(part: str, names: set[str] = frozenset()) -> str:
@@ -129,25 +90,6 @@ def parse_answer(text: str, evidence_names: Iterable[str] = ()) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- fact verification
-
-
-def _claim_turn(claim: str, lines: Sequence[str]) -> str:
-    body = "\n".join(lines) if lines else NO_EVIDENCE
-    return f"Evidence:\n{body}\nClaim: {claim}"
-
-
-def build_verify_prompt(claim: str, lines: Sequence[str], shots: int = 3) -> list[dict]:
-    """A chat: verification instructions, `shots` worked examples, then the evidence and the claim."""
-    spec = load_prompt_file("simgrag_verify.yaml")
-    examples = spec["examples"]
-    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
-        raise ConfigError(f"answer shots must be an integer in 0..{len(examples)}, got {shots!r}.")
-    chat = [{"role": "system", "content": spec["instructions"].strip()}]
-    for ex in examples[:shots]:
-        chat.append({"role": "user", "content": _claim_turn(ex["claim"], ex["evidence"])})
-        chat.append({"role": "assistant", "content": str(ex["answer"]).strip()})
-    chat.append({"role": "user", "content": _claim_turn(claim, lines)})
-    return chat
 
 
 _WORD = {"true": "True", "yes": "True", "supported": "True", "supports": "True", "correct": "True",

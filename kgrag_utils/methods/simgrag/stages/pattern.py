@@ -9,11 +9,11 @@ triple `(head, relation, tail)`; entities the question does not name are written
   parentheses, JSON or pipes; names with commas are split using the question as a guide);
 * `validate_pattern` - drops self-loops, duplicates and components without a known entity (they
   cannot be anchored in the KG) and says why a pattern is unusable;
-* `build_pattern_prompt` - the few-shot chat (4, 8 or 12 shots) from `prompts/simgrag_pattern.yaml`, then
+* (`..prompts.build_pattern_prompt` - the few-shot chat (4, 8 or 12 shots) from `prompts/simgrag_pattern.yaml`, then
   the demonstrations chosen for the question (`demos.py`, config demos="nearest");
   `form="json"` (the schema-constrained mode) shows every shot as the JSON object of
   `PATTERN_SCHEMA` ({"phrases": [...], "triples": [[head, relation, tail], ...]}) instead of the
-  paper's "Phrases:" / "Triples:" lines;
+  paper's "Phrases:" / "Triples:" lines);
 * `anchored_pattern_schema` - PATTERN_SCHEMA narrowed to one question: the first triple must have the
   entity the question marks in [brackets] as its head or tail (config `anchor_entity`, schema mode only);
 * `pattern_schema` / `anchored_pattern_schema(..., relations=)` - the relation slot of every triple narrowed to
@@ -25,22 +25,18 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Sequence
 
-from ...datasets.items import marked_names
-from ...errors import ConfigError
-from ...parsers import extract_json, parse_triples, strip_code_fences
+from ....datasets.items import marked_names
+from ....errors import ConfigError
+from ....parsers import extract_json, parse_triples, strip_code_fences
 
 __all__ = [
     "PatternNode", "PatternEdge", "Pattern", "PatternCheck", "ParsedPatternOutput",
-    "parse_unknown", "parse_pattern_output", "validate_pattern", "load_prompt_file",
-    "pattern_family", "build_pattern_prompt", "MAX_PATTERN_EDGES", "PATTERN_SCHEMA", "PROMPT_FORMS",
+    "parse_unknown", "parse_pattern_output", "validate_pattern",
+    "pattern_family", "MAX_PATTERN_EDGES", "PATTERN_SCHEMA",
     "marked_entities", "anchored_pattern_schema", "pattern_schema", "RELATION_VOCABULARY_MAX",
 ]
-
-PROMPT_FORMS = ("text", "json")
 
 MAX_PATTERN_EDGES = 12  # a longer pattern is a model running on, not a question's shape
 
@@ -447,23 +443,6 @@ def parse_pattern_output(text: str, question: str | None = None) -> ParsedPatter
     return ParsedPatternOutput(phrases, triples, None)
 
 
-# ----------------------------------------------------------------------------- prompts
-
-_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
-
-
-@lru_cache(maxsize=8)
-def load_prompt_file(name: str) -> dict:
-    """A YAML prompt file from kgrag_utils/prompts (e.g. 'simgrag_pattern.yaml')."""
-    import yaml
-
-    path = _PROMPTS / name
-    if not path.is_file():
-        raise ConfigError(f"prompt file {path} is missing: reinstall the package (`pip install -e .`).")
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
-
-
 def pattern_family(shot_family: str, kg_relations: Iterable[str] | None = None) -> str:
     """Which few-shot set fits a dataset: its own (`DatasetTraits.shot_family`: 'movies' for MetaQA's schema,
     'people' for PathQuestion's, 'claims' for FactKG's claims over DBpedia), else the one its KG's relations name."""
@@ -471,53 +450,3 @@ def pattern_family(shot_family: str, kg_relations: Iterable[str] | None = None) 
         return shot_family
     rels = {r.lower() for r in (kg_relations or [])}
     return "movies" if {"directed_by", "starred_actors"} & rels else "people"
-
-
-def _render_triples(triples: Sequence[Sequence[str]]) -> str:
-    return "\n".join(f"({h}, {r}, {t})" for h, r, t in triples)
-
-
-def render_pattern_answer(phrases: Sequence[str], triples: Sequence[Sequence[str]], form: str = "text") -> str:
-    """The assistant turn of one shot (also the format the model is asked to follow)."""
-    if form == "json":
-        return json.dumps({"phrases": list(phrases), "triples": [list(t) for t in triples]}, ensure_ascii=False)
-    return f"Phrases: {'; '.join(phrases)}\nTriples:\n{_render_triples(triples)}"
-
-
-def reply_instructions(instructions: str, spec: dict, form: str) -> str:
-    """The instructions with their last "Reply with ..." line replaced by the JSON form's (form="json")."""
-    if form not in PROMPT_FORMS:
-        raise ConfigError(f"prompt form must be one of {PROMPT_FORMS}, got {form!r}.")
-    text = instructions.strip()
-    if form == "text":
-        return text
-    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("Reply with")]
-    return "\n".join(lines + [spec["reply_json"].strip()])
-
-
-def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", form: str = "text",
-                         relations: Sequence[str] | None = None, demos: Sequence[dict] = ()) -> list[dict]:
-    """A chat: system instructions, `shots` worked examples as user/assistant turns, then the question.
-
-    demos: more shots ({"question", "phrases", "triples"}: the demonstrations chosen for this question,
-    config demos="nearest"), after the fixed ones, so that what every question shares comes first.
-    form: "text" (the paper's Phrases/Triples lines) or "json" (the schema-constrained mode's form).
-    relations: the KG's relation names the reply's relations are constrained to (config `relation_vocabulary`);
-    the instructions then name them (`relation_vocabulary` in the yaml), since the shots' relations are free words."""
-    spec = load_prompt_file("simgrag_pattern.yaml")
-    families = spec["families"]
-    if family not in families:
-        raise ConfigError(f"unknown pattern family {family!r}: use one of {sorted(families)}.")
-    examples = families[family]
-    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
-        raise ConfigError(f"shots must be an integer in 0..{len(examples)} (the paper uses 4, 8 or 12), got {shots!r}.")
-    instructions = (spec.get("family_instructions") or {}).get(family, spec["instructions"])
-    system = reply_instructions(instructions, spec, form)
-    if relations:
-        system = system.rstrip("\n") + "\n" + spec["relation_vocabulary"].strip().format(relations=", ".join(relations))
-    chat = [{"role": "system", "content": system}]
-    for ex in list(examples[:shots]) + list(demos):
-        chat.append({"role": "user", "content": f"Question: {ex['question']}"})
-        chat.append({"role": "assistant", "content": render_pattern_answer(ex["phrases"], ex["triples"], form)})
-    chat.append({"role": "user", "content": f"Question: {question}"})
-    return chat

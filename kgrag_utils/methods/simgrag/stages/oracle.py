@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...errors import ConfigError
+from ....errors import ConfigError
 from .pattern import Pattern, PatternEdge, PatternNode
 
 __all__ = ["oracle_pattern", "chain_pattern", "branches_pattern", "gold_answer_ids", "simple_gold_answer_ids",
