@@ -29,7 +29,7 @@ from kgrag_utils.provenance import per_question
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
-from kgrag_utils.methods.simgrag.method import replay_gold_llm
+from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
 from kgrag_utils.methods.simgrag.stages.demos import own_type_counts, requested_answer_demos, requested_demos
 
 #: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)

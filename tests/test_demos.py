@@ -326,8 +326,8 @@ def test_simgrag_e2e_on_rewritten_questions(tmp_path):
 def test_vector_rerank_nearest_demos_on_kg_questions(movies2):
     """Rerank demonstrations from the dev split's gold chains: gold facts at the stated ids, after the fixed example."""
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
-    from kgrag_utils.methods.vector_rerank.demos import kg_rerank_demo, rerank_demo_pool
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.stages.demos import kg_rerank_demo, rerank_demo_pool
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank
     from kgrag_utils.methods.vector_rerank.prompts import rerank_prompt
 
     emb = WordsEmbedder()
@@ -375,7 +375,7 @@ def test_vector_rerank_demo_answer_reasons_with_its_gold_facts_within_the_schema
 
 
 def test_vector_rerank_nearest_refuses_on_passages_without_a_training_split():
-    from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
+    from kgrag_utils.methods.vector_rerank.stages.demos import rerank_demo_pool
 
     with pytest.raises(ConfigError, match="needs a training split.*demos='fixed'"):
         rerank_demo_pool(load_dataset("sample-passages"), WordsEmbedder())
@@ -419,7 +419,7 @@ def test_vector_rerank_crossfit_demos_on_passages():
     facts, records each question's fold, and the config refuses a crossfit pool without nearest demos."""
     from kgrag_utils.demos import crossfit_fold
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank
 
     passages = load_dataset("sample-passages", limit=12, seed=0)
     emb = WordsEmbedder()

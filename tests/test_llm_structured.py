@@ -121,7 +121,7 @@ def test_simgrag_run_records_a_prompt_too_long_question_as_that_questions_failur
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
-    from kgrag_utils.methods.simgrag.method import replay_gold_llm
+    from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
     from kgrag_utils.records import RunRecorder
 
     data = load_dataset("sample-movies-1hop", limit=3)

@@ -15,7 +15,7 @@ from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
-from kgrag_utils.methods.simgrag.method import replay_gold_llm
+from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
 from kgrag_utils.methods.simgrag.stages.generate import parse_verdict
 from kgrag_utils.methods.simgrag.prompts import build_verify_prompt
 from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, search_topk

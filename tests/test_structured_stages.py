@@ -266,7 +266,7 @@ def test_relation_vocabulary_refuses_a_kg_with_too_many_relation_names():
     from kgrag_utils.errors import ConfigError
     from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
-    from kgrag_utils.methods.simgrag import method
+    from kgrag_utils.methods.simgrag import method as simgrag_module
 
     from test_llm_structured import _HashEmbedder
 
@@ -274,12 +274,12 @@ def test_relation_vocabulary_refuses_a_kg_with_too_many_relation_names():
     retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
     llm = load_llm("fake", responses=lambda t: "{}", cache=False, structured="schema")
     method = SimGRAG(SimGRAGConfig(reader=False, relation_vocabulary=True), data.kg, retriever, llm, dataset=data.name)
-    method.RELATION_VOCABULARY_MAX, old = 3, method.RELATION_VOCABULARY_MAX
+    simgrag_module.RELATION_VOCABULARY_MAX, old = 3, simgrag_module.RELATION_VOCABULARY_MAX
     try:
         with pytest.raises(ConfigError, match="relation names, more than 3"):
             method.pattern_schema(data.items[0].question)
     finally:
-        method.RELATION_VOCABULARY_MAX = old
+        simgrag_module.RELATION_VOCABULARY_MAX = old
 
 
 def test_no_stage_evaluates_model_output():

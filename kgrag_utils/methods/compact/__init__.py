@@ -16,17 +16,21 @@ WebQSP and CWQ as released by RoG (`load_dataset("webqsp")`, `"cwq"`) have one s
 and no global KG: `QuestionKGs` serves each question its own, and the kNN vote learns from the
 training split's shortest topic-to-answer chains.
 
+The folder has the rooms of every method folder (docs/ARCHITECTURE.md#methods): `config`, `method` (the class),
+`record`, `summary`, `figures`, `published`, `prompts`, `ask`, `view` (the run explorer's), and `stages/` (the
+algorithm's own modules, listed in `stages/__init__.py`).
+
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
 `figures`, `published`); everything else is imported from its module.
 """
 
 from . import figures, published
 from .config import CompactConfig
-from .gate import gate_table
-from .knowledge import format_chain
-from .pipeline import Compact
+from .stages.gate import gate_table
+from .stages.knowledge import format_chain
+from .method import Compact
 from .record import CompactRecord
-from .rules import KinshipRuleKnowledge, compose_cky
+from .stages.rules import KinshipRuleKnowledge, compose_cky
 from .summary import scores, summarize
 
 __all__ = ["Compact", "CompactConfig", "CompactRecord", "summarize", "scores", "figures", "published",

@@ -5,13 +5,18 @@ a passage graph (TF-IDF keywords, KNN embeddings, shared entities, document node
 from TF-IDF seeds along reasoning paths, ranking each node's unvisited neighbours by similarity
 to the evidence the LLM says is needed next -> a reader that answers in a few words.
 
+The folder has the rooms of every method folder (docs/ARCHITECTURE.md#methods): `config`, `method` (the class),
+`record`, `summary`, `figures`, `published`, `prompts`, `ask`, `view` (the run explorer's), and `stages/` (the
+algorithm's own modules, listed in `stages/__init__.py`).
+
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
 `figures`, `published`); everything else is imported from its module.
 """
 
-from . import figures, published, sweeps
+from . import figures, published
+from .stages import sweeps
 from .config import KGPConfig
-from .pipeline import KGP
+from .method import KGP
 from .record import KGPRecord
 from .summary import scores, summarize
 

@@ -9,10 +9,9 @@
 FactKG (fact verification): `prepare` passes the KG's entity types to the retriever (the type-candidate
 rule), and a dataset whose task is "verify" (`dataset.traits.task`: FactKG) verifies claims.
 
-Modules: `pattern` (pattern graphs, parser, validation, prompt), `oracle` (gold patterns from
-chains), `gsd_search` (filtering, ordering, enumeration with an admissible bound), `type_candidates`
-(entity-type candidates for patterns without a named entity), `generate` (evidence lines, answer and
-verification prompts and parsers), `pipeline` (per-example records), `summary` (the summary hooks).
+The folder has the rooms of every method folder (docs/ARCHITECTURE.md#methods): `config`, `method` (the class),
+`record`, `summary`, `figures`, `published`, `prompts`, `ask`, `view` (the run explorer's), and `stages/` (the
+algorithm's own modules, listed in `stages/__init__.py`).
 
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
 `figures`, `published`); everything else is imported from its module.
