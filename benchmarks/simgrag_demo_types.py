@@ -9,7 +9,7 @@ script counts, for the seeded test sample of each hop (`load_dataset(name, "test
 sample), how many of the 8 chosen demonstrations have the question's type, once for the templated questions and
 once per rewriting of them (`--paraphrase`: the rule noise of kgrag_utils.datasets.paraphrase, seeded, as
 `benchmarks/simgrag_e2e.py --paraphrase`). The pool and the choice are the pipeline's own
-(`methods/simgrag/stages/demos.py`: `pattern_demo_pool`, `DemoPool.nearest`). No LLM runs here: what the model makes of
+(`methods/simgrag/demos.py`: `pattern_demo_pool`, `DemoPool.nearest`). No LLM runs here: what the model makes of
 the demonstrations is in the e2e runs' reports (`report.demonstrations.own_type`). Every wording is counted twice:
 with the question compared as written (`wordings`, the choice before kgrag_utils.spelling) and with its misspelt
 words respelt towards the pool's words first (`respelt`, `DemoPool(spelling=True)`, the default since 2026-12-04).

@@ -3,7 +3,7 @@
     python benchmarks/simgrag_demo_wording.py --out benchmarks/results/simgrag_demo_wording.json
 
 With nearest demonstrations (docs/DEMONSTRATIONS.md) a MetaQA question is shown training questions of its own
-template, each written as a pattern by `pattern_demo()` (kgrag_utils/methods/simgrag/stages/demos.py) in the words of
+template, each written as a pattern by `pattern_demo()` (kgrag_utils/methods/simgrag/demos.py) in the words of
 the prompt file's `demonstrations:` table (kgrag_utils/prompts/simgrag_pattern.yaml). A model that copies such a
 demonstration perfectly writes the question's own gold chain in those words. This script writes exactly that
 pattern for every question of the seeded test sample (`load_dataset(name, "test", limit, seed)`, the sample the

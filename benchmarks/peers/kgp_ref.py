@@ -11,7 +11,7 @@ k = 30, over exactly our per-question document sets (KGPConfig defaults: the que
 plus seeded distractors up to 700 passages, sentence windows for HotpotQA) and over our passage
 graphs (TF-IDF keywords, KNN over MiniLM, shared entities), so that each row compares one traversal
 with another on the same graph. Chunks are our retrieval texts ("title: text"). Scores: our recall@k
-and SF-EM@k (kgrag_utils.methods.kgp.stages.evaluation) of both sides' ranked passages.
+and SF-EM@k (kgrag_utils.methods.kgp.evaluation) of both sides' ranked passages.
 """
 
 from __future__ import annotations

@@ -16,12 +16,9 @@ WebQSP and CWQ as released by RoG (`load_dataset("webqsp")`, `"cwq"`) have one s
 and no global KG: `QuestionKGs` serves each question its own, and the kNN vote learns from the
 training split's shortest topic-to-answer chains.
 
-The folder has the rooms of every method folder (docs/ARCHITECTURE.md#methods): `config`, `method` (the class),
-`record`, `summary`, `figures`, `published`, `prompts`, `ask`, `view` (the run explorer's), and `stages/` (the
-algorithm's own modules, listed in `stages/__init__.py`).
-
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
-`figures`, `published`); everything else is imported from its module.
+`figures`, `published`); everything else is imported from its module: the rooms every method folder has
+(docs/ARCHITECTURE.md#methods), or `stages/` (the algorithm's own modules).
 """
 
 from . import figures, published

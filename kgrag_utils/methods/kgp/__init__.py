@@ -5,12 +5,9 @@ a passage graph (TF-IDF keywords, KNN embeddings, shared entities, document node
 from TF-IDF seeds along reasoning paths, ranking each node's unvisited neighbours by similarity
 to the evidence the LLM says is needed next -> a reader that answers in a few words.
 
-The folder has the rooms of every method folder (docs/ARCHITECTURE.md#methods): `config`, `method` (the class),
-`record`, `summary`, `figures`, `published`, `prompts`, `ask`, `view` (the run explorer's), and `stages/` (the
-algorithm's own modules, listed in `stages/__init__.py`).
-
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
-`figures`, `published`); everything else is imported from its module.
+`figures`, `published`); everything else is imported from its module: the rooms every method folder has
+(docs/ARCHITECTURE.md#methods), or `stages/` (the algorithm's own modules).
 """
 
 from . import figures, published

@@ -9,12 +9,9 @@
 FactKG (fact verification): `prepare` passes the KG's entity types to the retriever (the type-candidate
 rule), and a dataset whose task is "verify" (`dataset.traits.task`: FactKG) verifies claims.
 
-The folder has the rooms of every method folder (docs/ARCHITECTURE.md#methods): `config`, `method` (the class),
-`record`, `summary`, `figures`, `published`, `prompts`, `ask`, `view` (the run explorer's), and `stages/` (the
-algorithm's own modules, listed in `stages/__init__.py`).
-
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
-`figures`, `published`); everything else is imported from its module.
+`figures`, `published`); everything else is imported from its module: the rooms every method folder has
+(docs/ARCHITECTURE.md#methods), or `stages/` (the algorithm's own modules).
 """
 
 from . import figures, published

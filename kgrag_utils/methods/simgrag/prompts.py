@@ -61,6 +61,18 @@ def reply_instructions(instructions: str, spec: dict, form: str) -> str:
     return "\n".join(lines + [spec["reply_json"].strip()])
 
 
+def _family_shots(spec: dict, what: str, family: str, shots: int, label: str, hint: str = "") -> list[dict]:
+    """The first `shots` worked examples of a family of a prompt file; an unknown family or a count out of range is
+    refused in one line."""
+    families = spec["families"]
+    if family not in families:
+        raise ConfigError(f"unknown {what} family {family!r}: use one of {sorted(families)}.")
+    examples = families[family]
+    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
+        raise ConfigError(f"{label} must be an integer in 0..{len(examples)}{hint}, got {shots!r}.")
+    return list(examples[:shots])
+
+
 def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", form: str = "text",
                          relations: Sequence[str] | None = None, demos: Sequence[dict] = ()) -> list[dict]:
     """A chat: system instructions, `shots` worked examples as user/assistant turns, then the question.
@@ -71,18 +83,13 @@ def build_pattern_prompt(question: str, shots: int = 8, family: str = "movies", 
     relations: the KG's relation names the reply's relations are constrained to (config `relation_vocabulary`);
     the instructions then name them (`relation_vocabulary` in the yaml), since the shots' relations are free words."""
     spec = load_prompt_file("simgrag_pattern.yaml")
-    families = spec["families"]
-    if family not in families:
-        raise ConfigError(f"unknown pattern family {family!r}: use one of {sorted(families)}.")
-    examples = families[family]
-    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
-        raise ConfigError(f"shots must be an integer in 0..{len(examples)} (the paper uses 4, 8 or 12), got {shots!r}.")
+    examples = _family_shots(spec, "pattern", family, shots, "shots", " (the paper uses 4, 8 or 12)")
     instructions = (spec.get("family_instructions") or {}).get(family, spec["instructions"])
     system = reply_instructions(instructions, spec, form)
     if relations:
         system = system.rstrip("\n") + "\n" + spec["relation_vocabulary"].strip().format(relations=", ".join(relations))
     chat = [{"role": "system", "content": system}]
-    for ex in list(examples[:shots]) + list(demos):
+    for ex in examples + list(demos):
         chat.append({"role": "user", "content": f"Question: {ex['question']}"})
         chat.append({"role": "assistant", "content": render_pattern_answer(ex["phrases"], ex["triples"], form)})
     chat.append({"role": "user", "content": f"Question: {question}"})
@@ -111,14 +118,9 @@ def build_answer_prompt(question: str, lines: Sequence[str], family: str = "movi
     demos: more worked examples ({"question", "evidence", "answer"}: the demonstrations chosen for this question,
     config answer_demos="nearest") after the fixed ones, so that what every question shares comes first."""
     spec = load_prompt_file("simgrag_answer.yaml")
-    families = spec["families"]
-    if family not in families:
-        raise ConfigError(f"unknown answer family {family!r}: use one of {sorted(families)}.")
-    examples = families[family]
-    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= len(examples):
-        raise ConfigError(f"answer shots must be an integer in 0..{len(examples)}, got {shots!r}.")
+    examples = _family_shots(spec, "answer", family, shots, "answer shots")
     chat = [{"role": "system", "content": reply_instructions(spec["instructions"], spec, form)}]
-    for ex in list(examples[:shots]) + list(demos):
+    for ex in examples + list(demos):
         chat.append({"role": "user", "content": _user_turn(ex["question"], ex["evidence"])})
         chat.append({"role": "assistant", "content": render_answer(ex["answer"], form)})
     chat.append({"role": "user", "content": _user_turn(question, lines)})

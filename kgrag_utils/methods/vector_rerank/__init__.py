@@ -6,12 +6,9 @@
     records = method.run(ds.items, recorder=rec)
     summarize(records)           # Recall@2/@5 per variant: naive, expand, rerank, rerank-padded
 
-The folder has the rooms of every method folder (docs/ARCHITECTURE.md#methods): `config`, `method` (the class),
-`record`, `summary`, `figures`, `published`, `prompts`, `ask`, `view` (the run explorer's), and `stages/` (the
-algorithm's own modules, listed in `stages/__init__.py`).
-
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
-`figures`, `published`); everything else is imported from its module.
+`figures`, `published`); everything else is imported from its module: the rooms every method folder has
+(docs/ARCHITECTURE.md#methods), or `stages/` (the algorithm's own modules).
 """
 
 from . import figures, published

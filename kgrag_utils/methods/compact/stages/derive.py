@@ -65,14 +65,11 @@ class CompactDerivation:
             ctx = compact_context(kg, topic_ids, chain, cfg.max_facts or None, self.topic_policy)
         else:
             ctx = compact_context(kg, [], (), None)
-        derived = [str(x) for x in kg.entity_names[ctx.answers]]
         functional = relation_ids(kg, self.functional_names) if self.functional_names is not None else None
         cons = kg_consistency(kg, sel, ctx.edge_ids, cfg.rival_min_score, functional)
         gold = as_chain(q.chain) if q.chain else None
         golds = gold_chains(q)
         known = self._known_chains()
-        facts = kg.triples(ctx.edge_ids)
-        gold_norm = set(q.answers)
         rec = {
             "id": q.qid, "question": q.question, "topic_entities": list(q.topic_entities), "topic_missing": missing,
             "answers": list(q.answers), "answerable": q.answerable, "hops": q.hops, "qtype": q.qtype,
@@ -85,20 +82,8 @@ class CompactDerivation:
             "n_gold_chains": len(golds),
             "gold_chain_seen": bool(golds & known) if golds and known is not None else None,
             "derivable": sel.derivable,
-            "derived_answers": derived[:50], "derived_support": [float(s) for s in ctx.support[:50]],
-            "n_derived": len(derived),
-            "derived_hits@1": hits_at_1(derived, q.answers),
-            "compact_facts": [list(f) for f in facts], "n_facts": ctx.n_facts, "n_facts_full": ctx.n_facts_full,
-            "capped": ctx.capped, "answers_in_context": int(ctx.answers_in_context.size),
-            "compact_has_gold": bool(gold_norm & {t for f in facts for t in (f[0], f[2])}),
-            "consistency": cons.to_record(), "consistent": cons.consistent,
-            "seconds_derive": time.perf_counter() - t0,
         }
-        if per_question:
-            rec["subgraph_facts"] = int(kg.num_edges)
-        rec["derived_correct"] = bool(rec["derived_hits@1"] == 1.0)
-        rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
-        return rec
+        return self._finish_record(rec, q, kg, ctx, cons, t0, per_question)
 
     def _derive_conjunctive(self, q, proposals=None, kg=None, per_question: bool = False) -> dict:
         """Derive each branch's chain from its topic and intersect (see conjunctive.py); the record has
@@ -117,7 +102,6 @@ class CompactDerivation:
             ctx = conjunctive_context(kg, [t[0] for t in topics], chains, cfg.max_facts or None, self.topic_policy)
         else:
             ctx = compact_context(kg, [], (), None)
-        derived = [str(x) for x in kg.entity_names[ctx.answers]]
         functional = relation_ids(kg, self.functional_names) if self.functional_names is not None else None
         reports = [kg_consistency(kg, sel, ctx.edge_ids if b == 0 else [], cfg.rival_min_score, functional)
                    for b, sel in enumerate(sels)]  # functional conflicts once, over the whole context
@@ -127,8 +111,6 @@ class CompactDerivation:
         golds = [gold_chains(v) for v in views]
         correct = [(c in g) if g else None for c, g in zip(chains, golds)]
         sources = [top.source if top is not None else None for top in tops]
-        facts = kg.triples(ctx.edge_ids)
-        gold_norm = set(q.answers)
         rec = {
             "id": q.qid, "question": q.question, "topic_entities": list(q.topic_entities),
             "topic_missing": [m for t in topics for m in t[1]],
@@ -150,15 +132,24 @@ class CompactDerivation:
                           if sel.derivable else 0, "proposals": sel.tried}
                          for v, c, src, ok, sel in zip(views, chains, sources, correct, sels)],
             "derivable": derivable,
-            "derived_answers": derived[:50], "derived_support": [float(x) for x in ctx.support[:50]],
+        }
+        return self._finish_record(rec, q, kg, ctx, cons, t0, per_question)
+
+    def _finish_record(self, rec: dict, q, kg, ctx, cons, t0: float, per_question: bool) -> dict:
+        """The keys every KG-question record ends with (one chain or one per branch alike): the derived answers,
+        the compact facts, the consistency report, the timing and the gate's decision."""
+        derived = [str(x) for x in kg.entity_names[ctx.answers]]
+        facts = kg.triples(ctx.edge_ids)
+        rec.update({
+            "derived_answers": derived[:50], "derived_support": [float(s) for s in ctx.support[:50]],
             "n_derived": len(derived),
             "derived_hits@1": hits_at_1(derived, q.answers),
             "compact_facts": [list(f) for f in facts], "n_facts": ctx.n_facts, "n_facts_full": ctx.n_facts_full,
             "capped": ctx.capped, "answers_in_context": int(ctx.answers_in_context.size),
-            "compact_has_gold": bool(gold_norm & {t for f in facts for t in (f[0], f[2])}),
+            "compact_has_gold": bool(set(q.answers) & {t for f in facts for t in (f[0], f[2])}),
             "consistency": cons.to_record(), "consistent": cons.consistent,
             "seconds_derive": time.perf_counter() - t0,
-        }
+        })
         if per_question:
             rec["subgraph_facts"] = int(kg.num_edges)
         rec["derived_correct"] = bool(rec["derived_hits@1"] == 1.0)

@@ -23,14 +23,14 @@ from __future__ import annotations
 from typing import Sequence
 
 from .knn import KNNVote
-from .knowledge import Chain, ChainProposal, RelationKnowledge
+from .knowledge import BatchedKnowledge, Chain, ChainProposal
 from .lexicon import LiftLexicon
 from .spelling import SpellingCorrector
 
 __all__ = ["HybridKnowledge"]
 
 
-class HybridKnowledge(RelationKnowledge):
+class HybridKnowledge(BatchedKnowledge):
     """Spelling correction + lexicon templates + kNN vote (see the module docstring)."""
 
     name = "hybrid"
@@ -66,9 +66,6 @@ class HybridKnowledge(RelationKnowledge):
         self.knn.fit(items)
         self._fitted = True
         return self
-
-    def propose(self, item) -> list[ChainProposal]:
-        return self.propose_many([item])[0]
 
     def propose_many(self, items: Sequence) -> list[list[ChainProposal]]:
         self._require_fitted()

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from ....errors import ConfigError
-from .knowledge import Chain, ChainProposal, RelationKnowledge, as_chain
+from .knowledge import BatchedKnowledge, Chain, ChainProposal, as_chain
 from .lexicon import mask_topic, other_topics
 
 __all__ = ["KNNVote", "masked_text"]
@@ -33,7 +33,7 @@ def masked_text(question) -> str:
                                other_mark="[Y]").split())
 
 
-class KNNVote(RelationKnowledge):
+class KNNVote(BatchedKnowledge):
     """kNN chain vote over sentence embeddings (any object with `.encode(texts) -> (n, d)` L2-normalised)."""
 
     name = "knn"
@@ -82,9 +82,6 @@ class KNNVote(RelationKnowledge):
         self.vectors = np.asarray(self.embedder.encode([masked_text(q) for q in items]), dtype=np.float32)
         self._fitted = True
         return self
-
-    def propose(self, item) -> list[ChainProposal]:
-        return self.propose_many([item])[0]
 
     def propose_many(self, items: Sequence) -> list[list[ChainProposal]]:
         """Embed all questions at once, then vote per question."""

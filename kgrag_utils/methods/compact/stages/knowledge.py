@@ -22,7 +22,7 @@ from typing import Sequence
 
 from ....errors import ConfigError
 
-__all__ = ["Chain", "ChainProposal", "RelationKnowledge", "format_chain", "as_chain"]
+__all__ = ["BatchedKnowledge", "Chain", "ChainProposal", "RelationKnowledge", "format_chain", "as_chain"]
 
 #: A relation chain: ((relation, forward), ...); forward=False walks an edge from tail to head.
 Chain = tuple[tuple[str, bool], ...]
@@ -99,3 +99,15 @@ class RelationKnowledge(ABC):
     def _require_fitted(self) -> None:
         if not self._fitted:
             raise ConfigError(f"the {self.name} knowledge is not fitted: call .fit(train_items) first.")
+
+
+class BatchedKnowledge(RelationKnowledge):
+    """Relation knowledge that proposes for many items at once (`propose_many`, e.g. one embedding pass of the kNN
+    vote); one item's proposals are those of a batch of one."""
+
+    def propose(self, item) -> list[ChainProposal]:
+        return self.propose_many([item])[0]
+
+    @abstractmethod
+    def propose_many(self, items: Sequence) -> list[list[ChainProposal]]:
+        """Proposals for many items, in their order."""

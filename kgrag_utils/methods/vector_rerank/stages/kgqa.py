@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ....errors import ConfigError
 from ....metrics import containment, hits_at_1, normalize_answer
 from ....parsers import parse_answer_list
 from ..config import KGQA_VARIANT_LABELS, KGQA_VARIANTS, VectorRerankConfig
