@@ -53,7 +53,7 @@ def main(argv=None) -> dict:
     from kgrag_utils.datasets.arguments import (add_dataset_arguments, add_training_arguments, check_dataset_arguments,
                                                 dataset_from_args, training_from_args, training_record)
     from kgrag_utils.methods.compact import Compact, CompactConfig, gate_table, summarize
-    from kgrag_utils.methods.compact.tokens import load_token_counter
+    from kgrag_utils.methods.compact.stages.tokens import load_token_counter
     from kgrag_utils.methods.compact.config import KNOWLEDGE_SOURCES
     from kgrag_utils.provenance import per_question
     from kgrag_utils.records import environment_info, write_result

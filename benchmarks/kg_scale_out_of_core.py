@@ -42,9 +42,9 @@ import numpy as np
 
 from kgrag_utils.compressed_index import CompressedIndex, build_compressed_index, exact_topk
 from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
-from kgrag_utils.methods.simgrag.gsd_enumerate import GSDConfig, Incidence
-from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
-from kgrag_utils.methods.simgrag.scale_retriever import ScaleRetriever
+from kgrag_utils.methods.simgrag.stages.gsd_enumerate import GSDConfig, Incidence
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
+from kgrag_utils.methods.simgrag.stages.scale_retriever import ScaleRetriever
 from kgrag_utils.records import atomic_write_json, write_result
 from kgrag_utils.synthetic import synthetic_fact_chunks
 from kgrag_utils.synthetic_vectors import StructuredVectors

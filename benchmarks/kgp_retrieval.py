@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.kgp import KGPConfig
-    from kgrag_utils.methods.kgp import sweeps
+    from kgrag_utils.methods.kgp.stages import sweeps
 
     ds = dataset_from_args(args, limit=args.limit, seed=args.seed)
     shard = None
@@ -328,7 +328,7 @@ def merge_shards(paths: list[str], out_path: str) -> dict:
     """
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import IntegrityError
-    from kgrag_utils.methods.kgp.evaluation import metric_keys
+    from kgrag_utils.methods.kgp.stages.evaluation import metric_keys
     from kgrag_utils.methods.kgp import summarize
     from kgrag_utils.records import write_result
 
@@ -422,8 +422,8 @@ def reread(merged_path: str, out_path: str, run_name: str, llm_threads: int = 0,
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import IntegrityError
     from kgrag_utils.methods.kgp import KGP, KGPConfig
-    from kgrag_utils.methods.kgp.evaluation import metric_keys
-    from kgrag_utils.methods.kgp.evaluation import answer_metrics
+    from kgrag_utils.methods.kgp.stages.evaluation import metric_keys
+    from kgrag_utils.methods.kgp.stages.evaluation import answer_metrics
     from kgrag_utils.methods.kgp.prompts import reader_instruction
     from kgrag_utils.records import RunRecorder, write_result
     from kgrag_utils import metrics

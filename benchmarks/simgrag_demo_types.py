@@ -28,7 +28,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.datasets.paraphrase import NOISE_KINDS, noisy_questions
 from kgrag_utils.embeddings import load_embedder
 from kgrag_utils.methods.simgrag import SimGRAGConfig
-from kgrag_utils.methods.simgrag.demos import own_type_counts, pattern_demo_pool
+from kgrag_utils.methods.simgrag.stages.demos import own_type_counts, pattern_demo_pool
 from kgrag_utils.records import write_result
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")

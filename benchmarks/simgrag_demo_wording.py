@@ -41,10 +41,10 @@ from kgrag_utils.embeddings import load_embedder
 from kgrag_utils.metrics import normalize_answer
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag import SimGRAGConfig
-from kgrag_utils.methods.simgrag.demos import demo_wording, pattern_demo
-from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.oracle import oracle_pattern
-from kgrag_utils.methods.simgrag.pattern import Pattern, validate_pattern
+from kgrag_utils.methods.simgrag.stages.demos import demo_wording, pattern_demo
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever, embedding_text
+from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern, validate_pattern
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
 

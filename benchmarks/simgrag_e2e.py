@@ -27,10 +27,10 @@ from kgrag_utils import settings
 from kgrag_utils.metrics import wilson_interval
 from kgrag_utils.provenance import per_question
 from kgrag_utils.records import write_result
-from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
-from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
-from kgrag_utils.methods.simgrag.demos import own_type_counts, requested_answer_demos, requested_demos
+from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
+from kgrag_utils.methods.simgrag.stages.demos import own_type_counts, requested_answer_demos, requested_demos
 
 #: the 1.5B's prompt processing speed on the 2-core development machine (docs/MODELS.md#what-we-measured-on-the-cpu-models)
 PREFILL_TOK_S = 100.0
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     from kgrag_utils.datasets.arguments import (add_dataset_arguments, check_dataset_arguments, dataset_from_args,
                                                 evaluation_params)
     from kgrag_utils.llm import DEFAULT_CPU_PRESET, get_preset, load_llm
-    from kgrag_utils.methods.simgrag.gsd_search import resolve_index_kind
+    from kgrag_utils.methods.simgrag.stages.gsd_search import resolve_index_kind
     from kgrag_utils.records import RunRecorder, params_hash
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -276,8 +276,8 @@ def main(argv=None) -> int:
             settings_params.pop(opt, None)
     default = SimGRAGConfig()
     from kgrag_utils.embeddings import load_embedder
-    from kgrag_utils.methods.simgrag.demos import default_pool, wording_key
-    from kgrag_utils.methods.simgrag.pattern import pattern_family
+    from kgrag_utils.methods.simgrag.stages.demos import default_pool, wording_key
+    from kgrag_utils.methods.simgrag.stages.pattern import pattern_family
 
     family = pattern_family(data.traits.shot_family, data.kg.relation_names.tolist())
     pool, demos_note = default_pool(method_settings, data, load_embedder(args.embedder), family)

@@ -59,8 +59,8 @@ from pathlib import Path
 import numpy as np
 
 from kgrag_utils.datasets import load_dataset
-from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, search_topk
-from kgrag_utils.methods.simgrag.oracle import oracle_pattern
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, GSDRetriever, search_topk
+from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
 from kgrag_utils.metrics import normalize_answer
 from kgrag_utils.records import write_result
 

@@ -172,9 +172,9 @@ def _run(args, faiss) -> dict:
 
 def run_typed(args, kg, vectors: np.ndarray, rng: np.random.Generator) -> dict:
     """The type-candidate rule on the synthetic KG: patterns of two typed UNKNOWN nodes read off random facts."""
-    from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever
-    from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
-    from kgrag_utils.methods.simgrag.type_candidates import TypeIndex
+    from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, GSDRetriever
+    from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
+    from kgrag_utils.methods.simgrag.stages.type_candidates import TypeIndex
 
     n, d = kg.num_entities, vectors.shape[1]
     sizes = np.arange(1, args.types + 1, dtype=np.float64) ** -1.0

@@ -39,10 +39,10 @@ import numpy as np
 
 from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
 from kgrag_utils.records import write_result
-from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, gold_answer_ids, miss_class, oracle_pattern,
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, GSDRetriever, embedding_text
+from kgrag_utils.methods.simgrag.stages.oracle import (MISS_CLASSES, gold_answer_ids, miss_class, oracle_pattern,
                                                 simple_gold_answer_ids)
-from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
 from kgrag_utils.metrics import normalize_answer
 
 

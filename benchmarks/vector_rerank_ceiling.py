@@ -31,8 +31,8 @@ from kgrag_utils.records import write_result
 
 def oracle_rows(method, question, cap: int) -> dict:
     """One question's coverage and recalls at one candidate cap (the oracle picks gold candidates)."""
-    from kgrag_utils.methods.vector_rerank.expansion import cap_by_similarity, expand
-    from kgrag_utils.methods.vector_rerank.pipeline import gold_of
+    from kgrag_utils.methods.vector_rerank.stages.expansion import cap_by_similarity, expand
+    from kgrag_utils.methods.vector_rerank.method import gold_of
 
     cfg, index = method.config, method.index
     gold = gold_of(question, method.gold_key)
@@ -76,7 +76,7 @@ def summarize(rows: list[dict]) -> dict:
 def main(argv=None) -> int:
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank
     from kgrag_utils.progress import progress_bar
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -75,7 +75,7 @@ def chosen_positions(rec: dict, choice: str = "recorded") -> list[int]:
 def fills(method, rec: dict, choice: str = "recorded") -> dict[str, list[int]]:
     """The passage list of every fill order for one recorded question (the LLM's passages first), each ranked by
     the method's own `ranked_passages` (fill_order "passage", or "relation" for the first)."""
-    from kgrag_utils.methods.vector_rerank.expansion import expand
+    from kgrag_utils.methods.vector_rerank.stages.expansion import expand
 
     idx, k = method.index, method.config.final_k
     qv = idx.encode([rec["question"]])[0]
@@ -117,7 +117,7 @@ def _stats(values: list[float], naive: list[float]) -> dict:
 def main(argv=None) -> int:
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank
     from kgrag_utils.methods.vector_rerank.summary import pick_shape
     from kgrag_utils.progress import progress_bar
 

@@ -29,7 +29,7 @@ from kgrag_utils.datasets.arguments import (add_dataset_arguments, dataset_from_
 from kgrag_utils.embeddings import load_embedder  # noqa: E402
 from kgrag_utils.methods.vector_rerank.prompts import ANSWER_PROMPT_VERSION, DEMO_ANSWER_VERSION, PROMPT_VERSION
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
-from kgrag_utils.methods.vector_rerank.kgqa import kgqa_variants
+from kgrag_utils.methods.vector_rerank.stages.kgqa import kgqa_variants
 from kgrag_utils.records import RunRecorder, environment_info, params_hash, to_jsonable, write_result  # noqa: E402
 
 _KNOBS = ("entity_topk", "entity_min_score", "relation_topk", "degree", "candidate_cap", "select_n", "final_k",

@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     embedder = load_embedder(args.embedder)
     pool = None
     if cfg.demos == "nearest":  # refuses (one line) where the dataset has no training split with supporting facts
-        from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
+        from kgrag_utils.methods.vector_rerank.stages.demos import rerank_demo_pool
 
         pool = rerank_demo_pool(ds, embedder, pool=cfg.demo_pool)
     llm = None

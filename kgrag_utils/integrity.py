@@ -212,11 +212,14 @@ def _pin_problem(path: Path, entry: dict, pin: Pin | None, fix: str, accept_hint
     return None
 
 
-def files_match(base: Path | str, files: dict) -> bool:
-    """Every file of a marker (`{rel: {"size", "sha256"}}`) is in place with that size and sha256.
+def files_match(base: Path | str, files: dict | None) -> bool:
+    """Every file of a marker (`{rel: {"size", "sha256"}}`) is in place with that size and sha256; a marker without
+    files (none, empty, not a mapping) matches nothing.
 
     The sha256 is re-read only when a file's size or mtime changed, so the check is a stat per file.
     """
+    if not isinstance(files, dict) or not files:
+        return False
     base = Path(base)
     try:
         for rel, info in files.items():

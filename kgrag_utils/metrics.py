@@ -103,17 +103,18 @@ def _golds(golds: str | Iterable[str] | None) -> list[str]:
     return [g for g in golds if g is not None]
 
 
-def exact_match(pred: str | None, golds: str | Iterable[str]) -> float:
-    """1.0 when the normalised prediction equals some normalised gold answer; nan without gold."""
+def _against_golds(pred: str | None, golds: str | Iterable[str], score) -> float:
+    """`score(normalised prediction, gold answers)`; nan without gold, 0 for no (or an empty) prediction."""
     gold_list = _golds(golds)
     if not gold_list:
         return _NAN
-    if pred is None:
-        return 0.0
-    p = normalize_answer(pred)
-    if not p:
-        return 0.0
-    return float(any(p == normalize_answer(g) for g in gold_list))
+    p = normalize_answer(pred) if pred is not None else ""
+    return score(p, gold_list) if p else 0.0
+
+
+def exact_match(pred: str | None, golds: str | Iterable[str]) -> float:
+    """1.0 when the normalised prediction equals some normalised gold answer; nan without gold."""
+    return _against_golds(pred, golds, lambda p, gold_list: float(any(p == normalize_answer(g) for g in gold_list)))
 
 
 def _f1_tokens(pred_tokens: list[str], gold_tokens: list[str]) -> float:
@@ -130,15 +131,8 @@ def _f1_tokens(pred_tokens: list[str], gold_tokens: list[str]) -> float:
 
 def f1(pred: str | None, golds: str | Iterable[str]) -> float:
     """SQuAD token F1 against the best-matching gold answer; nan without gold, 0 for no prediction."""
-    gold_list = _golds(golds)
-    if not gold_list:
-        return _NAN
-    if pred is None:
-        return 0.0
-    pred_tokens = normalize_answer(pred).split()
-    if not pred_tokens:
-        return 0.0
-    return max(_f1_tokens(pred_tokens, normalize_answer(g).split()) for g in gold_list)
+    return _against_golds(pred, golds, lambda p, gold_list: max(_f1_tokens(p.split(), normalize_answer(g).split())
+                                                                for g in gold_list))
 
 
 def hits_at_1(pred_answers: Sequence[str] | str | None, golds: str | Iterable[str]) -> float:

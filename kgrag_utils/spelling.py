@@ -14,7 +14,7 @@ English knows the query word about as well as that vocabulary word: a real word 
 1 / `prior_ratio` of the candidate's. It is a noisy-channel rule: the channel is the edit distance, the
 prior English word frequency. Only the similarity text is respelt; the question the LLM reads is not.
 
-The one corrector of the project: compact relation selection's `SpellingCorrector` (methods/compact/spelling.py)
+The one corrector of the project: compact relation selection's `SpellingCorrector` (methods/compact/stages/spelling.py)
 is this class under another rule (`Respeller(vocabulary=counts, prior_ratio=None, min_length=4, max_edits=1)`:
 words of at least 4 letters, one edit, no English prior, the training vocabulary's commonest word first).
 """

@@ -1,4 +1,4 @@
-"""Compact's chain evaluation (config evaluation="chains", methods/compact/chain_eval.py): relation knowledge's
+"""Compact's chain evaluation (config evaluation="chains", methods/compact/stages/chain_eval.py): relation knowledge's
 proposed chains against the gold chains, without a KG or an LLM; on the released-format WebQSP / CWQ fixture.
 
 The embedder is a hashed bag of words (tests/stand_ins.py; no model).
@@ -14,9 +14,9 @@ from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.methods.compact import CompactConfig
-from kgrag_utils.methods.compact.chain_eval import (CHAIN_VARIANT, chain_records, chain_summary, evaluate_chains,
+from kgrag_utils.methods.compact.stages.chain_eval import (CHAIN_VARIANT, chain_records, chain_summary, evaluate_chains,
                                                     fit_chain_knowledge, reach_undirected, training_items)
-from kgrag_utils.methods.compact.knowledge import ChainProposal, RelationKnowledge
+from kgrag_utils.methods.compact.stages.knowledge import ChainProposal, RelationKnowledge
 from kgrag_utils.records import RunRecorder
 
 

@@ -12,11 +12,11 @@ from kgrag_utils.datasets import KGQuestion, load_dataset
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.kg import KG
 from kgrag_utils.methods.compact import CompactConfig, Compact, summarize
-from kgrag_utils.methods.compact.conjunctive import (branch_views, conjunctive_context, expand_branches,
+from kgrag_utils.methods.compact.stages.conjunctive import (branch_views, conjunctive_context, expand_branches,
                                                       select_conjunctive)
-from kgrag_utils.methods.compact.knowledge import ChainProposal
-from kgrag_utils.methods.compact.knn import masked_text
-from kgrag_utils.methods.compact.lexicon import OTHER_MARK, TOPIC_MARK, other_topics, question_tokens
+from kgrag_utils.methods.compact.stages.knowledge import ChainProposal
+from kgrag_utils.methods.compact.stages.knn import masked_text
+from kgrag_utils.methods.compact.stages.lexicon import OTHER_MARK, TOPIC_MARK, other_topics, question_tokens
 
 
 @pytest.fixture(scope="module")

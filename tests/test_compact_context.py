@@ -11,14 +11,14 @@ from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
-from kgrag_utils.methods.compact.knowledge import ChainProposal
+from kgrag_utils.methods.compact.stages.knowledge import ChainProposal
 from kgrag_utils.methods.compact import CompactConfig, gate_table
-from kgrag_utils.methods.compact.gate import choose_gate, gate_passes
-from kgrag_utils.methods.compact.context import compact_context, path_support, topk_context
-from kgrag_utils.methods.compact.checks import (context_derivation, functional_relations, kg_consistency,
+from kgrag_utils.methods.compact.stages.gate import choose_gate, gate_passes
+from kgrag_utils.methods.compact.stages.context import compact_context, path_support, topk_context
+from kgrag_utils.methods.compact.stages.checks import (context_derivation, functional_relations, kg_consistency,
                                                 select_derivable)
 from kgrag_utils.methods.compact.prompts import kgqa_prompt, kinship_prompt, parse_answers, parse_kinship_answer
-from kgrag_utils.methods.compact.context import choose_topic_policy, follow_chain
+from kgrag_utils.methods.compact.stages.context import choose_topic_policy, follow_chain
 from stand_ins import HashBOW
 
 TRIPLES = [

@@ -10,9 +10,9 @@ import pytest
 from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.compact.knn import KNNVote
-from kgrag_utils.methods.compact.lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
-from kgrag_utils.methods.compact.knowledge import as_chain
+from kgrag_utils.methods.compact.stages.knn import KNNVote
+from kgrag_utils.methods.compact.stages.lexicon import LiftLexicon, align_counts, mask_topic, question_tokens
+from kgrag_utils.methods.compact.stages.knowledge import as_chain
 from kgrag_utils.methods.compact import format_chain
 from stand_ins import HashBOW
 

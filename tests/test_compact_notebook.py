@@ -63,7 +63,7 @@ def test_notebook_runs_on_the_rog_fixtures_through_the_runner(dataset):
 def test_notebook_scores_chain_prediction_alone_through_the_runner():
     """evaluation="chains" (issue 48): no KG, no LLM; the knowledge learns from another dataset's training split
     (train_dataset) and the run record holds the chain metrics as score rows."""
-    from kgrag_utils.methods.compact.chain_eval import CHAIN_VARIANT
+    from kgrag_utils.methods.compact.stages.chain_eval import CHAIN_VARIANT
 
     out = runner.run_notebook(NOTEBOOK, {"dataset": "fixture-cwq-paths", "limit": 0, "evaluation": "chains",
                                          "train_dataset": "fixture-webqsp-paths", "knowledge": "knn", "reader": False},

@@ -12,7 +12,7 @@ from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.compact import Compact, CompactConfig, summarize
-from kgrag_utils.methods.compact.splits import split_validation, training_split
+from kgrag_utils.methods.compact.stages.splits import split_validation, training_split
 from kgrag_utils.records import RunRecorder
 from stand_ins import HashBOW
 

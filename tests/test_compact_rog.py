@@ -15,13 +15,13 @@ from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.compact import Compact, CompactConfig, summarize
-from kgrag_utils.methods.compact.knn import KNNVote
-from kgrag_utils.methods.compact.checks import kg_consistency, relation_ids, select_derivable
-from kgrag_utils.methods.compact.context import compact_context
-from kgrag_utils.methods.compact.graphs import QuestionKGs, functional_relation_names
-from kgrag_utils.methods.compact.knowledge import ChainProposal
-from kgrag_utils.methods.compact.pipeline import auto_knowledge, gold_chains, tune_lift_threshold
-from kgrag_utils.methods.compact.lexicon import LiftLexicon
+from kgrag_utils.methods.compact.stages.knn import KNNVote
+from kgrag_utils.methods.compact.stages.checks import kg_consistency, relation_ids, select_derivable
+from kgrag_utils.methods.compact.stages.context import compact_context
+from kgrag_utils.methods.compact.stages.graphs import QuestionKGs, functional_relation_names
+from kgrag_utils.methods.compact.stages.knowledge import ChainProposal
+from kgrag_utils.methods.compact.stages.fit import auto_knowledge, gold_chains, tune_lift_threshold
+from kgrag_utils.methods.compact.stages.lexicon import LiftLexicon
 from stand_ins import HashBOW
 
 ROG = ["fixture-webqsp", "fixture-cwq"]

@@ -8,8 +8,8 @@ import pytest
 from kgrag_utils.datasets.items import KinshipRules, KinshipStory
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.methods.compact import KinshipRuleKnowledge, compose_cky
-from kgrag_utils.methods.compact.rules import check_rules, story_graph
-from kgrag_utils.methods.compact.checks import kinship_consistency
+from kgrag_utils.methods.compact.stages.rules import check_rules, story_graph
+from kgrag_utils.methods.compact.stages.checks import kinship_consistency
 
 # CLUTRR's rules_store.yaml (family domain), as the loader reads it
 COMPOSITIONS = {

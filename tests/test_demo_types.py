@@ -32,7 +32,7 @@ def test_an_ambiguous_choice_gets_a_second_type_in_place_of_the_farthest():
 
 def test_the_pool_and_simgrag_choose_with_type_coverage():
     from kgrag_utils.methods.simgrag import SimGRAGConfig
-    from kgrag_utils.methods.simgrag.demos import demo_shots, demo_type, pattern_demo_pool
+    from kgrag_utils.methods.simgrag.stages.demos import demo_shots, demo_type, pattern_demo_pool
 
     data = load_dataset("sample-movies-2hop", split="test", limit=6, seed=0)
     pool = pattern_demo_pool(data, HashBOW())

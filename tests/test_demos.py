@@ -17,12 +17,12 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.demos import DemoPool, similarity_text
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
-from kgrag_utils.methods.simgrag.oracle import oracle_pattern
-from kgrag_utils.methods.simgrag.demos import pattern_demo, pattern_demo_pool, requested_answer_demos, requested_demos
-from kgrag_utils.methods.simgrag.pattern import load_prompt_file, render_pattern_answer
-from kgrag_utils.methods.simgrag.samples import merge_samples, vote
+from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
+from kgrag_utils.methods.simgrag.stages.demos import pattern_demo, pattern_demo_pool, requested_answer_demos, requested_demos
+from kgrag_utils.methods.simgrag.prompts import load_prompt_file, render_pattern_answer
+from kgrag_utils.methods.simgrag.stages.samples import merge_samples, vote
 
 
 class WordsEmbedder:
@@ -119,7 +119,7 @@ def test_a_demonstration_is_written_from_the_gold_chain_like_the_fixed_shots(mov
 
 def test_wording_key_follows_the_prompt_files_wording(monkeypatch):
     """A nearest-demonstration run's key holds the wording's hash: another wording is another run, not a resume."""
-    from kgrag_utils.methods.simgrag import demos
+    from kgrag_utils.methods.simgrag.stages import demos
 
     key = demos.wording_key("movies")
     assert key == demos.wording_key("movies") and len(key) == 8
@@ -273,7 +273,7 @@ def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monke
     own = report["demonstrations"]["own_type"]
     assert own["questions"] == 4 and own["demonstrations"] == 8
     assert own["of_own_type"] == sum(train_types[d] == r["qtype"] for r in records for d in r["pattern_demos"])
-    from kgrag_utils.methods.simgrag.demos import wording_key
+    from kgrag_utils.methods.simgrag.stages.demos import wording_key
 
     run = json.loads((settings.results_dir() / result["run"] / "run.json").read_text())
     assert run["params"]["demo_wording"] == wording_key("movies")  # in the resume key
@@ -326,8 +326,8 @@ def test_simgrag_e2e_on_rewritten_questions(tmp_path):
 def test_vector_rerank_nearest_demos_on_kg_questions(movies2):
     """Rerank demonstrations from the dev split's gold chains: gold facts at the stated ids, after the fixed example."""
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
-    from kgrag_utils.methods.vector_rerank.demos import kg_rerank_demo, rerank_demo_pool
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.stages.demos import kg_rerank_demo, rerank_demo_pool
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank
     from kgrag_utils.methods.vector_rerank.prompts import rerank_prompt
 
     emb = WordsEmbedder()
@@ -375,7 +375,7 @@ def test_vector_rerank_demo_answer_reasons_with_its_gold_facts_within_the_schema
 
 
 def test_vector_rerank_nearest_refuses_on_passages_without_a_training_split():
-    from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
+    from kgrag_utils.methods.vector_rerank.stages.demos import rerank_demo_pool
 
     with pytest.raises(ConfigError, match="needs a training split.*demos='fixed'"):
         rerank_demo_pool(load_dataset("sample-passages"), WordsEmbedder())
@@ -419,7 +419,7 @@ def test_vector_rerank_crossfit_demos_on_passages():
     facts, records each question's fold, and the config refuses a crossfit pool without nearest demos."""
     from kgrag_utils.demos import crossfit_fold
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank
 
     passages = load_dataset("sample-passages", limit=12, seed=0)
     emb = WordsEmbedder()
@@ -514,9 +514,9 @@ def test_answer_demos_show_training_questions_answered_from_their_gold_evidence(
 def test_an_answer_demonstration_answers_the_answer_node_never_a_bridge_entity(movies2, retriever):
     """A gold set may hold an entity the shown evidence has only mid-chain (MetaQA 3-hop: an actor of "films that share
     actors with [X]" who also directed a film); the shot answers what its subgraphs bind to the answer node."""
-    from kgrag_utils.methods.simgrag.demos import answer_demo
-    from kgrag_utils.methods.simgrag.generate import evidence_lines
-    from kgrag_utils.methods.simgrag.pattern import validate_pattern
+    from kgrag_utils.methods.simgrag.stages.demos import answer_demo
+    from kgrag_utils.methods.simgrag.stages.generate import evidence_lines
+    from kgrag_utils.methods.simgrag.stages.pattern import validate_pattern
 
     item = movies2.items[0]  # movie -> actor -> movie
     pattern = validate_pattern(oracle_pattern(item)).pattern

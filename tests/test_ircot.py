@@ -118,7 +118,7 @@ def _ircot_dataset(root) -> Dataset:
 
 
 def test_rerank_demo_shows_the_reasoning_sentences_as_the_gold_facts(tmp_path):
-    from kgrag_utils.methods.vector_rerank.demos import DEMO_FACT_CHARS, rerank_demo, reasoning_rerank_demo
+    from kgrag_utils.methods.vector_rerank.stages.demos import DEMO_FACT_CHARS, rerank_demo, reasoning_rerank_demo
 
     train = _ircot_dataset(_write(tmp_path))
     demo = reasoning_rerank_demo(train.items[0])
@@ -136,7 +136,7 @@ def test_rerank_demo_shows_the_reasoning_sentences_as_the_gold_facts(tmp_path):
 def test_ircot_pool_comes_from_the_benchmarks_ircot_dataset_and_refuses_others(tmp_path, monkeypatch):
     """demo_pool="ircot": DemoPool.build loads the IRCoT dataset named for the evaluated one (ircot.POOL_FOR)."""
     from kgrag_utils.datasets import registry
-    from kgrag_utils.methods.vector_rerank.demos import rerank_demo_pool
+    from kgrag_utils.methods.vector_rerank.stages.demos import rerank_demo_pool
 
     train = _ircot_dataset(_write(tmp_path))
     asked = []
@@ -182,8 +182,8 @@ def test_real_ircot_questions_are_not_evaluated_ones(real_data):
 
 @pytest.mark.realdata
 def test_real_musique_kgp_and_rerank_pools(real_data):
-    from kgrag_utils.methods.kgp.demos import agent_demo, agent_demo_pool
-    from kgrag_utils.methods.vector_rerank.demos import rerank_demo, rerank_demo_pool
+    from kgrag_utils.methods.kgp.stages.demos import agent_demo, agent_demo_pool
+    from kgrag_utils.methods.vector_rerank.stages.demos import rerank_demo, rerank_demo_pool
 
     evaluated = load_dataset("musique", split="test", limit=3, openie=False)
     for build in (rerank_demo_pool, agent_demo_pool):

@@ -15,8 +15,8 @@ from kgrag_utils import kg_disk
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
-from kgrag_utils.methods.simgrag.gsd_enumerate import Candidates, GSDConfig, Incidence, search_topk
-from kgrag_utils.methods.simgrag.pattern import Pattern
+from kgrag_utils.methods.simgrag.stages.gsd_enumerate import Candidates, GSDConfig, Incidence, search_topk
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern
 from kgrag_utils.synthetic import synthetic_fact_chunks
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from kgrag_utils.datasets.items import Passage, PassageQuestion
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.kgp.docsets import PassageCorpus, gold_units, split_document, split_sentences
+from kgrag_utils.methods.kgp.stages.docsets import PassageCorpus, gold_units, split_document, split_sentences
 
 
 def _doc(title: str, n_sent: int) -> Passage:

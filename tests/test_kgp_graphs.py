@@ -8,11 +8,11 @@ import scipy.sparse as sp
 
 from kgrag_utils.datasets.items import Passage, PassageQuestion
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.kgp.docsets import PassageCorpus
-from kgrag_utils.methods.kgp.graphs import PassageGraph, build_graph, knn_graph
-from kgrag_utils.methods.kgp.similarity import SetIndex
-from kgrag_utils.methods.kgp.entities import capitalised_names, entity_matrix, title_stem
-from kgrag_utils.methods.kgp.graphs import keyword_matrix, structural_edges
+from kgrag_utils.methods.kgp.stages.docsets import PassageCorpus
+from kgrag_utils.methods.kgp.stages.graphs import PassageGraph, build_graph, knn_graph
+from kgrag_utils.methods.kgp.stages.similarity import SetIndex
+from kgrag_utils.methods.kgp.stages.entities import capitalised_names, entity_matrix, title_stem
+from kgrag_utils.methods.kgp.stages.graphs import keyword_matrix, structural_edges
 
 
 def _set(docs: list[tuple[str, str]], rule: str = "paragraph"):

@@ -12,7 +12,7 @@ import pytest
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.kgp import KGP, KGPConfig
-from kgrag_utils.methods.kgp.sweeps import evaluate
+from kgrag_utils.methods.kgp.stages.sweeps import evaluate
 from kgrag_utils.datasets.registry import get_spec
 from kgrag_utils.methods.kgp.prompts import READER_INSTRUCTION_YES_NO
 

@@ -14,7 +14,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.kgp import KGP, KGPConfig, summarize
-from kgrag_utils.methods.kgp.evaluation import coverage_metrics
+from kgrag_utils.methods.kgp.stages.evaluation import coverage_metrics
 from kgrag_utils.methods.kgp.prompts import clean_answer, clean_evidence, evidence_prompt, reader_prompt
 
 

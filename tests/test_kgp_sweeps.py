@@ -12,9 +12,9 @@ import scipy.sparse as sp
 from kgrag_utils import settings
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.methods.kgp import KGP, KGPConfig
-from kgrag_utils.methods.kgp.graphs import PassageGraph
-from kgrag_utils.methods.kgp.docsets import GoldUnits
-from kgrag_utils.methods.kgp.sweeps import branching_sweep, density_sweep, graph_gold_stats
+from kgrag_utils.methods.kgp.stages.graphs import PassageGraph
+from kgrag_utils.methods.kgp.stages.docsets import GoldUnits
+from kgrag_utils.methods.kgp.stages.sweeps import branching_sweep, density_sweep, graph_gold_stats
 from stand_ins import benchmark_module
 
 

@@ -7,10 +7,10 @@ import pytest
 import scipy.sparse as sp
 
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.kgp.traversal import Evidence, flat_retrieve, path_order, traverse
+from kgrag_utils.methods.kgp.stages.traversal import Evidence, flat_retrieve, path_order, traverse
 from kgrag_utils.methods.kgp import KGPConfig
-from kgrag_utils.methods.kgp.graphs import PassageGraph
-from kgrag_utils.methods.kgp.similarity import SetIndex
+from kgrag_utils.methods.kgp.stages.graphs import PassageGraph
+from kgrag_utils.methods.kgp.stages.similarity import SetIndex
 
 # a bridge question: the seed names "Alf Clausen"; only the agent's evidence leads to his birth
 TEXTS = [

@@ -119,9 +119,9 @@ class _HashEmbedder:
 def test_simgrag_run_records_a_prompt_too_long_question_as_that_questions_failure(tmp_path):
     """issue 17 case 8: one 45k-character question in a run; the run goes on and records why."""
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
-    from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
+    from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
     from kgrag_utils.records import RunRecorder
 
     data = load_dataset("sample-movies-1hop", limit=3)

@@ -19,9 +19,9 @@ from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.compact import Compact, CompactConfig, summarize
-from kgrag_utils.methods.compact.knn import KNNVote
-from kgrag_utils.methods.compact.hybrid import HybridKnowledge
-from kgrag_utils.methods.compact.spelling import SpellingCorrector, within_one_edit
+from kgrag_utils.methods.compact.stages.knn import KNNVote
+from kgrag_utils.methods.compact.stages.hybrid import HybridKnowledge
+from kgrag_utils.methods.compact.stages.spelling import SpellingCorrector, within_one_edit
 from stand_ins import benchmark_module
 
 

@@ -241,6 +241,7 @@ def test_every_method_exposes_the_same_five_names_and_two_modules(spec):
     assert callable(pkg.summarize) and callable(pkg.scores)
     assert "TypedDict" in type(spec.record_type).__name__ or hasattr(spec.record_type, "__annotations__")
     assert callable(spec.published.rows) and spec.published.OUR_METRICS and spec.figures.__name__.endswith(".figures")
+    assert isinstance(spec.published.PAPER, dict) and spec.published.PAPER  # the paper's numbers, one name everywhere
     for row in spec.published.rows():
         assert row["method"] == spec.name and row["source"] and 0 <= row["value"] <= 100
 
@@ -349,16 +350,36 @@ def test_a_tiny_fake_llm_grid_writes_one_tidy_row_per_run(tmp_path):
         assert row["n"] == 2 and row["status"] == "ok"
 
 
+def _pipeline_files(folder: Path) -> list[Path]:
+    """method.py and the stages/ modules it imports, directly or through other stages."""
+    seen, todo = [], [folder / "method.py"]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.append(path)
+        text = path.read_text(encoding="utf-8")
+        pattern = r"^\s*from \.stages\.(\w+) import|^\s*from \.stages import (\w+)" if path.parent == folder \
+            else r"^\s*from \.(\w+) import|^\s*from \. import (\w+)"
+        todo += [folder / "stages" / f"{a or b}.py" for a, b in re.findall(pattern, text, re.M)]
+    return seen
+
+
 def test_the_stages_never_import_the_summary_hooks_and_nothing_calls_the_old_summary_names():
-    """One road from records to scores: a method's summary.py is pure functions its pipeline does not import,
-    and the old per-method summary functions are gone everywhere (package, benchmarks, tests, notebooks)."""
+    """One road from records to scores: a method's summary.py is pure functions its class (method.py) and the
+    stages it runs (the stages/ modules method.py imports, and theirs) do not import, and the old per-method summary
+    functions are gone everywhere (package, benchmarks, tests, notebooks). (A stages/ module that analyses finished
+    runs, such as kgp's sweeps, may summarize them.)"""
     root = Path(__file__).resolve().parents[1]
     for spec in METHODS:
         folder = root / Path(*spec.package.split("."))
         assert (folder / "summary.py").exists(), spec.name
-        pipeline = (folder / "pipeline.py").read_text(encoding="utf-8")
-        assert not re.search(r"^\s*from \.summary import|^\s*from \. import summary|import [\w.]*summary\b", pipeline,
-                             re.M), spec.name
+        for path in _pipeline_files(folder):
+            up = "." if path.parent == folder else ".."
+            text = path.read_text(encoding="utf-8")
+            dots = re.escape(up)
+            assert not re.search(rf"^\s*from {dots}summary import|^\s*from {dots} import .*\bsummary\b|"
+                                 rf"import [\w.]*{spec.name}\.summary\b", text, re.M), path
     old = re.compile(r"\bsummarize_(records|run|kgqa)\b|\bfrom \.protocol import\b|\bCompactMethod\b|\bSimGRAGSettings\b")
     files = [*root.glob("kgrag_utils/**/*.py"), *root.glob("benchmarks/**/*.py"), *root.glob("notebooks/*.ipynb"),
              *(p for p in root.glob("tests/*.py") if p.name != "test_protocol.py")]

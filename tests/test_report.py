@@ -198,7 +198,7 @@ def test_vector_rerank_losses_at_the_rerank_reach_the_report_and_match_the_explo
     unusable one at the reply."""
     import pandas as pd
 
-    from kgrag_utils.explore.views import vector_rerank as view
+    from kgrag_utils.methods.vector_rerank import view
     from kgrag_utils.methods.vector_rerank.summary import RERANK_LOSS_STAGE, RERANK_STAGE, stage_errors
 
     def rec(status, rerank, naive, failed=False):

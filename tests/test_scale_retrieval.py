@@ -12,10 +12,10 @@ from kgrag_utils.compressed_index import CompressedIndex, build_compressed_index
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
-from kgrag_utils.methods.simgrag.gsd_enumerate import GSDConfig, Incidence
-from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
-from kgrag_utils.methods.simgrag.pattern import Pattern
-from kgrag_utils.methods.simgrag.scale_retriever import ScaleRetriever
+from kgrag_utils.methods.simgrag.stages.gsd_enumerate import GSDConfig, Incidence
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern
+from kgrag_utils.methods.simgrag.stages.scale_retriever import ScaleRetriever
 from kgrag_utils.synthetic import synthetic_fact_chunks
 from kgrag_utils.synthetic_vectors import StructuredVectors
 

@@ -13,14 +13,16 @@ from kgrag_utils.datasets.registry import dataset_traits, get_spec
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
-from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
-from kgrag_utils.methods.simgrag.generate import build_verify_prompt, parse_verdict
-from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, search_topk
-from kgrag_utils.methods.simgrag.pattern import (Pattern, build_pattern_prompt, pattern_family, validate_pattern)
+from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
+from kgrag_utils.methods.simgrag.stages.generate import parse_verdict
+from kgrag_utils.methods.simgrag.prompts import build_verify_prompt
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, search_topk
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern, pattern_family, validate_pattern
+from kgrag_utils.methods.simgrag.prompts import build_pattern_prompt
 from kgrag_utils.methods.simgrag.config import resolve_task
-from kgrag_utils.methods.simgrag.type_candidates import TypeIndex, type_text
+from kgrag_utils.methods.simgrag.stages.type_candidates import TypeIndex, type_text
 from test_simgrag_gsd import brute_force, random_kg
 from stand_ins import benchmark_module
 
@@ -307,8 +309,8 @@ def test_failures_type_candidates_and_verdict_parsing_in_one_batch(fixture_factk
 
 
 def test_auto_index_is_ivf_at_dbpedia_scale_and_cached(monkeypatch):
-    from kgrag_utils.methods.simgrag import gsd_search
-    from kgrag_utils.methods.simgrag.gsd_search import auto_index_options, resolve_index_kind
+    from kgrag_utils.methods.simgrag.stages import gsd_search
+    from kgrag_utils.methods.simgrag.stages.gsd_search import auto_index_options, resolve_index_kind
 
     big = gsd_search.AUTO_IVF_MIN_ENTITIES
     assert resolve_index_kind("auto", big - 1) == "hnsw" and resolve_index_kind("auto", big) == "ivf"

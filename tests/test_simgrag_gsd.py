@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from kgrag_utils.kg import KG
-from kgrag_utils.methods.simgrag import gsd_enumerate, gsd_search
-from kgrag_utils.methods.simgrag.generate import evidence_lines
-from kgrag_utils.methods.simgrag.gsd_search import Candidates, GSDConfig, GSDRetriever, Incidence, search_topk
-from kgrag_utils.methods.simgrag.pattern import Pattern, PatternEdge, PatternNode
+from kgrag_utils.methods.simgrag.stages import gsd_enumerate, gsd_search
+from kgrag_utils.methods.simgrag.stages.generate import evidence_lines
+from kgrag_utils.methods.simgrag.stages.gsd_search import Candidates, GSDConfig, GSDRetriever, Incidence, search_topk
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
 
 
 def unit(rng, n, d):
@@ -375,7 +375,7 @@ def test_non_injective_search_prefers_a_simple_path_and_falls_back_to_a_walk_thr
 
 
 def test_auto_index_is_flat_for_small_kgs_and_a_cached_hnsw_for_large_ones(monkeypatch):
-    from kgrag_utils.methods.simgrag.gsd_search import resolve_index_kind
+    from kgrag_utils.methods.simgrag.stages.gsd_search import resolve_index_kind
 
     assert resolve_index_kind("auto", gsd_search.AUTO_HNSW_MIN_ENTITIES - 1) == "flat"
     assert resolve_index_kind("auto", gsd_search.AUTO_HNSW_MIN_ENTITIES) == "hnsw"
@@ -414,7 +414,7 @@ def test_time_limit_clock_is_the_threads_cpu_time_so_load_cannot_cut_a_search():
     """The compiled loop's clock is time.thread_time's: sleeping (a descheduled process) does not advance it."""
     import time as _time
 
-    from kgrag_utils.methods.simgrag import gsd_kernel
+    from kgrag_utils.methods.simgrag.stages import gsd_kernel
 
     if not gsd_kernel.CPU_CLOCK_IN_LOOP:
         pytest.skip("the in-loop clock is Linux-only")

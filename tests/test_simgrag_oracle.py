@@ -7,8 +7,8 @@ import numpy as np
 
 from kgrag_utils.datasets.items import KGQuestion
 from kgrag_utils.kg import KG
-from kgrag_utils.methods.simgrag.gsd_search import GSDConfig, GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.oracle import (MISS_CLASSES, branches_pattern, gold_answer_ids, miss_class, oracle_pattern,
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, GSDRetriever, embedding_text
+from kgrag_utils.methods.simgrag.stages.oracle import (MISS_CLASSES, branches_pattern, gold_answer_ids, miss_class, oracle_pattern,
                                                 simple_path_answers)
 from stand_ins import benchmark_module
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from kgrag_utils.errors import ConfigError
-from kgrag_utils.methods.simgrag.generate import build_answer_prompt, parse_answer
-from kgrag_utils.methods.simgrag.oracle import chain_pattern, oracle_pattern, qtype_node_types
-from kgrag_utils.methods.simgrag.pattern import (Pattern, build_pattern_prompt, load_prompt_file,
-                                                 parse_pattern_output, parse_unknown, pattern_family,
-                                                 validate_pattern)
+from kgrag_utils.methods.simgrag.stages.generate import parse_answer
+from kgrag_utils.methods.simgrag.prompts import build_answer_prompt
+from kgrag_utils.methods.simgrag.stages.oracle import chain_pattern, oracle_pattern, qtype_node_types
+from kgrag_utils.methods.simgrag.stages.pattern import Pattern, parse_pattern_output, parse_unknown, pattern_family, validate_pattern
+from kgrag_utils.methods.simgrag.prompts import build_pattern_prompt, load_prompt_file
 
 
 @pytest.mark.parametrize("label, expected", [

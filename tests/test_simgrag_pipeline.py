@@ -17,10 +17,10 @@ import pytest
 
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig, summarize
-from kgrag_utils.methods.simgrag.oracle import oracle_pattern
-from kgrag_utils.methods.simgrag.pipeline import replay_gold_llm
+from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
+from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
 from kgrag_utils.records import RunRecorder
 
 

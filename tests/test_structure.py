@@ -6,6 +6,10 @@
   config field's default value (`dataset: str = "sample-movies-2hop"`: the one place of that default).
 * `prepare` is a pure builder: it computes everything, then calls the constructor once; no attribute is
   assigned on the object it builds.
+* Every method folder has the same rooms (`FLOOR`: docs/ARCHITECTURE.md#methods) and one subpackage, `stages/`
+  (the algorithm's own modules); its `method.py` (the class) is at most 300 lines. The run explorer finds a
+  method's view through the registry (`view.py` beside the class), so no module of kgrag_utils/explore/views
+  is named after a method or names one.
 """
 
 from __future__ import annotations
@@ -104,3 +108,96 @@ def test_prepare_is_a_pure_builder():
             for p in sorted(METHODS.rglob("*.py"))
             for fn, line, target in attribute_assignments(p.read_text(encoding="utf-8"))]
     assert not hits, "prepare computes everything, then calls the constructor once:\n" + "\n".join(hits)
+
+
+#: the top-level modules of every method folder (kgrag_utils/methods/<m>/), beside its one subpackage `stages/`
+FLOOR = {"__init__", "config", "method", "record", "summary", "figures", "published", "prompts", "ask", "view"}
+METHOD_MAX_LINES = 300
+
+
+def method_folders() -> list[Path]:
+    return sorted(p for p in METHODS.iterdir() if (p / "__init__.py").is_file())
+
+
+def floor_problems(folder: Path) -> list[str]:
+    """What differs from the floor plan in one method folder (empty: none)."""
+    modules = {p.stem for p in folder.glob("*.py")}
+    packages = {p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    out = [f"{folder.name}: missing {sorted(FLOOR - modules)}" if FLOOR - modules else "",
+           f"{folder.name}: modules beyond the floor plan {sorted(modules - FLOOR)} (put them under stages/)"
+           if modules - FLOOR else "",
+           f"{folder.name}: subpackages {sorted(packages)}, expected ['stages']" if packages != {"stages"} else "",
+           f"{folder.name}: stages/ is no package" if not (folder / "stages" / "__init__.py").is_file() else ""]
+    method = folder / "method.py"
+    lines = method.read_text(encoding="utf-8").count("\n") if method.is_file() else 0
+    if lines > METHOD_MAX_LINES:
+        out.append(f"{folder.name}: method.py has {lines} lines, more than {METHOD_MAX_LINES}")
+    return [o for o in out if o]
+
+
+def test_the_floor_plan_scan_finds_a_stray_module_and_a_long_method(tmp_path):
+    folder = tmp_path / "toy"
+    (folder / "stages").mkdir(parents=True)
+    for name in FLOOR | {"stages/__init__"}:
+        (folder / f"{name}.py").write_text("")
+    assert floor_problems(folder) == []
+    (folder / "pipeline.py").write_text("")
+    (folder / "method.py").write_text("x = 1\n" * 301)
+    (folder / "prompts.py").unlink()
+    assert [p.split(":")[1].split()[0] for p in floor_problems(folder)] == ["missing", "modules", "method.py"]
+
+
+def test_every_method_folder_has_the_same_rooms():
+    folders = method_folders()
+    assert len(folders) >= 4, folders
+    problems = [p for f in folders for p in floor_problems(f)]
+    assert not problems, "\n".join(problems)
+
+
+def _registered_views() -> dict:
+    from kgrag_utils.methods.registry import entries
+
+    return {name: spec for name, spec in entries().items() if spec.kind in ("method", "tour")}
+
+
+def test_the_explorer_finds_each_method_view_through_the_registry():
+    from kgrag_utils.explore.views import view_for
+
+    specs = _registered_views()
+    assert {"simgrag", "compact", "vector_rerank", "kgp", "quickstart"} <= set(specs)
+    for name, spec in specs.items():
+        assert spec.view is not None and view_for(name) is spec.view, name
+        assert spec.view.__name__.startswith(spec.package + "."), name
+    assert view_for("report").__name__.endswith(".generic") and view_for("no-such-method").__name__.endswith(".generic")
+
+
+def test_no_module_of_the_explorer_views_names_a_method():
+    names = set(_registered_views())
+    hits = []
+    for path in sorted((ROOT / "kgrag_utils" / "explore" / "views").glob("*.py")):
+        if path.stem in names:
+            hits.append(f"{path.name}: named after a method")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                hits.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert not hits, "a method's view lives in its folder (view.py), found through the registry:\n" + "\n".join(hits)
+
+
+def test_every_method_picks_its_reader_from_one_mapping_of_dataset_kinds():
+    """The dataset-kind switch of a method is one mapping, `kinds` (kind -> the class that reads it), which
+    `prepare` reads through `Method.reader_for`; a kind not in it is refused in one line naming the kinds."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from kgrag_utils.errors import ConfigError
+
+    specs = {n: s for n, s in _registered_views().items() if s.kind == "method"}
+    for name, spec in specs.items():
+        cls = spec.method_class
+        assert cls.kinds and "kinds" in vars(cls), name
+        for kind in cls.kinds:
+            assert issubclass(cls.reader_for(SimpleNamespace(kind=kind, name="d")), cls), (name, kind)
+        with pytest.raises(ConfigError, match=r"reads .* datasets; 'd' is a nope dataset"):
+            cls.reader_for(SimpleNamespace(kind="nope", name="d"))
+    assert specs["vector_rerank"].method_class.reader_for(SimpleNamespace(kind="kgqa", name="d")).__name__ == "FactRerank"

@@ -16,8 +16,10 @@ from kgrag_utils.methods.compact.prompts import ANSWER_SCHEMA as COMPACT_ANSWER,
 from kgrag_utils.methods.compact.prompts import parse_kinship_answer
 from kgrag_utils.methods.kgp.prompts import READER_SCHEMA, clean_answer, reader_prompt, reader_schema
 from kgrag_utils.methods.simgrag import SimGRAGConfig
-from kgrag_utils.methods.simgrag.generate import ANSWER_SCHEMA, build_answer_prompt, parse_answer
-from kgrag_utils.methods.simgrag.pattern import PATTERN_SCHEMA, build_pattern_prompt, parse_pattern_output
+from kgrag_utils.methods.simgrag.stages.generate import ANSWER_SCHEMA, parse_answer
+from kgrag_utils.methods.simgrag.prompts import build_answer_prompt
+from kgrag_utils.methods.simgrag.stages.pattern import PATTERN_SCHEMA, parse_pattern_output
+from kgrag_utils.methods.simgrag.prompts import build_pattern_prompt
 from kgrag_utils.methods.vector_rerank import prompts as vr
 from kgrag_utils.parsers import parse_answer_list
 from stand_ins import benchmark_module
@@ -77,9 +79,9 @@ def test_parsers_read_the_json_forms_and_recover_replies_cut_by_the_token_limit(
 
 def test_simgrag_runs_in_schema_mode_with_json_replies_and_records_the_mode():
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
     from kgrag_utils.methods.simgrag import SimGRAG
-    from kgrag_utils.methods.simgrag.oracle import oracle_pattern
+    from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
 
     from test_llm_structured import _HashEmbedder
 
@@ -103,7 +105,7 @@ def test_simgrag_runs_in_schema_mode_with_json_replies_and_records_the_mode():
 
 
 def test_anchored_pattern_schema_requires_the_marked_entity_in_the_first_triple():
-    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, marked_entities
+    from kgrag_utils.methods.simgrag.stages.pattern import anchored_pattern_schema, marked_entities
 
     q = "who are movie co-writers of [Al Pacino]"
     assert marked_entities(q) == ["Al Pacino"] and marked_entities("who wrote it") == []
@@ -128,7 +130,8 @@ def test_anchored_pattern_schema_requires_the_marked_entity_in_the_first_triple(
 
 
 def test_every_movie_shot_is_valid_under_its_anchored_schema():
-    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, load_prompt_file
+    from kgrag_utils.methods.simgrag.stages.pattern import anchored_pattern_schema
+    from kgrag_utils.methods.simgrag.prompts import load_prompt_file
 
     for ex in load_prompt_file("simgrag_pattern.yaml")["families"]["movies"]:
         turn = json.dumps({"phrases": ex["phrases"], "triples": ex["triples"]})
@@ -139,7 +142,7 @@ def test_every_movie_shot_is_valid_under_its_anchored_schema():
 def test_llamacpp_turns_the_anchored_schema_into_a_grammar_naming_the_entity():
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema
+    from kgrag_utils.methods.simgrag.stages.pattern import anchored_pattern_schema
 
     gbnf = json_schema_to_gbnf(schema_text(anchored_pattern_schema('who wrote [The "Big" Sleep]')))
     const = [ln.split(" ::= ", 1)[1] for ln in gbnf.splitlines() if "Sleep" in ln]
@@ -149,9 +152,9 @@ def test_llamacpp_turns_the_anchored_schema_into_a_grammar_naming_the_entity():
 
 def test_simgrag_anchor_entity_sends_each_question_its_schema():
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
-    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema
+    from kgrag_utils.methods.simgrag.stages.pattern import anchored_pattern_schema
 
     from test_llm_structured import _HashEmbedder
 
@@ -174,7 +177,7 @@ def test_simgrag_anchor_entity_sends_each_question_its_schema():
 
 
 def test_relation_vocabulary_schema_allows_only_the_kg_relation_names():
-    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, pattern_schema
+    from kgrag_utils.methods.simgrag.stages.pattern import anchored_pattern_schema, pattern_schema
 
     rels = ["directed_by", "starred_actors", "written_by"]
     assert pattern_schema() is PATTERN_SCHEMA and pattern_schema([]) is PATTERN_SCHEMA
@@ -201,7 +204,7 @@ def test_relation_vocabulary_schema_allows_only_the_kg_relation_names():
 def test_llamacpp_turns_the_relation_vocabulary_into_a_grammar_of_those_names():
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    from kgrag_utils.methods.simgrag.pattern import anchored_pattern_schema, pattern_schema
+    from kgrag_utils.methods.simgrag.stages.pattern import anchored_pattern_schema, pattern_schema
 
     rels = ["directed_by", "written_by"]
     for schema in (pattern_schema(rels), anchored_pattern_schema("who wrote [Heat]", rels)):
@@ -211,7 +214,7 @@ def test_llamacpp_turns_the_relation_vocabulary_into_a_grammar_of_those_names():
 
 def test_simgrag_relation_vocabulary_constrains_and_names_the_kg_relations():
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
 
     from test_llm_structured import _HashEmbedder
@@ -261,9 +264,9 @@ def test_simgrag_relation_vocabulary_constrains_and_names_the_kg_relations():
 def test_relation_vocabulary_refuses_a_kg_with_too_many_relation_names():
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.errors import ConfigError
-    from kgrag_utils.methods.simgrag.gsd_search import GSDRetriever
+    from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
-    from kgrag_utils.methods.simgrag import pipeline
+    from kgrag_utils.methods.simgrag import method as simgrag_module
 
     from test_llm_structured import _HashEmbedder
 
@@ -271,12 +274,12 @@ def test_relation_vocabulary_refuses_a_kg_with_too_many_relation_names():
     retriever = GSDRetriever.from_embedder(data.kg, _HashEmbedder(), index_kind="flat")
     llm = load_llm("fake", responses=lambda t: "{}", cache=False, structured="schema")
     method = SimGRAG(SimGRAGConfig(reader=False, relation_vocabulary=True), data.kg, retriever, llm, dataset=data.name)
-    pipeline.RELATION_VOCABULARY_MAX, old = 3, pipeline.RELATION_VOCABULARY_MAX
+    simgrag_module.RELATION_VOCABULARY_MAX, old = 3, simgrag_module.RELATION_VOCABULARY_MAX
     try:
         with pytest.raises(ConfigError, match="relation names, more than 3"):
             method.pattern_schema(data.items[0].question)
     finally:
-        pipeline.RELATION_VOCABULARY_MAX = old
+        simgrag_module.RELATION_VOCABULARY_MAX = old
 
 
 def test_no_stage_evaluates_model_output():

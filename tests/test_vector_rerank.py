@@ -15,17 +15,17 @@ from kgrag_utils.datasets.items import Passage, PassageQuestion
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.vector_rerank.openie import triples_from_answer
+from kgrag_utils.methods.vector_rerank.stages.openie import triples_from_answer
 from kgrag_utils.datasets.registry import get_spec
 from kgrag_utils.methods.vector_rerank.config import VARIANTS, parse_variants
-from kgrag_utils.methods.vector_rerank.graph_index import GraphIndex
+from kgrag_utils.methods.vector_rerank.stages.graph_index import GraphIndex
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
-from kgrag_utils.methods.vector_rerank.expansion import cap_by_similarity, expand
+from kgrag_utils.methods.vector_rerank.stages.expansion import cap_by_similarity, expand
 from kgrag_utils.methods.vector_rerank.prompts import entity_prompt, rerank_prompt
-from kgrag_utils.methods.vector_rerank.openie import extract_openie, openie_store_path
-from kgrag_utils.methods.vector_rerank.query_entities import lexical_entities, parse_entity_answer
-from kgrag_utils.methods.vector_rerank.rerank import map_rerank_answer
-from kgrag_utils.methods.vector_rerank.corpus import pool_corpus
+from kgrag_utils.methods.vector_rerank.stages.openie import extract_openie, openie_store_path
+from kgrag_utils.methods.vector_rerank.stages.query_entities import lexical_entities, parse_entity_answer
+from kgrag_utils.methods.vector_rerank.stages.rerank import map_rerank_answer
+from kgrag_utils.methods.vector_rerank.stages.corpus import pool_corpus
 
 
 def hash_embedder() -> Embedder:
@@ -272,7 +272,7 @@ def test_summary_counts_picks_and_replies_that_count_down_the_list():
     ([[], []], 2, [], "none"),
 ])
 def test_rerank_vote(picks, n, chosen, rule):
-    from kgrag_utils.methods.vector_rerank.samples import vote
+    from kgrag_utils.methods.vector_rerank.stages.samples import vote
 
     got, votes, how = vote(picks, n)
     assert (got, how) == (chosen, rule)
@@ -363,7 +363,7 @@ def test_fill_orders_rank_the_candidates_passages(index, order):
 def test_passage_fill_puts_the_most_similar_passage_before_a_more_similar_relations_passage():
     """Two candidate relations: the more similar relation sits in a passage that is less similar to the question.
     "relation" ranks by the relation, "passage" by the passage."""
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank as VR
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank as VR
 
     class Stub:
         passage_vecs = np.array([[1.0, 0.0], [0.0, 1.0]])

@@ -15,12 +15,12 @@ from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods.vector_rerank.config import KGQA_VARIANTS
-from kgrag_utils.methods.vector_rerank.kgqa import FactRerank, fact_hits, kgqa_variants
-from kgrag_utils.methods.vector_rerank.graph_index import GraphIndex
+from kgrag_utils.methods.vector_rerank.stages.kgqa import FactRerank, fact_hits, kgqa_variants
+from kgrag_utils.methods.vector_rerank.stages.graph_index import GraphIndex
 from kgrag_utils.methods.vector_rerank import VectorRerankConfig, summarize
-from kgrag_utils.methods.vector_rerank.corpus import build_index
+from kgrag_utils.methods.vector_rerank.stages.corpus import build_index
 from kgrag_utils.methods.vector_rerank.figures import kgqa_results_table
-from kgrag_utils.methods.vector_rerank.query_entities import lexical_entities, marked_entities
+from kgrag_utils.methods.vector_rerank.stages.query_entities import lexical_entities, marked_entities
 from kgrag_utils.records import RunRecorder
 
 FACTS = [

@@ -11,7 +11,7 @@ import pytest
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.embeddings import Embedder
 from kgrag_utils.llm import load_llm
-from kgrag_utils.methods.vector_rerank.graph_index import GraphIndex
+from kgrag_utils.methods.vector_rerank.stages.graph_index import GraphIndex
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.methods.vector_rerank.config import MEASURED_NAIVE_MUSIQUE
-from kgrag_utils.methods.vector_rerank.graph_index import GraphIndex
+from kgrag_utils.methods.vector_rerank.stages.graph_index import GraphIndex
 from kgrag_utils.methods.vector_rerank import VectorRerank, VectorRerankConfig, summarize
-from kgrag_utils.methods.vector_rerank.expansion import expand
-from kgrag_utils.methods.vector_rerank.query_entities import lexical_entities
+from kgrag_utils.methods.vector_rerank.stages.expansion import expand
+from kgrag_utils.methods.vector_rerank.stages.query_entities import lexical_entities
 
 pytestmark = pytest.mark.realdata
 

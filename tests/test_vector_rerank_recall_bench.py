@@ -46,7 +46,7 @@ def test_the_rerank_ceiling_bounds_every_reranker(tmp_path):
 
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.vector_rerank import VectorRerankConfig
-    from kgrag_utils.methods.vector_rerank.pipeline import VectorRerank
+    from kgrag_utils.methods.vector_rerank.method import VectorRerank
 
     bench = benchmark_module("vector_rerank_ceiling")
     ds = load_dataset("sample-passages", split="test", limit=6, seed=0)

@@ -51,7 +51,7 @@ def parse_args(argv=None):
 def ours_and_sets(args, ds, sets_path: Path) -> dict:
     """Our traversals per question (tfidf baseline, no-LLM traversal on each graph) and the sets for the peer."""
     from kgrag_utils.methods.kgp import KGP, KGPConfig
-    from kgrag_utils.methods.kgp.evaluation import retrieval_metrics
+    from kgrag_utils.methods.kgp.stages.evaluation import retrieval_metrics
 
     graphs = [g for g in args.graphs.split(",") if g]
     base = KGPConfig(dataset=args.dataset, limit=args.limit, seed=args.seed, budget=args.k)
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from kgrag_utils import settings
     from kgrag_utils.datasets import load_dataset
-    from kgrag_utils.methods.kgp.evaluation import retrieval_metrics
+    from kgrag_utils.methods.kgp.stages.evaluation import retrieval_metrics
 
     ref = args.reference_dir
     if not (ref / "Pipeline" / "retriever.py").exists():

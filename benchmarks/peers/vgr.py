@@ -107,7 +107,7 @@ def setting_tag(args) -> str:
 
 
 def write_inputs(ds, work: Path) -> tuple[Path, Path]:
-    from kgrag_utils.methods.vector_rerank.graph_index import passage_text
+    from kgrag_utils.methods.vector_rerank.stages.graph_index import passage_text
 
     work.mkdir(parents=True, exist_ok=True)
     corpus, questions = work / "corpus.jsonl", work / "questions.jsonl"

@@ -53,7 +53,7 @@ def main(argv=None) -> int:
 
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.embeddings import _resolve
-    from kgrag_utils.methods.vector_rerank.graph_index import passage_text
+    from kgrag_utils.methods.vector_rerank.stages.graph_index import passage_text
     from kgrag_utils.metrics import recall_at_k
     from kgrag_utils.records import write_result
     from sentence_transformers import SentenceTransformer

@@ -83,12 +83,9 @@ def fixture_is_current(kind: str, root: Path | None = None) -> bool:
         return False
     if not isinstance(marker, dict) or marker.get("version") != FIXTURE_VERSION:
         return False
-    files = marker.get("files")
-    if not isinstance(files, dict) or not files:
-        return False
     from ..integrity import files_match
 
-    return files_match(base, files)  # size and sha256 (re-hashed only after a change of size or mtime)
+    return files_match(base, marker.get("files"))  # size and sha256 (re-hashed only after a change of size or mtime)
 
 
 def ensure_fixture(kind: str, force: bool = False) -> Path:

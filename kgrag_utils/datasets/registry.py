@@ -25,7 +25,7 @@ from .spec import DatasetSpec, missing
 from .traits import DatasetTraits, for_kind
 from .verify import real_root, verify_dataset
 
-__all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items",
+__all__ = ["DatasetSpec", "load_dataset", "list_datasets", "dataset_names", "get_spec", "sample_items", "register_dataset",
            "load_kg_file", "load_pq_file", "training_dataset", "dataset_traits"]
 
 
@@ -55,6 +55,19 @@ def _register(spec: DatasetSpec) -> None:
         traits = _SPECS[spec.twin].traits if spec.twin is not None else for_kind(spec.kind)
         spec = dataclasses.replace(spec, traits=traits)
     _SPECS[spec.name] = spec
+
+
+def register_dataset(spec: DatasetSpec) -> DatasetSpec:
+    """Register a dataset from its own loader module (docs/EXTENDING.md#recipes, "A dataset"), its traits resolved
+    as `_register` resolves them. A name registered with another loader is refused in one line (pick another
+    name): two datasets under one name cannot replace each other silently; the same module imported again can."""
+    if not isinstance(spec, DatasetSpec):
+        raise ConfigError(f"register_dataset takes a DatasetSpec, not {type(spec).__name__}.")
+    known = _SPECS.get(spec.name)
+    if known is not None and known.loader is not spec.loader:
+        raise ConfigError(f"dataset name {spec.name!r} is taken ({known.description}): give the dataset another name.")
+    _register(spec)
+    return _SPECS[spec.name]
 
 
 for _k in (1, 2, 3):

@@ -2,7 +2,7 @@
 
 For every example id in both runs, its outcome in each (status, failing stage, correct) comes from the
 outlines, so comparing two 1,000-question runs reads no record twice. "Diverged at" is the first stage
-(in pipeline order: `views/<method>.py: signature`) whose output differs between the two records, e.g.
+(in pipeline order: the method's `view.py: signature`) whose output differs between the two records, e.g.
 SimGRAG's pattern, compact's chain, KGP's seeds; it is computed for the changed examples only.
 """
 

@@ -249,6 +249,11 @@ class Method:
     #: the method's colour in cross-method figures, and a human name for tables
     color: ClassVar[str] = "#333333"
     label: ClassVar[str] = ""
+    #: the module beside the class that shows its records in the run explorer (`MethodSpec.view`)
+    view_module: ClassVar[str] = "view"
+    #: dataset kind -> the class that reads it: "" (this class) or "module:Class" beside it (e.g. vector rerank's
+    #: "stages.kgqa:FactRerank"); `prepare` picks it with `reader_for(dataset)`; empty: every kind, this class
+    kinds: ClassVar[Mapping[str, str]] = {}
 
     config: MethodConfig
     _llm: Any = None
@@ -270,6 +275,23 @@ class Method:
         """Build what the method needs once from a dataset (indexes, relation knowledge, passage graphs);
         the LLM is `config`'s preset, loaded on first use, unless one is given."""
         raise NotImplementedError(f"{cls.__name__} does not define prepare(config, dataset, *, llm=None, embedder=None).")
+
+    @classmethod
+    def reader_for(cls, dataset) -> "type[Method]":
+        """The class that reads `dataset`, from `kinds` (the one dataset-kind switch of a method, made in `prepare`);
+        a kind the method does not read is refused in one line naming the kinds it reads."""
+        kind = getattr(dataset, "kind", None)
+        if not cls.kinds:
+            return cls
+        if kind not in cls.kinds:
+            raise ConfigError(f"{cls.label or cls.name} reads {' or '.join(cls.kinds)} datasets; "
+                              f"{getattr(dataset, 'name', dataset)!r} is a {kind} dataset: pick one of those kinds "
+                              "(`kgrag data list`).")
+        where = cls.kinds[kind]
+        if not where:
+            return cls
+        module, _, name = where.partition(":")
+        return getattr(importlib.import_module(f"{cls.__module__.rpartition('.')[0]}.{module}"), name)
 
     # ------------------------------------------------------------------ summary hooks
     @classmethod

@@ -11,8 +11,8 @@ A method registers itself: every `base.Method` subclass that sets its own `noteb
 (`base.REGISTERED`), and the registry imports each module and package of `kgrag_utils.methods` once to run those
 class statements (`_discover`). Each entry is read from its class's attributes (`name`, `notebook`, `kind`,
 `config_class`, `record_type`, `headline`, `color`, `label`); the method's package beside the class holds
-`summary.py` (its summary hooks), `published.py` (the paper's numbers: `rows()`, `OUR_METRICS`) and
-`figures.py`. A fifth method is one folder with its class, and one notebook: no line here.
+`summary.py` (its summary hooks), `published.py` (the paper's numbers: `rows()`, `OUR_METRICS`),
+`figures.py` and `view.py` (the run explorer's view of its records). A fifth method is one folder with its class, and one notebook: no line here.
 
 `kind` is "method" for the four methods and "tour" for the quickstart (scored, no config class). The report and
 the run explorer are notebooks, not methods: `NotebookEntry` (kind "report": they read other runs; never scored).
@@ -22,6 +22,7 @@ The registry is built on first use, so importing this module imports no method.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from dataclasses import dataclass
 from functools import lru_cache
@@ -99,6 +100,17 @@ class MethodSpec(_Listed):
     def figures(self):
         return importlib.import_module(f"{self.package}.figures")
 
+    @property
+    def view(self):
+        """The run explorer's view of the method's records: the module `view_module` beside its class (`view.py`
+        in the method's folder), or None where there is none (the explorer then shows the generic view)."""
+        module = f"{self.package}.{self.method_class.view_module}"
+        try:
+            found = bool(self.package) and importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # the class's module is no package's (a test's module)
+            found = False
+        return importlib.import_module(module) if found else None
+
 
 @dataclass(frozen=True)
 class NotebookEntry(_Listed):
@@ -112,6 +124,7 @@ class NotebookEntry(_Listed):
     color: str = "#333333"
     config_class: None = None
     record_type: None = None
+    view: None = None
 
 
 #: the notebooks that are no method (they read other runs)

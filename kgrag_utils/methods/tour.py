@@ -105,6 +105,7 @@ class Quickstart(Method):
     kind = "tour"
     color = "#666666"
     label = "quickstart (oracle-chain reader)"
+    view_module = "tour_view"  # the run explorer's view of its records, beside this module
 
     @classmethod
     def summary_hooks(cls) -> SummaryHooks:

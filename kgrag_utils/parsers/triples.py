@@ -134,12 +134,19 @@ def _triples_from_brackets(text: str, offset: int = 0, depth: int = 0) -> list[t
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.):]|\(\d+\))\s*")
 
 
-def _triples_from_pipes(text: str, skip_lines: set[int]) -> list[tuple[int, tuple[str, str, str]]]:
-    found, pos = [], 0
+def _numbered_lines(text: str, skip_lines: set[int]):
+    """(offset of its first character, line) of each line of `text` whose number is not in `skip_lines`."""
+    pos = 0
     for lineno, line in enumerate(text.split("\n")):
-        start = pos
+        if lineno not in skip_lines:
+            yield pos, line
         pos += len(line) + 1
-        if lineno in skip_lines or line.count("|") < 2:
+
+
+def _triples_from_pipes(text: str, skip_lines: set[int]) -> list[tuple[int, tuple[str, str, str]]]:
+    found = []
+    for start, line in _numbered_lines(text, skip_lines):
+        if line.count("|") < 2:
             continue
         body = _BULLET.sub("", line).strip().strip("|")
         parts = [_clean(p) for p in body.split("|")]
@@ -157,12 +164,8 @@ _BARE_LINE = re.compile(r"[(\[]?([^,()\[\]|]+),([^,()\[\]|]+),([^,()\[\]|]+)")
 
 
 def _bare_comma_lines(text: str, skip_lines: set[int]) -> list[tuple[int, tuple[str, str, str]]]:
-    found, pos = [], 0
-    for lineno, line in enumerate(text.split("\n")):
-        start = pos
-        pos += len(line) + 1
-        if lineno in skip_lines:
-            continue
+    found = []
+    for start, line in _numbered_lines(text, skip_lines):
         body = _BULLET.sub("", line).strip()
         if body[-1:] in (")", "]"):
             body = body[:-1].rstrip()

@@ -1,31 +1,31 @@
-"""One view per method: how its records read as outline rows, panels and stage signatures.
+"""The explorer's view of a method's records: how they read as outline rows, panels and stage signatures.
 
-A view module has `outline(rec) -> dict` (see `..outcome`), `panels(rec) -> list[Panel]` (the example's
+A method's view is the module `view.py` beside its class (`kgrag_utils/methods/<m>/view.py`, found through the
+registry: `MethodSpec.view`); this package holds what every view shares (`common`) and the view of a method
+without one of its own (`generic`: its record's keys as a table). A view module has `outline(rec) -> dict` (see `..outcome`), `panels(rec) -> list[Panel]` (the example's
 stages in the method's own terms) and `signature(rec) -> list[(stage, value)]` (what each stage produced,
 in pipeline order: two runs' records first differ at the stage where their outcomes parted,
-`..compare`). A method's view is the module named after it (the method name its run records carry, e.g.
-`simgrag.py`); a method without one gets `generic` (its record's keys as a table).
+`..compare`).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
 from types import ModuleType
 from typing import Mapping
 
 __all__ = ["view_for", "panels_of", "view_failure", "VIEW_FAILED"]
 
-#: modules of this package that are no method's view
-_SHARED = ("common", "generic")
-
 
 def view_for(method: str) -> ModuleType:
-    """The view module of a method: the module of its name here, else the generic view."""
-    name = str(method)
-    own = name.isidentifier() and name not in _SHARED and importlib.util.find_spec(f"{__name__}.{name}") is not None
-    return importlib.import_module(f"{__name__}.{name if own else 'generic'}")
+    """The view module of a method (the name its run records carry): the registered method's own view, else the
+    generic view (an unregistered name, a notebook that is no method, a method without a view.py)."""
+    from ...methods.registry import entries
+
+    spec = entries().get(str(method))
+    view = getattr(spec, "view", None)
+    return view if view is not None else importlib.import_module(f"{__name__}.generic")
 
 
 def panels_of(view: ModuleType, rec: Mapping, passages: Mapping[str, str] | None = None) -> list:

@@ -17,16 +17,17 @@ and no global KG: `QuestionKGs` serves each question its own, and the kNN vote l
 training split's shortest topic-to-answer chains.
 
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
-`figures`, `published`); everything else is imported from its module.
+`figures`, `published`); everything else is imported from its module: the rooms every method folder has
+(docs/ARCHITECTURE.md#methods), or `stages/` (the algorithm's own modules).
 """
 
 from . import figures, published
 from .config import CompactConfig
-from .gate import gate_table
-from .knowledge import format_chain
-from .pipeline import Compact
+from .stages.gate import gate_table
+from .stages.knowledge import format_chain
+from .method import Compact
 from .record import CompactRecord
-from .rules import KinshipRuleKnowledge, compose_cky
+from .stages.rules import KinshipRuleKnowledge, compose_cky
 from .summary import scores, summarize
 
 __all__ = ["Compact", "CompactConfig", "CompactRecord", "summarize", "scores", "figures", "published",

@@ -15,7 +15,7 @@ from typing import Literal
 
 from ...errors import ConfigError
 from ..base import MethodConfig
-from .gate import GATES
+from .stages.gate import GATES
 
 __all__ = ["CompactConfig", "KNOWLEDGE_SOURCES", "CONTEXTS"]
 

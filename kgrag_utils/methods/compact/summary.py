@@ -16,7 +16,7 @@ from ...metrics import CONTAINMENT, HITS1
 from .. import summary as shared
 from ..scoring import cost, mean, num
 from ..summary import SummaryHooks, record_value
-from .statistics import derivation_statistics, kind_of
+from .stages.statistics import derivation_statistics, kind_of
 
 __all__ = ["HOOKS", "VARIANTS", "summarize", "scores", "record_scores", "cost_of", "stage_counts"]
 

@@ -6,12 +6,14 @@ from TF-IDF seeds along reasoning paths, ranking each node's unvisited neighbour
 to the evidence the LLM says is needed next -> a reader that answers in a few words.
 
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
-`figures`, `published`); everything else is imported from its module.
+`figures`, `published`); everything else is imported from its module: the rooms every method folder has
+(docs/ARCHITECTURE.md#methods), or `stages/` (the algorithm's own modules).
 """
 
-from . import figures, published, sweeps
+from . import figures, published
+from .stages import sweeps
 from .config import KGPConfig
-from .pipeline import KGP
+from .method import KGP
 from .record import KGPRecord
 from .summary import scores, summarize
 

@@ -8,9 +8,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ...plotting import place_labels
-from .docsets import GoldUnits
-from .graphs import PassageGraph
-from .traversal import TraversalResult
+from .stages.docsets import GoldUnits
+from .stages.graphs import PassageGraph
+from .stages.traversal import TraversalResult
 
 __all__ = ["example_nodes", "draw_traversal", "plot_density_sweep", "plot_branching_sweep", "plot_recall_curves"]
 

@@ -7,7 +7,7 @@ Table 2: the traversal agent ablation (F1) with the same reader.
 
 from __future__ import annotations
 
-__all__ = ["TABLE1_F1", "TABLE2_AGENT_F1", "PAPER_SETUP", "OUR_METRICS", "published_frame", "rows"]
+__all__ = ["PAPER", "TABLE1_F1", "TABLE2_AGENT_F1", "PAPER_SETUP", "OUR_METRICS", "published_frame", "rows"]
 
 PAPER_SETUP = ("published: ChatGPT reader, 30 passages, 12-document sets (TAGME graph for KGP), "
                "SQuAD F1 (x100), ~500 dev questions per dataset")
@@ -29,6 +29,9 @@ TABLE2_AGENT_F1 = {
     "LLaMA-7B": {"hotpotqa": 66.3, "2wiki": 52.5, "musique": 40.0},
     "T5-Large": {"hotpotqa": 66.8, "2wiki": 53.5, "musique": 41.2},
 }
+
+#: the paper's numbers (the name every method's published.py gives them): its two tables by name
+PAPER = {"table 1 (F1)": TABLE1_F1, "table 2, traversal agents (F1)": TABLE2_AGENT_F1}
 
 
 def published_frame(table: dict):

@@ -19,7 +19,7 @@ from .. import summary as shared
 from ..scoring import cost, num
 from ..summary import SummaryHooks, record_value
 from .config import DEFAULT_KS
-from .evaluation import metric_keys
+from .stages.evaluation import metric_keys
 
 __all__ = ["HOOKS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of", "variant_of",
            "uses_llm", "run_ks", "run_reader"]

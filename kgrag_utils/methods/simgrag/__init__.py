@@ -9,18 +9,14 @@
 FactKG (fact verification): `prepare` passes the KG's entity types to the retriever (the type-candidate
 rule), and a dataset whose task is "verify" (`dataset.traits.task`: FactKG) verifies claims.
 
-Modules: `pattern` (pattern graphs, parser, validation, prompt), `oracle` (gold patterns from
-chains), `gsd_search` (filtering, ordering, enumeration with an admissible bound), `type_candidates`
-(entity-type candidates for patterns without a named entity), `generate` (evidence lines, answer and
-verification prompts and parsers), `pipeline` (per-example records), `summary` (the summary hooks).
-
 The package exports what a notebook uses (the method, its config and record types, `summarize`, `scores`,
-`figures`, `published`); everything else is imported from its module.
+`figures`, `published`); everything else is imported from its module: the rooms every method folder has
+(docs/ARCHITECTURE.md#methods), or `stages/` (the algorithm's own modules).
 """
 
 from . import figures, published
 from .config import SimGRAGConfig
-from .pipeline import SimGRAG
+from .method import SimGRAG
 from .record import SimGRAGRecord
 from .summary import scores, summarize
 

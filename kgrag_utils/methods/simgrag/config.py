@@ -12,7 +12,7 @@ from ...datasets.traits import DatasetTraits
 from ...demos import DEMO_SPELLING, DEMO_TYPE_MARGIN
 from ...errors import ConfigError
 from ..base import MethodConfig
-from .gsd_search import GSDConfig
+from .stages.gsd_search import GSDConfig
 
 __all__ = ["SimGRAGConfig", "PATTERN_SOURCES", "TASKS", "PRESET_DEMOS", "resolve_task"]
 

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from .record import STAGES
-from .published import PAPER, PAPER_NOTE, PAPER_NOTE_VERIFY, paper_table
+from .published import PAPER, PAPER_NOTE, PAPER_NOTE_VERIFY
 
 __all__ = ["comparison_table", "gsd_terms_table", "draw_worked_example",
            "stage_error_figure", "latency_figure"]

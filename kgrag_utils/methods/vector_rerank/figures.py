@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from .config import VARIANT_LABELS
-from .published import PUBLISHED_RECALL5, PUBLISHED_SETUP
-from .kgqa import KGQA_VARIANT_LABELS
-from .expansion import expand
+from .published import PAPER, PUBLISHED_SETUP
+from .stages.kgqa import KGQA_VARIANT_LABELS
+from .stages.expansion import expand
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from .graph_index import GraphIndex
+    from .stages.graph_index import GraphIndex
 
 __all__ = ["results_table", "kgqa_results_table", "recall_curve_frame", "expansion_sizes", "worked_example_edges"]
 
@@ -31,7 +31,7 @@ def results_table(summary: dict, dataset: str, setup: str) -> "pd.DataFrame":
         rows.append({"source": f"ours ({setup})", "variant": v, "Recall@2": round(100 * s["recall@2"], 1),
                      "Recall@5": round(100 * s["recall@5"], 1), "n": s["n"], "n_failed": s["n_failed"],
                      "passages/question": round(s["mean_passages"], 2), "what": VARIANT_LABELS[v]})
-    for name, r5 in (PUBLISHED_RECALL5.get(dataset) or {}).items():
+    for name, r5 in (PAPER.get(dataset) or {}).items():
         rows.append({"source": _PUBLISHED_SETUP, "variant": name, "Recall@2": np.nan, "Recall@5": r5, "n": np.nan,
                      "n_failed": np.nan, "passages/question": np.nan, "what": "as published"})
     return pd.DataFrame(rows)
