@@ -12,6 +12,7 @@ a published table differs from what those records give (`kgrag repro TABLE --che
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -96,18 +97,20 @@ def _shown(value: Any, cell: Cell | Published, p: Plan) -> str:
     return f"{float(value) * scale:.{p.spec.digits}f}"
 
 
-def _where(tr: TableRow, p: Plan) -> str:
+def _where(tr: TableRow, p: Plan, base: Path | None) -> str:
+    if tr.status == "ok" and base is not None:  # published: the committed record
+        return f"[{tr.run_name}]({os.path.relpath(published_records() / tr.run_name / RUN_FILE, base)})"
     if tr.status == "ok":
         return f"[{tr.run_name}]({tr.run_name}.ipynb)"
     return f"not regenerated here ({tr.status}): `{p.command(rows=tr.run_name.split('@')[0])}`"
 
 
-def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = None) -> str:
-    """The table in Markdown: a row per run, its cells, and the run (linked to its executed notebook), or the
-    command that regenerates a row whose run has no finished record."""
+def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = None, base: Path | None = None) -> str:
+    """The table in Markdown: a row per run, its cells, and the run (linked to its executed notebook, or, published
+    in a file of folder `base`, to its committed record), or the command that regenerates a row without a record."""
     rows = table_rows(p, records) if rows is None else rows
     spec = p.spec
-    head = ["row", *spec.columns, "run (executed notebook)"]
+    head = ["row", *spec.columns, "run (record)" if base else "run (executed notebook)"]
     changed = ([f"questions per run: the first {p.limit} of each row's sample"] if p.limit else []) + \
         [f"{k}={v} instead of the config's" for k, v in p.overrides.items()]
     lines = [f"**{spec.title}**" + (f" ({'; '.join(changed)})" if changed else ""),
@@ -116,8 +119,9 @@ def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = N
         ok = {c for c, cell in row.cells.items() if tr.status == "ok" or isinstance(cell, Published)}
         cells = [(_shown(tr.cells.get(c), row.cells[c], p) if c in ok else "not run") if c in row.cells else ""
                  for c in spec.columns]
-        lines.append("| " + " | ".join([tr.label, *cells, _where(tr, p)]) + " |")
-    lines += ["", f"From the run records `results/<run>/run.json`; regenerate: `{p.command()}`."]
+        lines.append("| " + " | ".join([tr.label, *cells, _where(tr, p, base)]) + " |")
+    lines += ["", f"From the run records `results/<run>/run.json`{' (copied into docs/records/)' if base else ''}; "
+                  f"regenerate: `{p.command()}`."]
     if spec.notes:
         lines += ["", spec.notes.strip()]
     return "\n".join(lines) + "\n"
@@ -153,6 +157,7 @@ def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Pat
     if not publish:
         return p.folder / "table.md"
     path = _published(p, into)
+    text = render(p, base=path.parent)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     start, end = markers(p.spec.table)
     try:
@@ -175,7 +180,7 @@ def check(p: Plan, into: str | Path | None = None) -> list[str]:
     if not path.exists():
         raise ConfigError(f"{path} does not exist: `kgrag repro {p.spec.table} --write` writes the table there.")
     published = _block(path.read_text(encoding="utf-8"), p.spec.table, path).group(1).splitlines()
-    now = render(p, records=published_records()).splitlines()
+    now = render(p, records=published_records(), base=path.parent).splitlines()
     diff = [f"published: {a!r} | records: {b!r}" for a, b in zip(published, now) if a != b]
     if len(published) != len(now):
         diff.append(f"published has {len(published)} lines, the records give {len(now)}")
