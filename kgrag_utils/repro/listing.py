@@ -23,7 +23,7 @@ def _cost_lines(p: Plan) -> list[str]:
     for preset, n in calls.items():
         m = seconds_per_call(preset)
         if not n:
-            lines.append(f"    {preset}: no LLM calls")
+            lines.append(f"    {preset or 'no preset set'}: no LLM calls")
         elif m.per_call is None:
             unknown = True
             lines.append(f"    {preset}: {n:.0f} LLM calls x ? s/call (never measured here: no run record or result "
