@@ -389,10 +389,6 @@ TABLES += [
                   f"{{{_C05}/topk/hits1_strict_all:.1f}}", f"{{{_C05}/topk/hits1_lenient_all:.1f}}",
                   f"{{{_C05}/topk/prompt_tokens_per_question:,.0f}}"),
           ]),
-    Table("vector-rerank-kgqa-nollm", RES, ("dataset", "fact hit", "gold among the 40 candidates"), [
-        Row("vector_rerank_kgqa_nollm.json", ds, f"{{runs/[dataset={ds}]/summary/variants/expand/fact_hit:%.0f}}",
-            f"{{runs/[dataset={ds}]/summary/expand_graph/candidate_fact_hit:%.0f}}")
-        for ds in ("metaqa-1hop", "pq-2hop", "pq-3hop")]),
 ]
 
 

@@ -149,15 +149,20 @@ def _block(text: str, table: str, path: Path) -> re.Match:
 
 
 def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Path:
-    """runs/<grid>/table.md; with `publish`, also the block of the published file (added at its end if absent)
-    and the rows' finished records copied into `published_records()`."""
+    """runs/<grid>/table.md; with `publish`, also the rows' finished records copied into `published_records()` and
+    the table they give in the block of the published file (added at its end if absent)."""
     text = render(p)
     p.folder.mkdir(parents=True, exist_ok=True)
     (p.folder / "table.md").write_text(text, encoding="utf-8")
     if not publish:
         return p.folder / "table.md"
     path = _published(p, into)
-    text = render(p, base=path.parent)
+    for tr in table_rows(p):
+        if tr.status == "ok":
+            (published_records() / tr.run_name).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(settings.results_dir(create=False) / tr.run_name / RUN_FILE,
+                            published_records() / tr.run_name / RUN_FILE)
+    text = render(p, records=published_records(), base=path.parent)  # what `check` reads back
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     start, end = markers(p.spec.table)
     try:
@@ -166,11 +171,6 @@ def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Pat
     except ConfigError:
         new = old + ("\n" if old and not old.endswith("\n") else "") + f"{start}\n{text}{end}\n"
     path.write_text(new, encoding="utf-8")
-    for tr in table_rows(p):
-        if tr.status == "ok":
-            (published_records() / tr.run_name).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(settings.results_dir(create=False) / tr.run_name / RUN_FILE,
-                            published_records() / tr.run_name / RUN_FILE)
     return path
 
 
