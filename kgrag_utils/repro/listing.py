@@ -32,6 +32,9 @@ def _cost_lines(p: Plan) -> list[str]:
             total += n * m.per_call
             lines.append(f"    {preset}: {n:.0f} LLM calls x {m.per_call:.1f} s/call (measured over {m.calls} calls in "
                          f"{m.sources} records and result files) = {human_seconds(n * m.per_call)}")
+    if not total and not unknown:
+        return ["  estimated cost: no LLM calls (the cost counts LLM time only; a run's retrieval and embedding time is "
+                "the config's comment's)"]
     head = f"  estimated cost (first run; cached calls cost nothing): {human_seconds(total)}" + (" + unmeasured" if unknown else "")
     return [head, *lines]
 
