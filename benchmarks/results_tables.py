@@ -1,4 +1,8 @@
-"""Every result table in docs/RESULTS.md, and the README's headline table, generated from benchmarks/results/*.json.
+"""The result tables of docs/ still read from benchmarks/results/*.json (the benchmark scripts' files), generated.
+
+The README's headline table and the tables regenerated through notebook runs come from run records instead
+(`kgrag repro TABLE --write`, configs/reproduce/); each table here is labelled in its doc with its reproduction
+config, and leaves this file once its config's runs have records.
 
     python benchmarks/results_tables.py            # rewrite every table between its markers
     python benchmarks/results_tables.py --check    # exit 1, naming the tables, when a committed table differs
