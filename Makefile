@@ -80,7 +80,7 @@ grid-gpu-validate: setup
 
 # `make book`: a static site of the executed reproductions (`kgrag repro TABLE`, runs/repro-*/): each table from its
 # run records, each run's executed notebook with its figures, the report when the reproduction ran it. Offline
-# (nbconvert); open runs/book/index.html. A tiny one to try it: kgrag repro headline --rows 1-hop --limit 2 -p llm_preset=fake
+# (nbconvert); open runs/book/index.html. A tiny one to try it: kgrag repro headline --rows repro-headline-simgrag-metaqa-1hop --limit 2 -p llm_preset=fake
 book: setup
 	$(BIN)/kgrag repro --book
 

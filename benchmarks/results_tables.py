@@ -1,4 +1,8 @@
-"""Every result table in docs/RESULTS.md, and the README's headline table, generated from benchmarks/results/*.json.
+"""The result tables of docs/ still read from benchmarks/results/*.json (the benchmark scripts' files), generated.
+
+The README's headline table and the tables regenerated through notebook runs come from run records instead
+(`kgrag repro TABLE --write`, configs/reproduce/); each table here is labelled in its doc with its reproduction
+config, and leaves this file once its config's runs have records.
 
     python benchmarks/results_tables.py            # rewrite every table between its markers
     python benchmarks/results_tables.py --check    # exit 1, naming the tables, when a committed table differs
@@ -213,25 +217,11 @@ HOPS = (("1", "1-hop"), ("2", "2-hop"), ("3", "3-hop"))
 _H = "hits@1_top1_subgraph"
 
 
-def _oracle_row(stem: str, label: str) -> Row:
-    return Row(f"simgrag_{stem}.json", label, f"{{{_H}/all:%.1f~}}",
-               f"**{{{_H}/answerable:%.1f~}}** ({{{_H}/n_answerable}})",
-               f"{{{_H}/answerable_simple_paths:%.1f~}} ({{{_H}/n_answerable_simple_paths}})",
-               f"{{{_H}/answerable_gold_is_kb_answer_set:%.1f~}} ({{{_H}/n_answerable_gold_is_kb_answer_set}})",
-               f"{{simgrag_{stem}_injective.json#{_H}/all:%.1f~}} / "
-               f"{{simgrag_{stem}_injective.json#{_H}/answerable:%.1f~}}")
-
-
 def _ms(stem: str, part: str, what: str = "median") -> str:
     return f"{{simgrag_{stem}.json#ms_per_query/{part}_cpu/{what}:.2f}}"
 
 
 TABLES += [
-    Table("simgrag-oracle", RES,
-          ("dataset", "Hits@1 all", "answerable (n)", "answerable, simple paths (n)",
-           "answerable, gold list = KB answer set (n)", "injective: all / answerable"),
-          [_oracle_row(f"metaqa-{h}hop", f"MetaQA {h}-hop") for h, _ in HOPS]
-          + [_oracle_row("pq-2hop", "PathQuestion 2-hop"), _oracle_row("pq-3hop", "PathQuestion 3-hop")]),
     Table("simgrag-oracle-latency", RES, ("walks allowed (injective)",) + tuple(n for _, n in HOPS), [
         Row(None, "vector search (1 pattern node), HNSW, median", *(_ms(f"metaqa-{h}hop", "vector_search") for h, _ in HOPS)),
         Row(None, "vector search (1 pattern node), flat, median",
@@ -403,10 +393,6 @@ TABLES += [
                   f"{{{_C05}/topk/hits1_strict_all:.1f}}", f"{{{_C05}/topk/hits1_lenient_all:.1f}}",
                   f"{{{_C05}/topk/prompt_tokens_per_question:,.0f}}"),
           ]),
-    Table("vector-rerank-kgqa-nollm", RES, ("dataset", "fact hit", "gold among the 40 candidates"), [
-        Row("vector_rerank_kgqa_nollm.json", ds, f"{{runs/[dataset={ds}]/summary/variants/expand/fact_hit:%.0f}}",
-            f"{{runs/[dataset={ds}]/summary/expand_graph/candidate_fact_hit:%.0f}}")
-        for ds in ("metaqa-1hop", "pq-2hop", "pq-3hop")]),
 ]
 
 
@@ -558,45 +544,6 @@ TABLES += [
                             "{n_questions} ({runs/0/status})"),
               _vr_model_row("vector_rerank_musique.json", "[run_name=vector_rerank_bench-musique-0c342618fc]", _Q05,
                             "off (earlier run, all 100 questions, table above)", "{n_questions}"),
-          ]),
-]
-
-
-_SG = "structured_decoding_simgrag.json#rows/[run=simgrag-e2e-metaqa-{h}hop-n50-1.5b-schema]"
-_C15 = "rows/[run=compact-metaqa-2hop-100-1.5b-schema]"
-_VR15 = "vector_rerank_musique_n100_1.5b_schema_vr3.json#runs/0/summary/variants"
-_KGP15 = "kgp_musique_llm_n50_1.5b_schema.json#results/0/summary"
-TABLES += [
-    Table("headline", "README.md",
-          ("method (notebook)", "what we ran (ours: this 2-core CPU, 4-bit GGUF)", "ours", "paper (*published*)"), [
-              Row(None, "SimGRAG (`01_simgrag`)",
-                  "MetaQA 1 / 2 / 3-hop, 50 seeded test questions each, Qwen2.5-Coder-1.5B, schema decoding",
-                  "Hits@1 strict " + " / ".join("{" + _SG.format(h=h) + "/hits1_strict_all:.1f}" for h, _ in HOPS)
-                  + ", lenient " + " / ".join("{" + _SG.format(h=h) + "/hits1_lenient_all:.1f}" for h, _ in HOPS)
-                  + "; from gold patterns (no LLM, 1000 q) " + " / ".join(
-                      f"{{simgrag_metaqa-{h}hop.json#{_H}/all:%.1f~}}" for h, _ in HOPS),
-                  "lenient Hits@1 *" + " / ".join(f"{{@simgrag.PAPER/SimGRAG/metaqa-{h}hop:.1f}}" for h, _ in HOPS)
-                  + "* (Llama-3-70B)"),
-              Row("structured_decoding_compact.json", "Compact relation selection (`02_compact_relations`)",
-                  "MetaQA 2-hop, 100 seeded test questions, Qwen2.5-Coder-1.5B, schema decoding",
-                  f"strict Hits@1 {{{_C15}/compact/hits1_strict_all:.1f}} from compact facts vs "
-                  f"{{{_C15}/topk/hits1_strict_all:.1f}} from the top-100 facts, with "
-                  f"{{{_C15}/compact/prompt_tokens_per_question:.0f}} vs {{{_C15}/topk/prompt_tokens_per_question:.0f}}"
-                  " prompt tokens",
-                  "EM *+{@compact.PAPER/em_gain_over_100_facts/WebQSP:.1f}* over 100-fact contexts on WebQSP "
-                  "(*{@compact.PAPER/facts_per_context/WebQSP:.1f}* facts; seven 4-bit open LLMs)"),
-              Row(None, "Vector retrieval + LLM rerank (`03_vector_rerank`)",
-                  "MuSiQue, 100 questions, whole 1,890-passage corpus, Qwen2.5-Coder-1.5B rerank, schema decoding",
-                  f"Recall@5 rerank-padded {{{_VR15}/rerank-padded/recall@5:%.1f}}, rerank-filled "
-                  f"{{{_VR15}/rerank-filled/recall@5:%.1f}}, naive {{{_VR15}/naive/recall@5:%.1f}}",
-                  "Recall@5 padded *{@vector_rerank.PUBLISHED_RECALL5/musique/vector-graph-rag (padded):.1f}*, "
-                  "naive *{@vector_rerank.PUBLISHED_RECALL5/musique/naive:.1f}* (gpt-5-mini, bge-large)"),
-              Row(None, "KGP (`04_kgp`)",
-                  "MuSiQue, 50 seeded questions, entity graph, Qwen2.5-Coder-1.5B agent and reader (schema)",
-                  f"SF-EM@30 {{{_KGP15}/sf_em@30:.2f}} (same walk without the LLM "
-                  f"{{kgp_musique_baselines_n50.json#results/[run_name=kgp-bench-musique-n50-entity-nollm]/summary/"
-                  f"sf_em@30:.2f}}); F1 {{{_KGP15}/f1:%.1f}}",
-                  "F1 *{@kgp.TABLE1_F1/KGP-T5/musique:.2f}* (KGP-T5 agent, ChatGPT reader over 30 passages)"),
           ]),
 ]
 

@@ -70,19 +70,38 @@ def test_take_at_zero_keeps_the_run_keys_of_runs_recorded_before_it():
 
 # ----------------------------------------------------------------------------- the configs
 def test_every_committed_reproduction_config_is_valid_and_names_its_runs():
-    assert {"headline", "headline-compact", "simgrag-gold-patterns"} <= set(list_tables())
+    assert {"headline", "simgrag-oracle", "compact-derived", "kgp-graphs-nollm", "vector-rerank-kgqa-nollm"} <= \
+        set(list_tables())
     for name in list_tables():
         spec = load_spec(name)
         p = plan(spec)
         runs = p.expanded()  # every run's parameters accepted by its notebook and method config
         assert [prm["run_name"] for _, prm in runs] == [r.name for r in spec.runs]
-        for _, prm in runs:
-            assert (prm["limit"], prm["take"], prm["seed"]) == (spec.sample.limit, spec.sample.take, spec.sample.seed)
+        for run, (_, prm) in zip(spec.runs, runs):
+            s = spec.sample_of(run)
+            assert (prm["limit"], prm["take"], prm["seed"]) == (s.limit, s.take, s.seed)
+
+
+def test_a_run_that_two_tables_name_has_the_same_parameters_in_both():
+    """Tables share runs by name (the README headline's SimGRAG rows are structured-simgrag's): the second table
+    finds the first one's record only if the parameters are the same, and a reuse with others is refused."""
+    seen: dict[str, tuple[str, dict]] = {}
+    shared = 0
+    for name in list_tables():
+        for _, prm in plan(load_spec(name)).expanded():
+            first = seen.setdefault(prm["run_name"], (name, prm))
+            if first[0] != name:
+                shared += 1
+                assert first[1] == prm, f"run {prm['run_name']}: {first[0]} and {name} differ"
+    assert shared >= 10
 
 
 def test_the_headline_config_holds_the_rows_settings():
     spec = load_spec("headline")
-    for _, prm in plan(spec).expanded():
+    simgrag = [prm for path, prm in plan(spec).expanded() if path.name == "01_simgrag.ipynb"
+               and prm["pattern_source"] == "llm"]
+    assert len(simgrag) == 3
+    for prm in simgrag:
         assert prm["dataset"] in ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
         assert (prm["limit"], prm["take"], prm["seed"]) == (100, 50, 0)  # the first 50 of the seeded 100
         assert (prm["llm_preset"], prm["llm_structured"], prm["demos"], prm["answer_demos"]) == \
@@ -94,10 +113,11 @@ def test_limit_asks_the_first_questions_of_the_row_under_another_name():
     spec = load_spec("headline")
     p = plan(spec, 20, {"llm_preset": "fake"})
     assert p.grid_name == "repro-headline@take=20,llm_preset=fake"
-    for _, prm in p.expanded():
-        assert (prm["limit"], prm["take"], prm["llm_preset"]) == (100, 20, "fake")
+    for run, (_, prm) in zip(spec.runs, p.expanded()):
+        assert (prm["limit"], prm["take"], prm["llm_preset"]) == (spec.sample_of(run).limit, 20, "fake")
         assert prm["run_name"].endswith("@take=20,llm_preset=fake")
-    assert plan(spec, 50).suffix == ""  # the row itself
+    assert plan(load_spec("simgrag-oracle"), 1000).suffix == ""  # the rows themselves
+    assert plan(spec, 50).suffix == "@take=50"  # the SimGRAG rows' size, but a cut of the others
     with pytest.raises(ConfigError, match="more than the 50 questions"):
         plan(spec, 51)
     with pytest.raises(ConfigError, match="with --limit N"):
@@ -159,13 +179,17 @@ def test_seconds_per_call_come_from_run_records_and_result_files(tmp_path):
 def test_list_prints_each_table_with_rows_cost_and_command(capsys):
     assert cli.main(["repro", "--list"]) == 0
     out = capsys.readouterr().out
-    assert "headline  (headline.yaml)" in out and "simgrag-gold-patterns" in out
-    assert "SimGRAG, MetaQA 1-hop: run repro-headline-simgrag-metaqa-1hop (01_simgrag.ipynb; dataset=metaqa-1hop" in out
+    assert "headline  (headline.yaml)" in out and "simgrag-oracle" in out
+    assert ("fixed shots, 1.5B, schema: run repro-headline-simgrag-metaqa-1hop (01_simgrag.ipynb; dataset=metaqa-1hop"
+            in out)
     assert "the first 50 of 100 questions drawn with seed 0" in out
-    assert "estimated cost" in out and "300 LLM calls x" in out  # 3 runs x 50 questions x 2 calls
+    assert "gold patterns, no LLM: run repro-gold-simgrag-metaqa-1hop (01_simgrag.ipynb; dataset=metaqa-1hop); " \
+           "1000 questions drawn with seed 0" in out  # a run's own sample
+    # SimGRAG 3 runs x 50 questions x 2 calls, compact and vector rerank 100 x 2, KGP 50 x 5; gold patterns: none
+    assert "estimated cost" in out and "950 LLM calls x" in out
     assert "command: kgrag repro headline" in out
     assert cli.main(["repro", "headline", "--list", "--limit", "20"]) == 0
-    assert "120 LLM calls x" in capsys.readouterr().out
+    assert "300 LLM calls x" in capsys.readouterr().out  # 20 questions per run: 120 + 40 + 40 + 100
 
 
 # ----------------------------------------------------------------------------- the table from run records
@@ -177,22 +201,55 @@ def _record(name: str, hits: float, n: int = 4) -> None:
                        "summary": {"rows": rows}})
 
 
-def test_the_table_reads_stored_score_rows_and_check_finds_a_changed_number(tmp_path, capsys):
+def test_the_table_reads_stored_score_rows_and_check_finds_a_changed_number(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(table, "published_records", lambda: tmp_path / "records")
     published = tmp_path / "PUBLISHED.md"
     published.write_text("# results\n", encoding="utf-8")
     cfg = tiny_config(tmp_path, published=str(published), **{"tiny-simgrag-1hop": "tiny-table"})
     p = plan(load_spec(cfg))
-    assert "not run (missing)" in table.render(p)
+    assert "| not run | not run | not run | not regenerated here (missing): `kgrag repro tiny --rows tiny-table` |" \
+        in table.render(p)
     _record("tiny-table", 0.75)
     assert table.table_rows(p)[0].cells == {"strict Hits@1": 0.75, "lenient Hits@1": 1.0, "n": 4}
     assert "| SimGRAG, movies 1-hop | 75.0 | 100.0 | 4 | [tiny-table](tiny-table.ipynb) |" in table.render(p)
     assert cli.main(["repro", str(cfg), "--write"]) == 0
     assert "<!-- repro:tiny -->" in published.read_text() and "| 75.0 |" in published.read_text()
     assert cli.main(["repro", str(cfg), "--check"]) == 0
+    # the check reads the records the table was published from (copied beside it), not a later local run
+    assert json.loads((tmp_path / "records" / "tiny-table" / "run.json").read_text())["summary"]["rows"][0]["value"] == 0.75
     _record("tiny-table", 0.5)
+    assert cli.main(["repro", str(cfg), "--check"]) == 0
+    (tmp_path / "records" / "tiny-table" / "run.json").write_bytes(
+        (settings.results_dir() / "tiny-table" / "run.json").read_bytes())
     capsys.readouterr()
     assert cli.main(["repro", str(cfg), "--check"]) == 1
     assert "differs" in capsys.readouterr().out
+
+
+def _with_paper(folder: Path, dataset: str) -> Path:
+    n_cell = "      n: {variant: pattern=llm, metric: hits@1, field: n}"
+    return tiny_config(folder, **{
+        "columns: [strict Hits@1, lenient Hits@1, n]": "columns: [strict Hits@1, lenient Hits@1, n, paper]",
+        n_cell: f"{n_cell}\n      paper: {{published: simgrag, system: SimGRAG, dataset: {dataset}, metric: hits@1 (lenient)}}"})
+
+
+def test_a_paper_number_is_read_from_the_methods_published_rows(tmp_path):
+    from kgrag_utils.methods.registry import methods
+
+    simgrag = next(spec for spec in methods("method") if spec.name == "simgrag")
+    paper = next(r["value"] for r in simgrag.published.rows() if (r["system"], r["dataset"]) == ("SimGRAG", "metaqa-1hop"))
+    p = plan(load_spec(_with_paper(tmp_path, "metaqa-1hop")))
+    shown = f"*{paper * 100:.1f}*"
+    assert f"| not run | not run | not run | {shown} |" in table.render(p)  # shown even before the run
+    with pytest.raises(ConfigError, match="no number for system 'SimGRAG', dataset 'metaqa-9hop'"):
+        table.render(plan(load_spec(_with_paper(tmp_path, "metaqa-9hop"))))
+
+
+@pytest.mark.parametrize("name", ["headline", "simgrag-oracle", "vector-rerank-kgqa-nollm", "compact-derived",
+                                  "kgp-retrieval-n50", "kgp-musique-models", "kgp-graphs-nollm", "vr-ceiling"])
+def test_the_published_table_is_what_its_committed_run_records_give(name):
+    """README's headline table and the regenerated tables of docs/RESULTS.md: every cell from docs/records/."""
+    assert table.check(plan(load_spec(name))) == []
 
 
 # ----------------------------------------------------------------------------- one tiny reproduction, executed
@@ -284,15 +341,20 @@ def test_the_book_opens_in_chromium_with_no_broken_image(tiny_run, tmp_path):
 def test_rows_cuts_the_table_to_some_rows_under_the_same_run_names():
     spec = load_spec("headline")
     p = plan(spec, 20, rows="1-hop")
-    assert [r.label for r in p.spec.rows] == ["SimGRAG, MetaQA 1-hop"]
-    assert [prm["run_name"] for _, prm in p.expanded()] == ["repro-headline-simgrag-metaqa-1hop@take=20"]
+    assert [r.run for r in p.spec.rows] == ["repro-headline-simgrag-metaqa-1hop", "repro-gold-simgrag-metaqa-1hop"]
+    assert [prm["run_name"] for _, prm in p.expanded()] == ["repro-headline-simgrag-metaqa-1hop@take=20",
+                                                            "repro-gold-simgrag-metaqa-1hop@take=20"]
     assert p.command() == "kgrag repro headline --rows 1-hop --limit 20"
+    assert p.command(rows="MetaQA 1-hop") == "kgrag repro headline --rows 'MetaQA 1-hop' --limit 20"
+    # a run's own name picks its rows alone, although another run's name holds it
+    oracle = plan(load_spec("simgrag-oracle"), rows="repro-gold-simgrag-metaqa-1hop")
+    assert [r.run for r in oracle.spec.rows] == ["repro-gold-simgrag-metaqa-1hop"]
     with pytest.raises(ConfigError, match="no row's label or run name holds '4-hop'"):
         plan(spec, rows="4-hop")
 
 
 def test_shards_split_the_tables_runs_as_grids_do():
-    p = plan(load_spec("simgrag-gold-patterns"), 2)
+    p = plan(load_spec("headline"), 2, rows="gold patterns")
     shards = [[prm["run_name"] for _, prm in plan_mod.shard_runs(p.expanded(), (i, 2))] for i in range(2)]
     assert shards == [["repro-gold-simgrag-metaqa-1hop@take=2", "repro-gold-simgrag-metaqa-3hop@take=2"],
                       ["repro-gold-simgrag-metaqa-2hop@take=2"]]
@@ -301,7 +363,7 @@ def test_shards_split_the_tables_runs_as_grids_do():
 def test_cost_fields_of_a_score_row_are_shown_as_they_are():
     from kgrag_utils.repro.spec import Cell
 
-    p = plan(load_spec("headline-compact"))
+    p = plan(load_spec("headline"))
     assert table._shown(166.6, Cell(variant="v", metric="m", field="prompt_tokens_per_q"), p) == "167"
     assert table._shown(0.78, Cell(variant="v", metric="m"), p) == "78.0"
     assert table._shown(None, Cell(variant="v", metric="m"), p) == "—"

@@ -18,12 +18,12 @@ def _cost_lines(p: Plan) -> list[str]:
         run = next(r for r in p.spec.runs if p.names[r.name] == params["run_name"])
         preset = str(params.get("llm_preset") or "")
         per_q = 0.0 if preset == "fake" else p.spec.calls_per_question(run)
-        calls[preset] = calls.get(preset, 0.0) + per_q * p.questions
+        calls[preset] = calls.get(preset, 0.0) + per_q * p.questions(run)
     lines, total, unknown = [], 0.0, False
     for preset, n in calls.items():
         m = seconds_per_call(preset)
         if not n:
-            lines.append(f"    {preset}: no LLM calls")
+            lines.append(f"    {preset or 'no preset set'}: no LLM calls")
         elif m.per_call is None:
             unknown = True
             lines.append(f"    {preset}: {n:.0f} LLM calls x ? s/call (never measured here: no run record or result "
@@ -32,24 +32,31 @@ def _cost_lines(p: Plan) -> list[str]:
             total += n * m.per_call
             lines.append(f"    {preset}: {n:.0f} LLM calls x {m.per_call:.1f} s/call (measured over {m.calls} calls in "
                          f"{m.sources} records and result files) = {human_seconds(n * m.per_call)}")
+    if not total and not unknown:
+        return ["  estimated cost: no LLM calls (the cost counts LLM time only; a run's retrieval and embedding time is "
+                "the config's comment's)"]
     head = f"  estimated cost (first run; cached calls cost nothing): {human_seconds(total)}" + (" + unmeasured" if unknown else "")
     return [head, *lines]
+
+
+def _sample(s) -> str:
+    return (f"the first {s.take} of {s.limit} questions drawn with seed {s.seed}" if s.take
+            else f"{s.limit or 'all'} questions drawn with seed {s.seed}")
 
 
 def describe(table: str, limit: int = 0) -> str:
     spec = load_spec(table)
     p = plan(spec, limit)
-    s = spec.sample
-    sample = (f"the first {s.take} of {s.limit} questions drawn with seed {s.seed}" if s.take
-              else f"{s.limit or 'all'} questions drawn with seed {s.seed}")
     out = [f"{spec.table}  ({spec.path}): {spec.title}" + (f"  [published in {spec.published_in}]" if spec.published_in else ""),
-           f"  sample per run: {sample}" + (f"; --limit {limit}: the first {limit} of it" if p.limit else ""),
+           f"  sample per run: {_sample(spec.sample)}" + (" (a run may have its own)" if any(r.sample for r in spec.runs) else "")
+           + (f"; --limit {limit}: the first {limit} of it" if p.limit else ""),
            "  rows:"]
     expanded = {params["run_name"]: (path, params) for path, params in p.expanded()}
     for row in spec.rows:
         path, prm = expanded[p.names[row.run]]
         shown = ", ".join(f"{k}={prm[k]}" for k in ("dataset", "llm_preset", "llm_structured") if prm.get(k))
-        out.append(f"    {row.label}: run {p.names[row.run]} ({path.name}; {shown})")
+        own = spec.run(row.run).sample
+        out.append(f"    {row.label}: run {p.names[row.run]} ({path.name}; {shown})" + (f"; {_sample(own)}" if own else ""))
     for preset in sorted({str(prm.get("llm_preset") or "") for _, prm in expanded.values()} - {""}):
         why = missing_model(preset)
         if why:

@@ -14,6 +14,7 @@ the models (a preset whose packaged model is not installed names the command tha
 from __future__ import annotations
 
 import importlib.util
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -23,7 +24,7 @@ from ..records import RUN_FILE, check_run_name, params_hash, read_run, run_key
 from ..runner.checks import check_data_present, check_run_parameters
 from ..runner.execute import RunReuseError, _differences
 from ..runner.grid import expand_grid, load_grid, run_grid, shard_runs
-from .spec import SAMPLE_KEYS, ReproSpec
+from .spec import SAMPLE_KEYS, ReproRun, ReproSpec
 
 __all__ = ["Plan", "plan", "only_rows", "preflight", "missing_model", "execute"]
 
@@ -51,10 +52,9 @@ class Plan:
         """runs/<grid name>/: the executed notebooks, their logs, the grid summary, the table."""
         return settings.runs_dir() / self.grid_name
 
-    @property
-    def questions(self) -> int:
-        """Questions per run (0: the whole split)."""
-        return self.limit or self.spec.sample.size
+    def questions(self, run: ReproRun | None = None) -> int:
+        """Questions of a run (of the table's sample without one; 0: the whole split)."""
+        return self.limit or (self.spec.sample_of(run) if run else self.spec.sample).size
 
     def changes(self) -> dict[str, Any]:
         return {**({"take": self.limit} if self.limit else {}), **self.overrides}
@@ -63,7 +63,8 @@ class Plan:
         """The grid `run_grid` executes: the sample and defaults in `defaults`, each run named."""
         cfg = {"name": self.grid_name, "source": self.spec.path or self.spec.table, "timeout": self.spec.timeout,
                "defaults": {**self.spec.defaults, **self.spec.sample.parameters()},
-               "runs": [{"notebook": r.notebook, "parameters": {**r.parameters, "run_name": self.names[r.name]}}
+               "runs": [{"notebook": r.notebook, "parameters": {**r.parameters, **(r.sample.parameters() if r.sample else {}),
+                                                                "run_name": self.names[r.name]}}
                         for r in self.spec.runs]}
         if self.spec.final:
             cfg["final"] = self.spec.final
@@ -73,8 +74,9 @@ class Plan:
         """(notebook path, parameters) of every run, each checked as `kgrag run` checks one."""
         return expand_grid(load_grid(self.grid_config()), self.changes())
 
-    def command(self) -> str:
-        opts = ([f"--rows {self.rows}"] if self.rows else []) + ([f"--limit {self.limit}"] if self.limit else []) \
+    def command(self, rows: str = "") -> str:
+        rows = rows or self.rows
+        opts = ([f"--rows {shlex.quote(rows)}"] if rows else []) + ([f"--limit {self.limit}"] if self.limit else []) \
             + [f"-p {k}={v}" for k, v in self.overrides.items()]
         return " ".join(["kgrag repro", self.spec.table, *opts])
 
@@ -91,8 +93,9 @@ def _suffix(changes: Mapping[str, Any]) -> str:
 
 
 def only_rows(spec: ReproSpec, text: str) -> ReproSpec:
-    """The table cut to the rows whose label or run name holds `text` (case-insensitive), and their runs."""
-    rows = [r for r in spec.rows if text.lower() in r.label.lower() or text.lower() in r.run.lower()]
+    """The table cut to the rows of run `text`, else those whose label or run name holds it (any case), and their runs."""
+    rows = [r for r in spec.rows if r.run == text] or \
+        [r for r in spec.rows if text.lower() in r.label.lower() or text.lower() in r.run.lower()]
     if not rows:
         raise ConfigError(f"{spec.table}: no row's label or run name holds {text!r}; rows: "
                           f"{'; '.join(r.label for r in spec.rows)}.")
@@ -107,12 +110,13 @@ def plan(spec: ReproSpec, limit: int = 0, overrides: Mapping[str, Any] | None = 
     spec = only_rows(spec, rows) if rows else spec
     if limit < 0:
         raise ConfigError(f"--limit is a number of questions, at least 1 (got {limit}).")
-    size = spec.sample.size
+    sizes = {spec.sample_of(r).size for r in spec.runs}
+    size = min(sizes - {0}, default=0)
     if limit and size and limit > size:
         raise ConfigError(f"{spec.table}: --limit {limit} is more than the {size} questions of its rows; a larger "
                           f"sample is another table: change `sample:` in {spec.path or spec.table}.")
-    if limit == size:
-        limit = 0  # the row itself
+    if sizes == {limit}:
+        limit = 0  # the rows themselves
     bad = [k for k in SAMPLE_KEYS if k in overrides] + (["run_name"] if "run_name" in overrides else [])
     if bad:
         raise ConfigError(f"-p {bad[0]}=... : the sample and the run names are the reproduction's; ask fewer questions "

@@ -10,15 +10,19 @@
     final: 05_report.ipynb               # optional: the report, executed after the runs
     runs:                                # one notebook run each, named (results/<name>/ is its record)
       - {name: simgrag-metaqa-1hop, notebook: 01_simgrag.ipynb, parameters: {dataset: metaqa-1hop}}
+      - {name: gold-metaqa-1hop, notebook: 01_simgrag.ipynb, sample: {limit: 1000}, parameters: {...}}
     columns: [strict Hits@1, lenient Hits@1]
     rows:                                # one table row each: a run and its stored score rows
       - label: SimGRAG, MetaQA 1-hop
         run: simgrag-metaqa-1hop
-        cells: {strict Hits@1: {variant: pattern=llm, metric: hits@1}, ...}
+        cells: {strict Hits@1: {variant: pattern=llm, metric: hits@1}, ...,
+                paper: {published: simgrag, system: SimGRAG, dataset: metaqa-1hop, metric: hits@1 (lenient)}}
 
 A cell names a stored score row of the run's record (`kgrag_utils.methods.summary.score_rows`: its variant and
-metric) and which of its fields to show (`value`, or `n`); the table has no metric names of its own.
-`limit`, `take` and `seed` are refused in `defaults` and `parameters`: the sample is `sample:`'s.
+metric) and which of its fields to show (`value`, or `n`); or a paper's number, one row of its method's
+`published.rows()` (shown in italics); the table has no metric names of its own.
+`limit`, `take` and `seed` are refused in `defaults` and `parameters`: the sample is `sample:`'s (the table's, or
+a run's own `sample:` where a table's rows differ in size).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from ..errors import ConfigError, shown
 from ..records import check_run_name
 from ..schema import DEFAULT_TIMEOUT, check_yaml_size, closest
 
-__all__ = ["Sample", "ReproRun", "Cell", "Row", "ReproSpec", "SAMPLE_KEYS", "repro_dir", "list_tables", "load_spec"]
+__all__ = ["Sample", "ReproRun", "Cell", "Published", "Row", "ReproSpec", "SAMPLE_KEYS", "repro_dir", "list_tables", "load_spec"]
 
 #: the parameters that define a sample: set in `sample:` only
 SAMPLE_KEYS = ("limit", "take", "seed")
@@ -64,6 +68,7 @@ class ReproRun(_Strict):
     notebook: StrictStr
     parameters: dict[str, Any] = Field(default_factory=dict)
     llm_calls_per_question: float | None = Field(None, ge=0)
+    sample: Sample | None = None  # this run's own sample; None: the table's
 
 
 class Cell(_Strict):
@@ -72,10 +77,19 @@ class Cell(_Strict):
     field: Literal["value", "n", "prompt_tokens_per_q", "seconds_per_q"] = "value"  # a score row's field
 
 
+class Published(_Strict):
+    """A paper's number: the row of `published.rows()` of method `published` with this system, dataset, metric."""
+
+    published: StrictStr
+    system: StrictStr
+    dataset: StrictStr
+    metric: StrictStr
+
+
 class Row(_Strict):
     label: StrictStr
     run: StrictStr
-    cells: dict[str, Cell]
+    cells: dict[str, Cell | Published]
 
 
 class ReproSpec(_Strict):
@@ -102,6 +116,9 @@ class ReproSpec(_Strict):
         raise ConfigError(f"{self.table}: no run named {name!r};{closest(name, [r.name for r in self.runs])} runs: "
                           f"{', '.join(r.name for r in self.runs)}.")
 
+    def sample_of(self, run: ReproRun) -> Sample:
+        return run.sample or self.sample
+
     def calls_per_question(self, run: ReproRun) -> float:
         return self.llm_calls_per_question if run.llm_calls_per_question is None else run.llm_calls_per_question
 
@@ -121,9 +138,10 @@ class ReproSpec(_Strict):
                 raise ConfigError(f"{where}, {what}: {bad[0]!r} is set by the reproduction ("
                                   f"{'its `sample:`' if bad[0] != 'run_name' else 'the run name'}), not per run: "
                                   f"remove it here.")
-        if self.sample.take and self.sample.limit and self.sample.take > self.sample.limit:
-            raise ConfigError(f"{where}: sample take={self.sample.take} is more than its limit={self.sample.limit}: the "
-                              f"cut keeps the first `take` of the seeded `limit`.")
+        for s in [self.sample] + [r.sample for r in self.runs if r.sample]:
+            if s.take and s.limit and s.take > s.limit:
+                raise ConfigError(f"{where}: sample take={s.take} is more than its limit={s.limit}: the cut keeps the "
+                                  f"first `take` of the seeded `limit`.")
         for row in self.rows:
             self.run(row.run)
             for column in row.cells:

@@ -1,14 +1,20 @@
 """A reproduction's table from run records: each row a run, each cell one stored score row of its record
 (`results/<run>/run.json`, `summary.rows`, read by `methods.summary.score_rows`), named by variant and metric.
 
-`render` gives Markdown; `write` puts it in `runs/repro-<table>[@...]/table.md` and, with `into`, between the
-markers `<!-- repro:<table> -->` and `<!-- /repro:<table> -->` of a published file; `check` says where a published
-table differs from what the records give now (`kgrag repro TABLE --check`).
+A paper's number is a row of its method's `published.rows()` (shown in italics). A row whose run has no finished
+record says so, with the command that regenerates it.
+
+`render` gives Markdown; `write` puts it in `runs/repro-<table>[@...]/table.md` and, with `publish`, between the
+markers `<!-- repro:<table> -->` and `<!-- /repro:<table> -->` of a published file, and copies each row's
+`run.json` into `docs/records/<run>/` (committed: the records a published table is read from); `check` says where
+a published table differs from what those records give (`kgrag repro TABLE --check`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +24,14 @@ from ..errors import ConfigError, KgragError
 from ..methods.summary import score_rows
 from ..records import RUN_FILE, read_run
 from .plan import Plan
-from .spec import Cell
+from .spec import Cell, Published
 
-__all__ = ["TableRow", "table_rows", "render", "write", "check", "markers"]
+__all__ = ["TableRow", "table_rows", "render", "write", "check", "markers", "published_records"]
+
+
+def published_records() -> Path:
+    """docs/records/: the run records of the published tables (`run.json` per run), committed."""
+    return settings.repo_root() / "docs" / "records"
 
 
 @dataclass
@@ -38,29 +49,46 @@ def _cell(rows: list[dict], cell: Cell) -> Any:
     return None
 
 
-def table_rows(p: Plan) -> list[TableRow]:
-    """The table's rows as the run records of this plan's runs hold them."""
+def _paper(cell: Published) -> float:
+    from ..methods.registry import methods
+
+    names = {spec.name: spec for spec in methods("method")}
+    if cell.published not in names:
+        raise ConfigError(f"published: no method {cell.published!r}; methods: {', '.join(names)}.")
+    for row in names[cell.published].published.rows():
+        if (row["system"], row["dataset"], row["metric"]) == (cell.system, cell.dataset, cell.metric):
+            return float(row["value"])
+    raise ConfigError(f"published: {cell.published}'s paper has no number for system {cell.system!r}, dataset "
+                      f"{cell.dataset!r}, metric {cell.metric!r} (its published.rows()).")
+
+
+def table_rows(p: Plan, records: Path | None = None) -> list[TableRow]:
+    """The table's rows as the run records of this plan's runs hold them (in `records`, default results/)."""
     out = []
     for row in p.spec.rows:
         name = p.names[row.run]
-        run_dir = settings.results_dir(create=False) / name
+        papers = {c: _paper(cell) for c, cell in row.cells.items() if isinstance(cell, Published)}
+        run_dir = (records or settings.results_dir(create=False)) / name
         if not (run_dir / RUN_FILE).exists():
-            out.append(TableRow(row.label, name, "missing"))
+            out.append(TableRow(row.label, name, "missing", papers))
             continue
         try:
             rec = read_run(run_dir)
         except KgragError:
-            out.append(TableRow(row.label, name, "unreadable"))
+            out.append(TableRow(row.label, name, "unreadable", papers))
             continue
         status = str(rec.get("status"))
         stored = score_rows(rec.get("summary"), rec) if status == "ok" else []
-        out.append(TableRow(row.label, name, status, {c: _cell(stored, cell) for c, cell in row.cells.items()}))
+        out.append(TableRow(row.label, name, status, {c: papers[c] if c in papers else _cell(stored, cell)
+                                                      for c, cell in row.cells.items()}))
     return out
 
 
-def _shown(value: Any, cell: Cell, p: Plan) -> str:
+def _shown(value: Any, cell: Cell | Published, p: Plan) -> str:
     if value is None:
         return "—"
+    if isinstance(cell, Published):
+        return f"*{float(value) * (100.0 if p.spec.percent else 1.0):.{p.spec.digits}f}*"
     if cell.field in ("n", "prompt_tokens_per_q"):
         return str(int(round(float(value))))
     if cell.field == "seconds_per_q":
@@ -69,21 +97,31 @@ def _shown(value: Any, cell: Cell, p: Plan) -> str:
     return f"{float(value) * scale:.{p.spec.digits}f}"
 
 
-def render(p: Plan, rows: list[TableRow] | None = None) -> str:
-    """The table in Markdown: a row per run, its cells, and the run (linked to its executed notebook)."""
-    rows = table_rows(p) if rows is None else rows
+def _where(tr: TableRow, p: Plan, base: Path | None) -> str:
+    if tr.status == "ok" and base is not None:  # published: the committed record
+        return f"[{tr.run_name}]({os.path.relpath(published_records() / tr.run_name / RUN_FILE, base)})"
+    if tr.status == "ok":
+        return f"[{tr.run_name}]({tr.run_name}.ipynb)"
+    return f"not regenerated here ({tr.status}): `{p.command(rows=tr.run_name.split('@')[0])}`"
+
+
+def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = None, base: Path | None = None) -> str:
+    """The table in Markdown: a row per run, its cells, and the run (linked to its executed notebook, or, published
+    in a file of folder `base`, to its committed record), or the command that regenerates a row without a record."""
+    rows = table_rows(p, records) if rows is None else rows
     spec = p.spec
-    head = ["row", *spec.columns, "run (executed notebook)"]
+    head = ["row", *spec.columns, "run (record)" if base else "run (executed notebook)"]
     changed = ([f"questions per run: the first {p.limit} of each row's sample"] if p.limit else []) + \
         [f"{k}={v} instead of the config's" for k, v in p.overrides.items()]
     lines = [f"**{spec.title}**" + (f" ({'; '.join(changed)})" if changed else ""),
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for tr, row in zip(rows, spec.rows):
-        cells = [_shown(tr.cells.get(c), row.cells[c], p) if c in row.cells else "" for c in spec.columns]
-        if tr.status != "ok":
-            cells = [f"not run ({tr.status})" if c in row.cells else "" for c in spec.columns]
-        lines.append("| " + " | ".join([tr.label, *cells, f"[{tr.run_name}]({tr.run_name}.ipynb)"]) + " |")
-    lines += ["", f"From the run records `results/<run>/run.json`; regenerate: `{p.command()}`."]
+        ok = {c for c, cell in row.cells.items() if tr.status == "ok" or isinstance(cell, Published)}
+        cells = [(_shown(tr.cells.get(c), row.cells[c], p) if c in ok else "not run") if c in row.cells else ""
+                 for c in spec.columns]
+        lines.append("| " + " | ".join([tr.label, *cells, _where(tr, p, base)]) + " |")
+    lines += ["", f"From the run records `results/<run>/run.json`{' (copied into docs/records/)' if base else ''}; "
+                  f"regenerate: `{p.command()}`."]
     if spec.notes:
         lines += ["", spec.notes.strip()]
     return "\n".join(lines) + "\n"
@@ -111,13 +149,20 @@ def _block(text: str, table: str, path: Path) -> re.Match:
 
 
 def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Path:
-    """runs/<grid>/table.md; with `publish`, also the block of the published file (added at its end if absent)."""
+    """runs/<grid>/table.md; with `publish`, also the rows' finished records copied into `published_records()` and
+    the table they give in the block of the published file (added at its end if absent)."""
     text = render(p)
     p.folder.mkdir(parents=True, exist_ok=True)
     (p.folder / "table.md").write_text(text, encoding="utf-8")
     if not publish:
         return p.folder / "table.md"
     path = _published(p, into)
+    for tr in table_rows(p):
+        if tr.status == "ok":
+            (published_records() / tr.run_name).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(settings.results_dir(create=False) / tr.run_name / RUN_FILE,
+                            published_records() / tr.run_name / RUN_FILE)
+    text = render(p, records=published_records(), base=path.parent)  # what `check` reads back
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     start, end = markers(p.spec.table)
     try:
@@ -130,12 +175,12 @@ def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Pat
 
 
 def check(p: Plan, into: str | Path | None = None) -> list[str]:
-    """The lines where the published table differs from the records' ([] when it is what they give)."""
+    """The lines where the published table differs from what its published records give ([] when none)."""
     path = _published(p, into)
     if not path.exists():
         raise ConfigError(f"{path} does not exist: `kgrag repro {p.spec.table} --write` writes the table there.")
     published = _block(path.read_text(encoding="utf-8"), p.spec.table, path).group(1).splitlines()
-    now = render(p).splitlines()
+    now = render(p, records=published_records(), base=path.parent).splitlines()
     diff = [f"published: {a!r} | records: {b!r}" for a, b in zip(published, now) if a != b]
     if len(published) != len(now):
         diff.append(f"published has {len(published)} lines, the records give {len(now)}")
