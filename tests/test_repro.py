@@ -246,7 +246,8 @@ def test_a_paper_number_is_read_from_the_methods_published_rows(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["headline", "simgrag-oracle", "vector-rerank-kgqa-nollm", "compact-derived",
-                                  "kgp-retrieval-n50", "kgp-musique-models", "kgp-graphs-nollm", "vr-ceiling"])
+                                  "kgp-retrieval-n50", "kgp-musique-models", "kgp-graphs-nollm", "vr-ceiling",
+                                  "pq-linking", "topic-linking-metaqa", "topic-linking-metaqa-seed1"])
 def test_the_published_table_is_what_its_committed_run_records_give(name):
     """README's headline table and the regenerated tables of docs/RESULTS.md: every cell from docs/records/."""
     assert table.check(plan(load_spec(name))) == []
