@@ -68,11 +68,13 @@ def _worker(args) -> dict:
     import kgrag_utils  # noqa: F401  (sets the OpenMP/BLAS variables of the new default)
     from kgrag_utils import threads
 
-    if args.mode == "old":
+    if args.mode in ("old", "passive"):
         for var in STRIPPED:  # undo the new default before torch or llama.cpp load
             if var not in before:
                 os.environ.pop(var, None)
         os.environ[threads.THREADS_ENV] = str(args.old_threads)
+        if args.mode == "passive":  # every core, but OpenMP threads sleep at a barrier instead of spinning
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         threads.budget.cache_clear()
     b = threads.budget()
     out = {"mode": args.mode, "threads": b.threads, "line": b.line(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
@@ -88,13 +90,16 @@ def _measure_llm(args) -> dict:
 
     llm = load_llm(args.preset, backend="llamacpp", cache=False)
     llama = llm.llama
-    llama.create_completion(LLM_PROMPT, max_tokens=4, temperature=0.0)  # warm-up
+    # every repeat decodes exactly --llm-tokens: the end-of-text tokens are banned (a model that stops after a
+    # dozen tokens would make a rate from a second's work)
+    no_stop = {t: -1e9 for t in {llama.token_eos(), *llama.tokenize(b"<|im_end|><|endoftext|>", add_bos=False, special=True)}}
+    llama.create_completion(LLM_PROMPT, max_tokens=4, temperature=0.0, logit_bias=no_stop)  # warm-up
     tokens, seconds = 0, 0.0
     cpu0 = time.process_time()
     for _ in range(args.repeats):
         llama.reset()  # no prefix reuse between repeats: every repeat prefills the prompt again
         t0 = time.perf_counter()
-        resp = llama.create_completion(LLM_PROMPT, max_tokens=args.llm_tokens, temperature=0.0)
+        resp = llama.create_completion(LLM_PROMPT, max_tokens=args.llm_tokens, temperature=0.0, logit_bias=no_stop)
         seconds += time.perf_counter() - t0
         tokens += int(resp["usage"]["completion_tokens"])
     cpu = time.process_time() - cpu0
@@ -147,16 +152,15 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def run_all(args) -> dict:
-    """Both idle measurements first, then both beside the competitor: the 1-minute load average (which the
-    new default reads) stays high for minutes after a competitor stops, so an idle measurement after a
-    busy one would not be idle."""
+    """Every idle measurement first, then each beside the competitor: a competitor's processes may take a
+    moment to leave, and the load averages recorded beside each measurement stay high for minutes."""
     results: dict[str, dict] = {}
     whats = args.what.split(",")
     for what in whats:
-        for mode in ("old", "new"):
+        for mode in args.modes.split(","):
             results[f"{what}/{mode}/idle"] = _run_worker(args, what, mode)
     for what in whats:
-        for mode in ("old", "new"):
+        for mode in args.modes.split(","):
             comp = _competitor(args.competitor_threads, args.timeout)
             try:
                 time.sleep(args.settle)
@@ -179,6 +183,31 @@ def kept_share(results: dict) -> dict:
     return share
 
 
+def kept_share_of_best_idle(results: dict) -> dict:
+    """busy throughput / the better idle throughput of the two modes: a default that idles at fewer threads
+    than the machine allows would look good by `kept_share` alone."""
+    share = {}
+    for key, busy in results.items():
+        what, mode, cond = key.split("/")
+        if cond != "busy":
+            continue
+        metric = "tokens_per_s" if what == "llm" else "names_per_s"
+        best = max(results.get(f"{what}/{m}/idle", {}).get(metric) or 0 for m in ("old", "new", "passive"))
+        share[f"{what}/{mode}"] = round(busy[metric] / best, 3) if best else None
+    return share
+
+
+def rate_per_core(results: dict) -> dict:
+    """Throughput per CPU core the measurement received (process CPU time / wall time): how much of the
+    CPU it got was useful work rather than threads waiting for each other."""
+    out = {}
+    for key, r in results.items():
+        metric = "tokens_per_s" if key.startswith("llm/") else "names_per_s"
+        if r.get(metric) and r.get("cpu_cores_used"):
+            out[key] = round(r[metric] / r["cpu_cores_used"], 1)
+    return out
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--what", default="llm,embed", help="comma list of llm, embed")
@@ -195,7 +224,10 @@ def main(argv=None) -> None:
     p.add_argument("--tiny", action="store_true", help="a dry run: 16 tokens, 1 repeat, 256 names")
     p.add_argument("--out", default="benchmarks/results/cpu_threads.json")
     p.add_argument("--worker", choices=("llm", "embed"), help=argparse.SUPPRESS)
-    p.add_argument("--mode", choices=("old", "new"), help=argparse.SUPPRESS)
+    p.add_argument("--modes", default="old,new",
+                   help="comma list of old (every core, spinning waits), new (the package's default) and passive "
+                        "(every core, OMP_WAIT_POLICY=PASSIVE)")
+    p.add_argument("--mode", choices=("old", "new", "passive"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         args.what = args.worker
@@ -215,10 +247,12 @@ def main(argv=None) -> None:
                        "tiny": args.tiny, "preset": args.preset},
         "results": results,
         "kept_share_busy_over_idle": kept_share(results),
+        "kept_share_of_best_idle": kept_share_of_best_idle(results),
+        "rate_per_core_used": rate_per_core(results),
         "note": "each measurement in its own process; a shared machine's numbers are indicative only (load_*).",
     }
     out = write_result(args.out, record, args)
-    print(json.dumps(record["kept_share_busy_over_idle"]), "->", out)
+    print(json.dumps({k: record[k] for k in ("kept_share_busy_over_idle", "kept_share_of_best_idle")}), "->", out)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,13 @@ fewer. The budget here is
     threads   = available - round(other load on those CPUs)           (at least 1)
 
 where the cgroup quota is cgroup v2's `cpu.max` or v1's `cpu.cfs_quota_us / cpu.cfs_period_us` (of the
-process's own cgroup and its parents; the smallest limit wins), and the other load is the larger of the
-1-minute load average and the number of threads runnable right now (`procs_running` in /proc/stat, less
-this one), both scaled to the share of the host's CPUs in the affinity mask. On a shared machine a thread
+process's own cgroup and its parents; the smallest limit wins), and the other load is the mean number of
+threads runnable besides this one (`procs_running` in /proc/stat, less the reader) over a short window
+(`RUNNING_SAMPLES` reads, `RUNNING_INTERVAL_S` apart), scaled to the share of the host's CPUs in the
+affinity mask. The 1-minute load average is not used: it lags a minute behind, so a process started on a
+machine that has just gone quiet got one thread on 2 idle cores (half the throughput, measured by
+benchmarks/cpu_threads.py), and it counts this process's own recent work (a notebook's embedding step) as
+somebody else's. On a shared machine a thread
 count equal to the cores is the worst choice: llama.cpp's and torch's threads wait for each other at
 every step, so one descheduled thread stalls the rest while the others spin.
 
@@ -49,7 +53,8 @@ PROC_STAT = Path("/proc/stat")
 
 BLAS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
-RUNNING_SAMPLES = 3  # /proc/stat reads, 2 ms apart; the median is the instantaneous load
+RUNNING_SAMPLES = 20  # /proc/stat reads over the window; their mean is the other load
+RUNNING_INTERVAL_S = 0.005  # 20 reads 5 ms apart: a 0.1 s window, once per process
 
 
 @dataclass(frozen=True)
@@ -152,7 +157,9 @@ def available_cpus(affinity: int, quota: float | None) -> int:
 
 
 def _running_now() -> float | None:
-    """Median of a few reads of the runnable threads on the host, less this one (None where unreadable)."""
+    """Mean of `RUNNING_SAMPLES` reads of the runnable threads on the host, less this one (None where unreadable).
+
+    A mean over a window, not one read: a competitor that runs half the time counts as half a CPU."""
     samples = []
     for i in range(RUNNING_SAMPLES):
         try:
@@ -166,23 +173,17 @@ def _running_now() -> float | None:
         else:
             return None
         if i + 1 < RUNNING_SAMPLES:
-            time.sleep(0.002)
-    samples.sort()
-    return float(samples[len(samples) // 2])
+            time.sleep(RUNNING_INTERVAL_S)
+    return sum(samples) / len(samples)
 
 
 def other_load(affinity: int) -> float | None:
-    """Other work on our CPUs: max(1-minute load, runnable now), scaled to our share of the host's CPUs."""
-    try:
-        avg = os.getloadavg()[0]
-    except (OSError, AttributeError):
-        avg = None
+    """Other work on our CPUs: the threads runnable besides this one, scaled to our share of the host's CPUs."""
     running = _running_now()
-    values = [v for v in (avg, running) if v is not None]
-    if not values:
+    if running is None:
         return None
     host = max(1, os.cpu_count() or 1)
-    return max(values) * min(1.0, affinity / host)
+    return running * min(1.0, affinity / host)
 
 
 def choose_threads(available: int, load: float | None) -> int:

@@ -89,27 +89,47 @@ def test_available_cpus_floor_of_quota():
     assert threads.available_cpus(2, 16.0) == 2
 
 
-def test_load_takes_runnable_now_and_scales_to_our_share(fake_proc, monkeypatch):
+def test_load_is_the_runnable_threads_besides_ours_scaled_to_our_share(fake_proc, monkeypatch):
     _, tmp = fake_proc
+    monkeypatch.setattr(threads, "RUNNING_INTERVAL_S", 0.0)
     (tmp / "stat").write_text("cpu 1\nprocs_running 5\n")  # 4 others runnable besides this thread
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # a lagging load average is not read
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     assert threads.other_load(8) == pytest.approx(4.0)
     assert threads.other_load(2) == pytest.approx(1.0)  # a quarter of the host's CPUs: a quarter of its load
-    monkeypatch.setattr(os, "getloadavg", lambda: (6.0, 1.0, 1.0))
-    assert threads.other_load(8) == pytest.approx(6.0)  # the larger of the two
+
+
+def test_load_is_the_mean_over_the_window(fake_proc, monkeypatch):
+    """A competitor runnable in half of the reads counts as half a CPU (one read would say 0 or 1)."""
+    _, tmp = fake_proc
+    monkeypatch.setattr(threads, "RUNNING_INTERVAL_S", 0.0)
+    monkeypatch.setattr(threads, "RUNNING_SAMPLES", 4)
+    reads = iter(["procs_running 2\n", "procs_running 1\n", "procs_running 2\n", "procs_running 1\n"])
+    monkeypatch.setattr(threads, "PROC_STAT", type("Stat", (), {"read_text": lambda self: next(reads)})())
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert threads.other_load(2) == pytest.approx(0.5)
 
 
 def test_measure_busy_machine_gets_fewer_threads(fake_proc, monkeypatch):
     _, tmp = fake_proc
+    monkeypatch.setattr(threads, "RUNNING_INTERVAL_S", 0.0)
     monkeypatch.delenv(threads.THREADS_ENV, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (3.9, 2.0, 1.0))
+    (tmp / "stat").write_text("procs_running 3\n")  # two competing threads besides this one
     b = threads.measure()
     assert (b.affinity, b.quota, b.threads, b.source, b.busy) == (2, None, 1, "auto", True)
-    assert b.line() == "threads: 1 (affinity 2, quota none, load 3.9)"
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    assert b.line() == "threads: 1 (affinity 2, quota none, load 2.0)"
+
+
+def test_a_machine_gone_quiet_gets_every_cpu_whatever_its_load_average(fake_proc, monkeypatch):
+    """The 1-minute load average stays high for minutes after a job ends (or counts our own last step)."""
+    _, tmp = fake_proc
+    monkeypatch.setattr(threads, "RUNNING_INTERVAL_S", 0.0)
+    monkeypatch.delenv(threads.THREADS_ENV, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 2.0, 1.0))
     (tmp / "stat").write_text("procs_running 1\n")
     idle = threads.measure()
     assert idle.threads == 2 and not idle.busy
