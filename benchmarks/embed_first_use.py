@@ -8,7 +8,8 @@ For each (batch size, threads) the same names (MetaQA's distinct head/tail names
 order by length and the chunking are the package's own. Vectors are compared with the float32 reference
 (batch 64, the package default before this benchmark): `max_abs_diff` and `min_cosine` over all names.
 `--int8` adds torch's dynamic int8 quantisation of the Linear layers (no extra dependency); it is kept
-only if its vectors stay within `TOLERANCE` of the reference, which the record states.
+only if its vectors stay within `TOLERANCE` of the reference, which the record states. `--onnx` adds the
+package's ONNX Runtime path (`kgrag_utils/onnx_encoder.py`, the default runtime on a CPU where it is installed).
 `--full` then embeds all names (42,718 for MetaQA) once at the fastest setting that stays within
 tolerance: the issue's target is at most 60 s idle on 2 cores.
 """
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TOLERANCE = 1e-4  # largest absolute difference of any vector component (unit vectors) counted as equal
+from kgrag_utils.onnx_encoder import TOLERANCE  # noqa: E402  (the package's one "same vectors" bound)
 
 
 def _encode(model, names, batch_size: int) -> tuple[np.ndarray, float]:
@@ -50,12 +51,22 @@ def _int8(model):
     return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
 
 
+def _onnx(threads: int):
+    """The package's ONNX Runtime model at `threads` (its session's thread count is fixed when it is made)."""
+    from kgrag_utils import embeddings, onnx_encoder, settings, threads as budget
+
+    st = embeddings.load_embedder("minilm", cache=False, runtime="torch").model
+    model_id, source = embeddings._resolve("minilm")
+    return onnx_encoder.OnnxSentenceEncoder(st, model_id, source, settings.cache_dir("onnx"), threads=threads,
+                                            spin=not budget.budget().busy)
+
+
 def sweep(args, names: list[str]) -> tuple[list[dict], dict]:
     import torch
 
     from kgrag_utils.embeddings import load_embedder
 
-    model = load_embedder("minilm", cache=False).model
+    model = load_embedder("minilm", cache=False, runtime="torch").model
     torch.set_num_threads(1)
     _encode(model, names[:64], 64)  # warm-up
     ref, _ = _encode(model, names, 64)
@@ -63,13 +74,16 @@ def sweep(args, names: list[str]) -> tuple[list[dict], dict]:
     if args.int8:
         runtimes["int8-dynamic"] = _int8(model)
     rows = []
-    for runtime, m in runtimes.items():
+    for runtime, m in [*runtimes.items(), *([("onnx", None)] if args.onnx else [])]:
         for threads in [int(t) for t in args.threads.split(",")]:
             torch.set_num_threads(threads)
+            if runtime == "onnx":
+                m = runtimes[f"onnx@{threads}"] = _onnx(threads)
+                _encode(m, names[:64], 64)  # warm-up
             for bs in [int(b) for b in args.batch_sizes.split(",")]:
                 load0 = os.getloadavg()[0]
                 vecs, seconds = _encode(m, names, bs)
-                row = {"runtime": runtime, "threads": threads, "batch_size": bs, "names": len(names),
+                row = {"runtime": runtime.split("@")[0], "threads": threads, "batch_size": bs, "names": len(names),
                        "seconds": round(seconds, 3), "names_per_s": round(len(names) / seconds, 1),
                        "load_1min_before": round(load0, 2), **_compare(vecs, ref)}
                 row["within_tolerance"] = row["max_abs_diff"] <= TOLERANCE
@@ -86,6 +100,7 @@ def main(argv=None) -> None:
     p.add_argument("--batch-sizes", default="32,64,128,256,512")
     p.add_argument("--threads", default=",".join(str(t) for t in sorted({1, len(os.sched_getaffinity(0))})))
     p.add_argument("--int8", action="store_true", help="also torch's dynamic int8 quantisation")
+    p.add_argument("--onnx", action="store_true", help="also the package's ONNX Runtime path (onnx_encoder.py)")
     p.add_argument("--full", action="store_true", help="then all names once, at the fastest setting within tolerance")
     p.add_argument("--kb", default=None)
     p.add_argument("--out", default="benchmarks/results/embed_first_use.json")
@@ -104,7 +119,8 @@ def main(argv=None) -> None:
     if args.full:
         torch.set_num_threads(best["threads"])
         load0 = os.getloadavg()
-        _, seconds = _encode(runtimes[best["runtime"]], all_names, best["batch_size"])
+        key = f"onnx@{best['threads']}" if best["runtime"] == "onnx" else best["runtime"]
+        _, seconds = _encode(runtimes[key], all_names, best["batch_size"])
         full = {"names": len(all_names), "seconds": round(seconds, 2), "names_per_s": round(len(all_names) / seconds, 1),
                 "setting": {k: best[k] for k in ("runtime", "threads", "batch_size")},
                 "load_before": [round(x, 2) for x in load0], "load_after": [round(x, 2) for x in os.getloadavg()],
