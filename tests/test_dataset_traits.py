@@ -26,7 +26,7 @@ def test_the_facts_the_methods_used_to_read_from_names():
     assert {n for n in dataset_names() if get_spec(n).traits.task == "verify"} == {"factkg", "fixture-factkg"}
     assert {n for n in dataset_names() if get_spec(n).traits.question_style == "human"} == \
         {"webqsp", "cwq", "fixture-webqsp", "fixture-cwq", "webqsp-paths", "cwq-paths", "webqsp-test18",
-         "fixture-webqsp-paths", "fixture-cwq-paths", "fixture-webqsp-test18"}
+         "fixture-webqsp-paths", "fixture-cwq-paths", "fixture-webqsp-test18", "webqsp-test18-kg", "fixture-webqsp-test18-kg"}
     assert {n for n in dataset_names() if get_spec(n).traits.gold_unit == "title"} == {"hotpotqa", "2wiki", "ircot-hotpotqa", "ircot-2wiki"}
     assert {n for n in dataset_names() if get_spec(n).traits.page_key == "title"} == {"iirc", "fixture-iirc"}
     families = {n: get_spec(n).traits.shot_family for n in dataset_names()}

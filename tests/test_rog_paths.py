@@ -100,3 +100,15 @@ def test_real_whole_subgraphs(real_data):
     assert {q.qid for q in ds.items if not q.meta["answerable_any"]} == {"WebQTest-3", "WebQTest-31"}
     jamaica = next(q for q in ds.items if q.qid == "WebQTest-0")
     assert jamaica.topic_entities == ["Jamaica"] and ("location.country.languages_spoken", True) in jamaica.meta["shortest_chains"][0]
+
+
+def test_the_union_dataset_is_one_kg_holding_every_questions_subgraph():
+    """webqsp-test18-kg: the same questions as webqsp-test18, over one KG (for the methods built for one KG)."""
+    per_question = load_dataset("fixture-webqsp-test18", split="test")
+    union = load_dataset("fixture-webqsp-test18-kg", split="test")
+    assert per_question.kg is None and union.kg is not None
+    assert [q.qid for q in union.items] == [q.qid for q in per_question.items]
+    facts = {(union.kg.entity_names[h], union.kg.relation_names[r], union.kg.entity_names[t])
+             for h, r, t in zip(union.kg.heads, union.kg.rels, union.kg.tails)}
+    wanted = {tuple(t) for q in per_question.items for t in per_question.triples[q.qid]}
+    assert facts == wanted  # every subgraph's facts, nothing else, duplicates once

@@ -22,7 +22,7 @@ Layouts:
 * iirc -> IIRC/: train.json, dev.json, iirc_test.json, context_articles.json
 * webqsp_cwq -> WebQSP_CWQ/: the shared copy's gzipped RoG path files, test answers, CWQ topics and the
   whole-subgraph file (fixture_webqsp_cwq; registered as fixture-webqsp-paths, fixture-cwq-paths,
-  fixture-webqsp-test18)
+  fixture-webqsp-test18, fixture-webqsp-test18-kg)
 * wc2014 -> WC2014/: WC2014.txt (KB), WC-P1.txt, WC-P2.txt, WC-C.txt (conjunctive: two paths joined by
   '*', each ending at the answer); a generated football world (invented players, clubs, countries)
 """

@@ -187,6 +187,8 @@ def read_factkg(spec: DatasetSpec, root: Path, split: str, graph: str = "auto", 
 
 
 def read_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> Dataset:
+    """RoG's questions with their own subgraphs; a spec with params graph="union" also gets one KG, the union
+    of the loaded questions' subgraphs, so that methods built for one KG (SimGRAG, vector rerank) run on it."""
     from . import rog
 
     file = spec.params.get("file")
@@ -198,8 +200,13 @@ def read_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> D
         info["answerable_rate"] = float(np.mean([bool(q.answerable) for q in questions]))
         info["answerable_any_rate"] = float(np.mean([q.meta["answerable_any"] for q in questions]))
     info["per_question_kg"] = "dataset.triples.kg(qid)"
-    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, triples=graphs, source=spec.source,
-                   root=root, info=info)
+    kg = None
+    if spec.params.get("graph") == "union":
+        parts = [graphs._arrays(q) for q in graphs]
+        kg = rog.kg_from_triples_arrays(*(np.concatenate([p[i] for p in parts]) for i in range(3)), name=spec.name)
+        info["kg"] = f"the union of the {len(parts)} questions' subgraphs: {kg.num_entities:,} entities, {kg.num_edges:,} facts"
+    return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, kg=kg, triples=graphs,
+                   source=spec.source, root=root, info=info)
 
 
 def read_user(spec: DatasetSpec, root: Path, split: str) -> Dataset:

@@ -200,6 +200,15 @@ for _source, _prefix in (("real", ""), ("fixture", "fixture-")):  # each fixture
         twin="webqsp-test18" if _prefix else None,
         description=f"{_fixture}the 18 WebQSP test questions with whole RoG Freebase subgraphs (JSON lines in RoG form)"))
     _register(DatasetSpec(
+        name=f"{_prefix}webqsp-test18-kg", kind="kgqa", source=_source, folder="WebQSP_CWQ",
+        required=((_TEST18,),), loader=loaders.read_rog, splits=("test",), options=("paths",),
+        params={"file": _TEST18, "graph": "union"},
+        sample_key="fixture-webqsp_cwq" if _source == "fixture" else None,
+        traits=DatasetTraits(question_style="human") if not _prefix else None,
+        twin="webqsp-test18-kg" if _prefix else None,
+        description=f"{_fixture}the same 18 WebQSP test questions over ONE KG, the union of their 18 Freebase subgraphs "
+                    "(each question also sees the other 17 subgraphs' facts), for the methods built for one KG"))
+    _register(DatasetSpec(
         name=f"{_prefix}iirc", kind="passages", source=_source, folder="IIRC", required=_IIRC_REQUIRED,
         loader=loaders.read_iirc, splits=("train", "dev", "test"), options=("unanswerable",),
         sample_key="fixture-iirc" if _source == "fixture" else None,
