@@ -21,7 +21,8 @@ __all__ = ["scores_table", "draw_worked_example", "failure_figure",  # the roles
 ROLE_COLORS = {"seed": "#fdbf6f", "chosen": "#b2df8a", "gold": "#fb9a99", "other": "#d9d9d9"}
 
 
-def scores_table(summary: Mapping, dataset: str, graph: str, traversal: str, model: str = "-", reader: bool = True):
+def scores_table(summary: Mapping, dataset: str, graph: str, traversal: str, model: str = "-",
+                 reader: bool = True):
     """Our run in the published tables' terms (F1 and EM x100 with the reader; recall@30 and SF-EM@30), one
     row; the published tables are `published.published_frame(published.TABLE1_F1)` and its siblings."""
     import pandas as pd
