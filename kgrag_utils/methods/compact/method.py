@@ -24,7 +24,7 @@ gold answer (= strict Hits@1, the `hits@1_*` keys).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from ...errors import ConfigError
 from ...llm.structured import wants_schema
@@ -69,8 +69,8 @@ class Compact(CompactDerivation, Method):
     label = "compact relation selection"
     #: the class of each dataset kind (`Method.reader_for`: `prepare` picks KinshipCompact for kinship stories)
     kinds = {"kgqa": "", "kinship": "stages.kinship:KinshipCompact"}
-    #: the dataset kind this class reads (KinshipCompact: "kinship")
-    kind = "kgqa"
+    #: the dataset kind this class reads (KinshipCompact: "kinship"); an instance's `kind` says it too
+    dataset_kind: ClassVar[str] = "kgqa"
 
     def __init__(self, config: CompactConfig, knowledge: RelationKnowledge, kg=None, rules=None,
                  gate: GateChoice | None = None, topic_policy: str = "exclude_end", tuning: dict | None = None,
@@ -79,6 +79,7 @@ class Compact(CompactDerivation, Method):
         if not isinstance(config, CompactConfig):
             raise ConfigError("Compact(config, knowledge, ...): the config comes first (see docs/MIGRATION.md).")
         self._llm = llm
+        self.kind = self.dataset_kind  # what notebooks and benchmarks read (the class's `kind` is the registry's)
         self.config = config
         self.knowledge = knowledge
         self.kg = kg
@@ -115,7 +116,7 @@ class Compact(CompactDerivation, Method):
         for rec in val_records:  # derived before the gate existed
             rec["gate"] = gate_passes(gate.name, rec)
         tuning["validation_derived"] = ({"n": len(val_records),
-                                         **derivation_statistics(val_records, reader.kind, llm=False)}
+                                         **derivation_statistics(val_records, reader.dataset_kind, llm=False)}
                                         if val_records else {})
         # the knowledge refit on the whole training split with the chosen settings
         knowledge = reader.refit_knowledge(config, dataset, fit_knowledge, items, built)

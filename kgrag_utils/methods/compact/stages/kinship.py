@@ -22,7 +22,7 @@ __all__ = ["KinshipCompact"]
 class KinshipCompact(Compact):
     """`Compact` on kinship stories: rules for knowledge, the story's derivation, the story as the baseline."""
 
-    kind = "kinship"
+    dataset_kind = "kinship"
 
     def __init__(self, config, knowledge, *, rules=None, **built):
         super().__init__(config, knowledge, rules=rules, **built)
