@@ -46,7 +46,8 @@ FIGURES: dict[str, ReadmeFigure] = {
         _GRAPH + ("kgrag_utils/methods/simgrag/figures.py:draw_worked_example",)),
     "vector_rerank_sample-passages_worked_example.png": ReadmeFigure(
         figure_name("vector_rerank", "sample-passages", "worked_example"),
-        _GRAPH + ("kgrag_utils/methods/vector_rerank/figures.py:worked_example_edges",)),
+        _GRAPH + tuple(f"kgrag_utils/methods/vector_rerank/figures.py:{f}"
+                       for f in ("worked_example_edges", "draw_worked_example"))),
     "report_accuracy_vs_cost.png": ReadmeFigure(
         figure_name("report", "", "accuracy_vs_cost"),
         ("kgrag_utils/report.py:cost_figure", "kgrag_utils/labels.py", "kgrag_utils/plotting.py")),

@@ -66,17 +66,28 @@ _RERANK_EDGES = [
     ("Northbound Crossing", "genre", "mystery film"), ("Drifting Orchard", "filmed in", "Ashwick"),
     ("Scarlet Tides", "released in", "1935"), ("Scarlet Tides", "genre", "comedy"),
 ]
-_RERANK_LEGEND = {"highlight": "seed entity", "node": "other entity", "highlight_edge": "chosen by the rerank",
-                  "edge": "other candidate"}
+
+
+class _RerankIndex:
+    """The one part of a vector-rerank `GraphIndex` the worked example reads: the triples of relation ids."""
+
+    def __init__(self, edges):
+        self.edges = list(edges)
+
+    def triples(self, ids):
+        return [tuple(self.edges[i]) for i in ids]
 
 
 def vector_rerank_worked_example(edges=None, seeds=("Harbor Signal", "Seventh Boats")):
-    """notebooks/03_vector_rerank.ipynb: seeds, chosen relations and the best other candidates."""
-    edges = edges or _RERANK_EDGES
-    fig, ax = plt.subplots(figsize=(10, 7.5))
-    plotting.draw_graph(edges, ax=ax, highlight_nodes=list(seeds), highlight_edges=edges[:10], layout="kk",
-                        title="Seeds, the relations the rerank chose, and other candidates", legend=_RERANK_LEGEND)
-    return fig
+    """notebooks/03_vector_rerank.ipynb: seeds, chosen relations (the first ten) and the best other candidates."""
+    from kgrag_utils.methods.vector_rerank import figures
+
+    edges = list(edges or _RERANK_EDGES)
+    chosen = list(range(min(10, len(edges))))
+    record = {"graph": {"rerank": {"seed_entities": [[i, s] for i, s in enumerate(seeds)], "seed_relations": [],
+                                   "candidates": [[i] for i in range(len(chosen), len(edges))]}},
+              "rerank": {"chosen": [[i] for i in chosen]}}
+    return figures.draw_worked_example(_RerankIndex(edges), record, max_edges=len(edges)).figure
 
 
 def crowded_graph():
@@ -123,7 +134,7 @@ def simgrag_stage_errors(wrong: int = 0):
     """The demo's case: no question wrong (an explicit "no errors" figure), or `wrong` of 8."""
     from kgrag_utils.methods.simgrag import figures
 
-    return figures.stage_error_figure(_simgrag_outcomes(wrong), title="SimGRAG on sample-movies-2hop: wrong answers by failing stage")
+    return figures.failure_figure(_simgrag_outcomes(wrong), title="SimGRAG on sample-movies-2hop: wrong answers by failing stage")
 
 
 def simgrag_latency():
@@ -143,7 +154,7 @@ def compact_worked_example():
     record = {"compact_facts": [list(t) for t in kg.triples(res.edge_ids)], "topic_entities": list(q.topic_entities),
               "derived_answers": list(q.answers), "chain": " -> ".join(r for r, _ in q.chain)}
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    figures.draw_chain_record(record, ax=ax)
+    figures.draw_worked_example(record, ax=ax)
     return fig
 
 
@@ -159,7 +170,7 @@ def kgp_traversal():
     res = kgp.retrieve(q, prep)
     labels = [f"{t} {s[0]}" if s[0] > 0 else t for t, s in zip(prep.dset.titles, prep.dset.spans)]
     fig, ax = plt.subplots(figsize=(10, 7.5))
-    figures.draw_traversal(prep.graph, res, prep.gold, labels, ax=ax, max_nodes=45)
+    figures.draw_worked_example(prep.graph, res, prep.gold, labels, ax=ax, max_nodes=45)
     return fig
 
 

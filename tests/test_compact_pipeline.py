@@ -147,3 +147,16 @@ def test_knn_knowledge_through_the_pipeline():
     recs = m.derive_many(ds.items)
     assert all(r["chain_source"] == "knn" for r in recs if r["chain"])
     assert summarize(recs)["chain_accuracy"] >= 0.7
+
+
+def test_prepare_picks_the_class_of_the_dataset_kind(method):
+    from kgrag_utils.methods.compact.stages.kinship import KinshipCompact
+
+    assert type(method) is Compact and method.kind == "kgqa" and method.describe()["topic_policy"] == method.topic_policy
+    kin = Compact.prepare(CompactConfig(), load_dataset("sample-kinship", split="test", limit=4))
+    assert type(kin) is KinshipCompact and kin.kind == "kinship" and kin.describe()["topic_policy"] is None
+    assert kin.vocabulary and "mother" in kin.vocabulary
+    with pytest.raises(ConfigError, match="set knowledge='rules'"):
+        Compact.prepare(CompactConfig(knowledge="lexicon"), load_dataset("sample-kinship", split="test", limit=4))
+    with pytest.raises(ConfigError, match="reads kgqa or kinship datasets"):
+        Compact.prepare(CompactConfig(), load_dataset("sample-passages", split="test", limit=2))

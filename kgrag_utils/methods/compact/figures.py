@@ -11,17 +11,15 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..figure_roles import percent as _pct, stage_loss_figure
 from .published import PAPER
+from .summary import summarize
 
-__all__ = ["comparison_table", "draw_chain_record", "draw_kinship_derivation", "plot_facts_per_context",
-           "plot_accuracy_vs_tokens", "plot_gate_curve"]
-
-
-def _pct(x) -> float | None:
-    return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(100 * float(x), 1)
+__all__ = ["scores_table", "draw_worked_example", "failure_figure",  # the roles every method names alike
+           "draw_kinship_derivation", "plot_facts_per_context", "plot_accuracy_vs_tokens", "plot_gate_curve"]
 
 
-def comparison_table(summary: Mapping, kind: str, model: str = ""):
+def scores_table(summary: Mapping, kind: str, model: str = ""):
     """Ours beside the published numbers (WebQSP / CWQ, seven 4-bit open LLMs), one row per figure.
 
     The paper scores the reader by exact match; ours is the same rule on the reply's first answer
@@ -64,8 +62,9 @@ def comparison_table(summary: Mapping, kind: str, model: str = ""):
     return pd.DataFrame(rows, columns=["figure", "ours", "published (paper)"])
 
 
-def draw_chain_record(record: Mapping, ax=None, max_facts: int = 14):
-    """The compact facts of one KG record, topic and derived answers highlighted."""
+def draw_worked_example(record: Mapping, ax=None, max_facts: int = 14):
+    """The compact facts of one KG record, topic and derived answers highlighted (a kinship story:
+    `draw_kinship_derivation`)."""
     from ...plotting import draw_graph
 
     facts = [tuple(f) for f in record.get("compact_facts", [])][:max_facts]
@@ -75,6 +74,14 @@ def draw_chain_record(record: Mapping, ax=None, max_facts: int = 14):
                       roots=list(record.get("topic_entities", [])),
                       legend={"highlight": "topic entity or derived answer", "node": "other entity",
                               "highlight_edge": "compact fact"})
+
+
+def failure_figure(records: Sequence[Mapping], title: str = ""):
+    """Questions lost at each step (the run summary's `stage_errors`): a wrong chain, no derivation, the
+    LLM missing although the compact facts hold a gold answer."""
+    s = summarize(records)
+    return stage_loss_figure(s["stage_errors"], s["n_scored"], title or f"Where compact relation selection lost "
+                             f"questions ({s['n_scored']} scored)")
 
 
 def draw_kinship_derivation(story, derivation, ax=None):

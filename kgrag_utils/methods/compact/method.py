@@ -24,7 +24,7 @@ gold answer (= strict Hits@1, the `hits@1_*` keys).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from ...errors import ConfigError
 from ...llm.structured import wants_schema
@@ -32,18 +32,17 @@ from ...metrics import CONTAINMENT, HITS1, containment, hits_at_1
 from ..base import Method
 from ..scoring import Headline
 from .config import CompactConfig
-from .prompts import ANSWER_SCHEMA, kgqa_prompt, kinship_prompt, kinship_schema, parse_answers, parse_kinship_answer
+from .prompts import ANSWER_SCHEMA, kgqa_prompt, parse_answers
 from .record import CompactRecord
 from .stages.checks import context_derivation
 from .stages.conjunctive import expand_branches
-from .stages.context import choose_topic_policy, kinship_sentence, topk_contexts, topk_contexts_per_question
+from .stages.context import choose_topic_policy, topk_contexts, topk_contexts_per_question
 from .stages.derive import CompactDerivation
 from .stages.fit import (auto_knowledge, fit_kgqa_knowledge, gate_from_validation, topic_entity_ids, training_data,
                          tune_lift_threshold)
 from .stages.gate import GateChoice, gate_passes
 from .stages.graphs import QuestionKGs, functional_relation_names
 from .stages.knowledge import RelationKnowledge
-from .stages.rules import KinshipRuleKnowledge
 from .stages.splits import split_validation
 from .stages.statistics import derivation_statistics
 
@@ -51,7 +50,8 @@ __all__ = ["Compact"]
 
 
 class Compact(CompactDerivation, Method):
-    """Compact relation selection for one dataset (KG questions or kinship stories).
+    """Compact relation selection over KG questions (`prepare` picks `stages/kinship.py: KinshipCompact`, a
+    subclass, for kinship stories).
 
     `Compact.prepare(config, dataset, llm=None)` fits the relation knowledge on the training split and
     chooses threshold and gate on its validation part; `run(items, recorder=None, progress=True)`
@@ -67,18 +67,19 @@ class Compact(CompactDerivation, Method):
     headline = Headline(((HITS1, CONTAINMENT),), variant="LLM reads compact facts")
     color = "#d95f02"
     label = "compact relation selection"
-    kinds = {"kgqa": "", "kinship": ""}  # one class; its derivation and context follow `self.kind`
+    #: the class of each dataset kind (`Method.reader_for`: `prepare` picks KinshipCompact for kinship stories)
+    kinds = {"kgqa": "", "kinship": "stages.kinship:KinshipCompact"}
+    #: the dataset kind this class reads (KinshipCompact: "kinship"); an instance's `kind` says it too
+    dataset_kind: ClassVar[str] = "kgqa"
 
-    def __init__(self, config: CompactConfig, kind: str, knowledge: RelationKnowledge, kg=None, rules=None,
+    def __init__(self, config: CompactConfig, knowledge: RelationKnowledge, kg=None, rules=None,
                  gate: GateChoice | None = None, topic_policy: str = "exclude_end", tuning: dict | None = None,
                  embedder=None, token_counter=None, graphs: QuestionKGs | None = None,
                  functional_names: Sequence[str] | None = None, llm=None):
         if not isinstance(config, CompactConfig):
-            raise ConfigError("Compact(config, kind, knowledge, ...): the config comes first (see docs/MIGRATION.md).")
+            raise ConfigError("Compact(config, knowledge, ...): the config comes first (see docs/MIGRATION.md).")
         self._llm = llm
-        if kind not in ("kgqa", "kinship"):
-            raise ConfigError(f"compact relation selection reads KG questions or kinship stories, not {kind!r} datasets.")
-        self.kind = kind
+        self.kind = self.dataset_kind  # what notebooks and benchmarks read (the class's `kind` is the registry's)
         self.config = config
         self.knowledge = knowledge
         self.kg = kg
@@ -90,8 +91,6 @@ class Compact(CompactDerivation, Method):
         self.tuning = tuning or {}
         self._embedder = embedder
         self.token_counter = token_counter
-        if kind == "kinship":
-            self.vocabulary = sorted(set(rules.relation_to_surface.values())) if rules is not None else []
 
     # ------------------------------------------------------------------ preparation
     @classmethod
@@ -102,58 +101,67 @@ class Compact(CompactDerivation, Method):
         if config is not None and not isinstance(config, CompactConfig):
             raise ConfigError("Compact.prepare(config, dataset): the config comes first (see docs/MIGRATION.md).")
         config = config or CompactConfig()
-        cls.reader_for(dataset)  # refuses a kind compact relation selection does not read (`kinds`)
-        source = QuestionKGs.of(dataset) if dataset.kind == "kgqa" else None
+        reader = cls.reader_for(dataset)  # Compact, or KinshipCompact for kinship stories (`kinds`)
+        source = reader.question_kgs(dataset)
         items, train_source = training_data(dataset, train, source)
         fit_items, val_items = split_validation(items, config.validation_fraction, config.seed, config.max_validation)
         tuning: dict = {"n_train": len(items), "n_fit": len(fit_items), "n_validation": len(val_items)}
-        kind = dataset.kind
-        if kind == "kinship":
-            if config.knowledge not in ("auto", "rules"):
-                raise ConfigError(f"kinship stories are derived with the rules: set knowledge='rules' (got {config.knowledge!r}).")
-            fit_knowledge = KinshipRuleKnowledge(dataset.rules).fit(fit_items)
-            built = {"rules": dataset.rules, "tuning": tuning, "token_counter": token_counter}
-        else:
-            name = auto_knowledge(dataset) if config.knowledge == "auto" else config.knowledge
-            if name == "rules":
-                raise ConfigError("the kinship rules apply to kinship stories: use knowledge='lexicon' or 'knn' here.")
-            policy, policy_table = choose_topic_policy(train_source, expand_branches(fit_items), seed=config.seed)
-            tuning.update({"topic_policy": policy, "topic_policy_table": policy_table, "kg": source.describe()})
-            functional = None
-            if source.per_question:  # one subgraph is too small to tell functional relations: count them on training
-                functional = functional_relation_names(train_source, fit_items, seed=config.seed)
-                tuning["functional_relations"] = functional
-            if name in ("knn", "hybrid") and embedder is None:
-                from ...embeddings import load_embedder
-
-                embedder = load_embedder(config.embedder)
-            fit_knowledge = fit_kgqa_knowledge(name, config, fit_items, embedder)
-            if name in ("lexicon", "hybrid"):
-                if config.lift_threshold:
-                    tuning.update({"threshold": config.lift_threshold, "threshold_source": "given"})
-                else:
-                    th, table = tune_lift_threshold(fit_knowledge, expand_branches(val_items), train_source,
-                                                    config.threshold_grid, config.max_candidates, policy)
-                    tuning.update({"threshold": th, "threshold_source": "validation", "threshold_table": table})
-            built = {"kg": dataset.kg, "topic_policy": policy, "tuning": tuning, "embedder": embedder,
-                     "token_counter": token_counter, "graphs": source if source.per_question else None,
-                     "functional_names": functional}
+        fit_knowledge, built = reader.fit_knowledge(config, dataset, source, fit_items, val_items, train_source, tuning,
+                                                    embedder)
+        built["token_counter"] = token_counter
         # the gate is chosen on validation records derived with the fit-part knowledge (by a probe, never returned)
-        probe = cls(config, kind, fit_knowledge, **built)
+        probe = reader(config, fit_knowledge, **built)
         val_records = probe.derive_many(val_items, source=train_source) if val_items else []
         gate = gate_from_validation(val_records, config)
         for rec in val_records:  # derived before the gate existed
             rec["gate"] = gate_passes(gate.name, rec)
-        tuning["validation_derived"] = ({"n": len(val_records), **derivation_statistics(val_records, kind, llm=False)}
+        tuning["validation_derived"] = ({"n": len(val_records),
+                                         **derivation_statistics(val_records, reader.dataset_kind, llm=False)}
                                         if val_records else {})
         # the knowledge refit on the whole training split with the chosen settings
-        if kind == "kinship":
-            knowledge = KinshipRuleKnowledge(dataset.rules).fit(items)
-        else:
-            threshold = getattr(fit_knowledge, "threshold", None)
-            knowledge = fit_kgqa_knowledge(fit_knowledge.name, config.replace(lift_threshold=threshold or 0.0),
-                                            items, embedder)
-        return cls(config, kind, knowledge, gate=gate, llm=llm, **built)
+        knowledge = reader.refit_knowledge(config, dataset, fit_knowledge, items, built)
+        return reader(config, knowledge, gate=gate, llm=llm, **built)
+
+    @classmethod
+    def question_kgs(cls, dataset) -> QuestionKGs | None:
+        """Where each question's KG comes from: the dataset's KG or each question's released subgraph."""
+        return QuestionKGs.of(dataset)
+
+    @classmethod
+    def fit_knowledge(cls, config: CompactConfig, dataset, source, fit_items, val_items, train_source, tuning: dict,
+                      embedder=None) -> tuple[RelationKnowledge, dict]:
+        """The relation knowledge fitted on the fit part (the lift threshold tuned on validation), and what the
+        constructor needs beside it; `tuning` gets the choices made."""
+        name = auto_knowledge(dataset) if config.knowledge == "auto" else config.knowledge
+        if name == "rules":
+            raise ConfigError("the kinship rules apply to kinship stories: use knowledge='lexicon' or 'knn' here.")
+        policy, policy_table = choose_topic_policy(train_source, expand_branches(fit_items), seed=config.seed)
+        tuning.update({"topic_policy": policy, "topic_policy_table": policy_table, "kg": source.describe()})
+        functional = None
+        if source.per_question:  # one subgraph is too small to tell functional relations: count them on training
+            functional = functional_relation_names(train_source, fit_items, seed=config.seed)
+            tuning["functional_relations"] = functional
+        if name in ("knn", "hybrid") and embedder is None:
+            from ...embeddings import load_embedder
+
+            embedder = load_embedder(config.embedder)
+        fit_knowledge = fit_kgqa_knowledge(name, config, fit_items, embedder)
+        if name in ("lexicon", "hybrid"):
+            if config.lift_threshold:
+                tuning.update({"threshold": config.lift_threshold, "threshold_source": "given"})
+            else:
+                th, table = tune_lift_threshold(fit_knowledge, expand_branches(val_items), train_source,
+                                                config.threshold_grid, config.max_candidates, policy)
+                tuning.update({"threshold": th, "threshold_source": "validation", "threshold_table": table})
+        return fit_knowledge, {"kg": dataset.kg, "topic_policy": policy, "tuning": tuning, "embedder": embedder,
+                               "graphs": source if source.per_question else None, "functional_names": functional}
+
+    @classmethod
+    def refit_knowledge(cls, config: CompactConfig, dataset, fit_knowledge, items, built: dict) -> RelationKnowledge:
+        """The knowledge refit on the whole training split with the settings chosen on the fit part."""
+        threshold = getattr(fit_knowledge, "threshold", None)
+        return fit_kgqa_knowledge(fit_knowledge.name, config.replace(lift_threshold=threshold or 0.0), items,
+                                  built["embedder"])
 
     def _known_chains(self):
         """The knowledge's training chains, computed once per fitted knowledge."""
@@ -172,20 +180,16 @@ class Compact(CompactDerivation, Method):
 
     def describe(self) -> dict:
         return {"kind": self.kind, "knowledge": self.knowledge.describe(),
-                "topic_policy": self.topic_policy if self.kind == "kgqa" else None,
+                "topic_policy": self.topic_policy,
                 "gate": self.gate.to_record() if self.gate else None, "tuning": self.tuning,
                 "config": self.config.to_dict(),
                 "token_counter": getattr(self.token_counter, "name", None)}
 
     # ------------------------------------------------------------------ baseline context
     def add_baselines(self, records: list[dict], items: Sequence, progress: bool | None = None) -> list[dict]:
-        """Attach the baseline context: top-k facts by similarity (KG; one embedding pass for all
-        items) or the whole story (kinship). Also records whether the baseline context still
-        holds a derivation of the predicted chain, and whether it mentions a gold answer."""
-        if self.kind == "kinship":
-            for rec, item in zip(records, items):
-                rec.update({"baseline_kind": "story", "topk_n_facts": len(item.edges)})
-            return records
+        """Attach the baseline context: top-k facts by similarity (one embedding pass for all items). Also
+        records whether the baseline context still holds a derivation of the predicted chain, and whether it
+        mentions a gold answer."""
         kgs = [self.source.kg_for(it) for it in items]
         topics = [topic_entity_ids(kg, it.topic_entities)[0] for kg, it in zip(kgs, items)]
         questions = [it.meta.get("question_plain") or it.question for it in items]
@@ -215,15 +219,8 @@ class Compact(CompactDerivation, Method):
 
     # ------------------------------------------------------------------ prompts and the reader
     def prompt(self, record: dict, item, context: str) -> str:
-        if self.kind == "kgqa":
-            facts = record["compact_facts"] if context == "compact" else record.get("topk_facts", [])
-            return kgqa_prompt(item.question, [tuple(f) for f in facts], form=self.prompt_form)
-        x, y = item.query
-        if context == "compact":
-            body = [kinship_sentence(*f) for f in record["compact_facts"]]
-        else:
-            body = item.story.replace("[", "").replace("]", "")
-        return kinship_prompt(x, y, body, self.vocabulary, form=self.prompt_form)
+        facts = record["compact_facts"] if context == "compact" else record.get("topk_facts", [])
+        return kgqa_prompt(item.question, [tuple(f) for f in facts], form=self.prompt_form)
 
     #: "text" (the paper's reply line) or "json" (set by `answer` when the LLM decodes under schemas)
     prompt_form = "text"
@@ -239,7 +236,7 @@ class Compact(CompactDerivation, Method):
     def answer(self, records: list[dict], items: Sequence, llm, contexts: Sequence[str]) -> None:
         """The LLM reads each context; parse, score, and apply the gate."""
         self.prompt_form = "json" if wants_schema(llm) else "text"
-        schema = ANSWER_SCHEMA if self.kind == "kgqa" else kinship_schema(self.vocabulary)
+        schema = self.answer_schema()
         for ctx in contexts:
             prompts = [self.prompt(rec, item, ctx) for rec, item in zip(records, items)]
             results = llm.generate(prompts, max_new_tokens=self.config.reader_max_new_tokens, schema=schema)
@@ -254,26 +251,25 @@ class Compact(CompactDerivation, Method):
                 if res.error:
                     rec[f"llm_error_{ctx}"] = res.error
                 rec[f"seconds_{ctx}"] = res.seconds
-                if self.kind == "kgqa":
-                    facts = rec["compact_facts"] if ctx == "compact" else rec.get("topk_facts", [])
-                    known = {t for f in facts for t in (f[0], f[2])}
-                    parsed = parse_answers(res.text, known)
-                    gold = rec["answers"]
-                    rec[f"answer_{ctx}"] = parsed
-                    rec[f"hits@1_{ctx}"] = hits_at_1(parsed, gold)
-                    rec[f"containment_{ctx}"] = containment(res.text, gold)
-                    final = rec["derived_answers"][:1] if rec["gate"] else parsed
-                    rec[f"hits@1_{ctx}_gated"] = hits_at_1(final, gold)
-                else:
-                    word = parse_kinship_answer(res.text, self.vocabulary)
-                    rec[f"answer_{ctx}"] = word
-                    rec[f"hits@1_{ctx}"] = float(word == item.target)
-                    rec[f"containment_{ctx}"] = containment(res.text, [item.target])
-                    final = rec["derived_answers"][0] if rec["gate"] and rec["derived_answers"] else word
-                    rec[f"hits@1_{ctx}_gated"] = float(final == item.target)
+                self.score_reply(rec, item, ctx, res.text)
                 rec[f"failed_{ctx}"] = not rec[f"answer_{ctx}"]
         for rec in records:  # failed in any way: the reader gave no usable answer for one of the contexts
             rec["failed"] = any(rec.get(f"failed_{ctx}") for ctx in contexts)
+
+    def answer_schema(self) -> dict:
+        """The JSON schema of a reply when the LLM decodes under schemas."""
+        return ANSWER_SCHEMA
+
+    def score_reply(self, rec: dict, item, ctx: str, text: str) -> None:
+        """The parsed answers of one reply and their scores (with the gate: the derived answer when it passes)."""
+        facts = rec["compact_facts"] if ctx == "compact" else rec.get("topk_facts", [])
+        parsed = parse_answers(text, {t for f in facts for t in (f[0], f[2])})
+        gold = rec["answers"]
+        rec[f"answer_{ctx}"] = parsed
+        rec[f"hits@1_{ctx}"] = hits_at_1(parsed, gold)
+        rec[f"containment_{ctx}"] = containment(text, gold)
+        final = rec["derived_answers"][:1] if rec["gate"] else parsed
+        rec[f"hits@1_{ctx}_gated"] = hits_at_1(final, gold)
 
     # ------------------------------------------------------------------ the run (Method.run: resume, isolation, progress)
     def _run_batch(self, batch: Sequence) -> list[dict]:
@@ -291,8 +287,6 @@ class Compact(CompactDerivation, Method):
         return records
 
     def error_fields(self) -> dict:
-        if self.kind == "kinship":
-            return {"kind": lambda s: "kinship", "target": lambda s: s.target, "chain_length": lambda s: s.chain_length}
         return {"kind": lambda q: "kgqa", "question": lambda q: q.question, "answers": lambda q: list(q.answers),
                 "answerable": lambda q: q.answerable, "hops": lambda q: q.hops}
 

@@ -1,4 +1,5 @@
-"""KGP's figures: one question's passage graph with its traversal, the two sweeps, recall@k curves."""
+"""KGP's tables and figures: our scores, one question's passage graph with its traversal, the questions lost
+at each stage, the two sweeps, recall@k curves."""
 
 from __future__ import annotations
 
@@ -8,13 +9,36 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ...plotting import place_labels
+from ..figure_roles import stage_loss_figure
 from .stages.docsets import GoldUnits
 from .stages.graphs import PassageGraph
 from .stages.traversal import TraversalResult
+from .summary import summarize
 
-__all__ = ["example_nodes", "draw_traversal", "plot_density_sweep", "plot_branching_sweep", "plot_recall_curves"]
+__all__ = ["scores_table", "draw_worked_example", "failure_figure",  # the roles every method names alike
+           "example_nodes", "plot_density_sweep", "plot_branching_sweep", "plot_recall_curves"]
 
 ROLE_COLORS = {"seed": "#fdbf6f", "chosen": "#b2df8a", "gold": "#fb9a99", "other": "#d9d9d9"}
+
+
+def scores_table(summary: Mapping, dataset: str, graph: str, traversal: str, model: str = "-",
+                 reader: bool = True):
+    """Our run in the published tables' terms (F1 and EM x100 with the reader; recall@30 and SF-EM@30), one
+    row; the published tables are `published.published_frame(published.TABLE1_F1)` and its siblings."""
+    import pandas as pd
+
+    ours = {"dataset": dataset, "n": summary["n"], "graph": graph, "traversal": traversal, "agent/reader": model,
+            "F1 x100": round(100 * summary["f1"], 2) if reader else None,
+            "EM x100": round(100 * summary["em"], 2) if reader else None,
+            "recall@30": summary.get("recall@30"), "SF-EM@30": summary.get("sf_em@30")}
+    return pd.DataFrame([ours]).set_index("dataset")
+
+
+def failure_figure(records: Sequence[Mapping], title: str = ""):
+    """Questions lost at retrieval (no gold passage within the largest k) and, with the reader, at the reader
+    (every gold passage retrieved, F1 = 0): the run summary's `stage_errors`."""
+    s = summarize(records)
+    return stage_loss_figure(s["stage_errors"], s["n_scored"], title or f"Where KGP lost questions ({s['n_scored']} scored)")
 
 
 def example_nodes(graph: PassageGraph, result: TraversalResult, gold: GoldUnits, max_nodes: int = 40) -> list[int]:
@@ -51,8 +75,8 @@ def _component_layout(g, seed: int = 0) -> dict:
     return pos
 
 
-def draw_traversal(graph: PassageGraph, result: TraversalResult, gold: GoldUnits, labels: Sequence[str],
-                   ax=None, max_nodes: int = 40, title: str | None = None, seed: int = 0):
+def draw_worked_example(graph: PassageGraph, result: TraversalResult, gold: GoldUnits, labels: Sequence[str],
+                        ax=None, max_nodes: int = 40, title: str | None = None, seed: int = 0):
     """Seeds (orange), passages the traversal picked (green), gold passages (red ring), the edges
     the traversal walked (thick), other graph edges among the drawn nodes (thin grey)."""
     import matplotlib.pyplot as plt

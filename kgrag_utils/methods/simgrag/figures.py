@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
+from ..figure_roles import percent as _pct
 from .record import STAGES
 from .published import PAPER, PAPER_NOTE, PAPER_NOTE_VERIFY
 
-__all__ = ["comparison_table", "gsd_terms_table", "draw_worked_example",
-           "stage_error_figure", "latency_figure"]
+__all__ = ["scores_table", "draw_worked_example", "failure_figure",  # the roles every method names alike
+           "gsd_terms_table", "latency_figure"]
 
-def comparison_table(dataset: str, summary: dict, task: str = "qa"):
+
+def scores_table(summary: dict, dataset: str, task: str = "qa"):
     """Our strict and lenient scores (all questions and the answerable subset) beside the paper's figure.
 
     For fact verification (task "verify"): accuracy (the parsed verdict equals the label) and the
@@ -38,10 +38,6 @@ def comparison_table(dataset: str, summary: dict, task: str = "qa"):
     rows.append({"run": PAPER_NOTE, "n": None, "Hits@1 strict (%)": None,
                  "containment lenient (%)": paper if paper is not None else "n/a for this dataset", "n_failed": None})
     return pd.DataFrame(rows).set_index("run")
-
-
-def _pct(x):
-    return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(100 * float(x), 1)
 
 
 def gsd_terms_table(record: dict):
@@ -90,7 +86,7 @@ def draw_worked_example(record: dict, figsize=None):
     return fig
 
 
-def stage_error_figure(records: Sequence[dict], title: str = ""):
+def failure_figure(records: Sequence[dict], title: str = ""):
     """Wrong answers by the stage that failed, strict (Hits@1) and lenient (containment); with no wrong
     answer at all, a figure that says so (never empty axes)."""
     import matplotlib.pyplot as plt

@@ -1,5 +1,5 @@
-"""Tables and figure data for the notebook: ours beside the published numbers, recall@k curves,
-expansion size against degree, and the worked example's subgraph."""
+"""Tables and figures for the notebook: ours beside the published numbers, the worked example's subgraph,
+the questions lost at each stage, recall@k curves and expansion size against degree."""
 
 from __future__ import annotations
 
@@ -7,22 +7,31 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ..figure_roles import stage_loss_figure
 from .config import VARIANT_LABELS
 from .published import PAPER, PUBLISHED_SETUP
 from .stages.kgqa import KGQA_VARIANT_LABELS
 from .stages.expansion import expand
+from .summary import summarize
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from .stages.graph_index import GraphIndex
 
-__all__ = ["results_table", "kgqa_results_table", "recall_curve_frame", "expansion_sizes", "worked_example_edges"]
+__all__ = ["scores_table", "draw_worked_example", "failure_figure",  # the roles every method names alike
+           "recall_curve_frame", "expansion_sizes", "worked_example_edges"]
 
 _PUBLISHED_SETUP = PUBLISHED_SETUP
 
 
-def results_table(summary: dict, dataset: str, setup: str) -> "pd.DataFrame":
+def scores_table(summary: dict, dataset: str, setup: str, kgqa: bool = False) -> "pd.DataFrame":
+    """Ours beside the published numbers: passage recall per variant, then the published rows; on KG
+    questions (`kgqa`) Hits@1, containment and fact hit per variant (nothing was published for them)."""
+    return _kgqa_table(summary, setup) if kgqa else _passage_table(summary, dataset, setup)
+
+
+def _passage_table(summary: dict, dataset: str, setup: str) -> "pd.DataFrame":
     """One row per variant of ours (Recall@2/@5 in %, n, failed), then the published Recall@5 rows."""
     import pandas as pd
 
@@ -37,7 +46,7 @@ def results_table(summary: dict, dataset: str, setup: str) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def kgqa_results_table(summary: dict, setup: str) -> "pd.DataFrame":
+def _kgqa_table(summary: dict, setup: str) -> "pd.DataFrame":
     """KG questions: one row per variant (Hits@1 strict, containment lenient, fact hit; %, n, failed).
 
     The vector-rerank authors published passage recall only, so there is no published row here;
@@ -94,3 +103,29 @@ def worked_example_edges(index: "GraphIndex", record: dict, role: str = "rerank"
     order = order[:max_edges]
     return {"edges": index.triples(order), "highlight_edges": index.triples(chosen),
             "highlight_nodes": [e[1] for e in g["seed_entities"]]}
+
+
+def draw_worked_example(index: "GraphIndex", record: dict, role: str = "rerank", max_edges: int = 24, ax=None):
+    """The worked example's subgraph (`worked_example_edges`): seed entities, the relations the rerank chose,
+    and other candidates."""
+    import matplotlib.pyplot as plt
+
+    from ...plotting import draw_graph
+
+    edges = worked_example_edges(index, record, role=role, max_edges=max_edges)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 7.5))
+    draw_graph(edges["edges"], ax=ax, highlight_nodes=edges["highlight_nodes"],
+               highlight_edges=edges["highlight_edges"], layout="kk",
+               title="Seeds, the relations the rerank chose, and other candidates",
+               legend={"highlight": "seed entity", "node": "other entity", "highlight_edge": "chosen by the rerank",
+                       "edge": "other candidate"})
+    return ax
+
+
+def failure_figure(records: Sequence[dict], title: str = ""):
+    """Questions whose rerank reply was unusable, and those lost at the rerank (the run summary's
+    `stage_errors`; runs without the rerank variant attribute nothing)."""
+    s = summarize(records)
+    return stage_loss_figure(s["stage_errors"], s["n_scored"],
+                             title or f"Where vector rerank lost questions ({s['n_scored']} scored)")

@@ -1,6 +1,6 @@
 """Compact relation selection's derivation (no LLM): relation knowledge's proposals -> derivability check ->
 compact facts -> derived answers -> consistency check -> gate, for a KG question (one chain, or one per
-topic entity of a conjunctive question: conjunctive.py) or a kinship story.
+topic entity of a conjunctive question: conjunctive.py); a kinship story's is `KinshipCompact.derive` (kinship.py).
 
 `CompactDerivation` is the part of the method class that `Compact._run_batch` (method.py) calls first."""
 
@@ -10,26 +10,23 @@ import time
 from typing import Sequence
 
 from ....metrics import hits_at_1
-from .checks import ConsistencyReport, kg_consistency, kinship_consistency, relation_ids, select_derivable
+from .checks import ConsistencyReport, kg_consistency, relation_ids, select_derivable
 from .conjunctive import branch_views, conjunctive_context, select_conjunctive
-from .context import compact_context, kinship_facts
+from .context import compact_context
 from .fit import gold_chains, topic_entity_ids
 from .gate import gate_passes
 from .graphs import QuestionKGs
 from .knowledge import as_chain, format_chain
-from .rules import story_graph
 
 
 class CompactDerivation:
-    """The derivation stages of `Compact` (a mixin of the method class: it reads the method's kind, knowledge,
-    KGs, rules and gate)."""
+    """The derivation stages of `Compact` (a mixin of the method class: it reads the method's knowledge, KGs
+    and gate)."""
 
     # ------------------------------------------------------------------ derive (no LLM)
     def derive_many(self, items: Sequence, source: QuestionKGs | None = None) -> list[dict]:
         """Derive records for items; `source` gives their KGs (default: the evaluated dataset's).
         A conjunctive question is proposed for once per branch (one view per topic entity)."""
-        if self.kind != "kgqa":
-            return [self.derive(item, None, source) for item in items]
         views = [self._views(item) for item in items]
         flat = self.knowledge.propose_many([v for vs in views for v in vs])
         out, at = [], 0
@@ -45,8 +42,6 @@ class CompactDerivation:
         return branch_views(item)
 
     def derive(self, item, proposals=None, source: QuestionKGs | None = None) -> dict:
-        if self.kind != "kgqa":
-            return self._derive_kinship(item)
         source = source or self.source
         return self._derive_kgqa(item, proposals, source.kg_for(item), per_question=source.per_question)
 
@@ -153,35 +148,5 @@ class CompactDerivation:
         if per_question:
             rec["subgraph_facts"] = int(kg.num_edges)
         rec["derived_correct"] = bool(rec["derived_hits@1"] == 1.0)
-        rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
-        return rec
-
-    def _derive_kinship(self, story) -> dict:
-        t0 = time.perf_counter()
-        d = self.knowledge.derive(story)
-        x, y = story.query
-        graph = story_graph(story, self.rules)
-        relation = d.ranked[0] if d.ranked else None
-        gender = story.genders.get(y, "")
-        answer = self.rules.surface(relation, gender) if relation else None
-        target_rel = self.rules.relation_of(story.target)
-        path = d.paths[0] if d.paths else []
-        facts = kinship_facts(graph, path)
-        cons = kinship_consistency(d)
-        rec = {
-            "id": story.sid, "query": [x, y], "target": story.target, "target_relation": target_rel,
-            "chain_length": story.chain_length, "knowledge": self.knowledge.name,
-            "path_relations": [step[1] for step in path], "n_paths": len(d.paths),
-            "candidates": {r: int(n) for r, n in d.candidates.items()}, "prior": d.prior,
-            "derived_relation": relation, "derived_answers": [answer] if answer else [],
-            "n_derived": len(d.candidates), "derivable": d.derivable,
-            "derived_correct": bool(answer is not None and answer == story.target),
-            "relation_correct": bool(relation is not None and relation == target_rel),
-            "ambiguous_spans": d.ambiguous_spans,
-            "compact_facts": [list(f) for f in facts], "n_facts": len(facts), "n_story_facts": len(graph.surface),
-            "consistency": cons.to_record(), "consistent": cons.consistent,
-            "unknown_words": graph.unknown, "seconds_derive": time.perf_counter() - t0,
-        }
-        rec["derived_hits@1"] = float(rec["derived_correct"])
         rec["gate"] = gate_passes(self.gate.name, rec) if self.gate is not None else False
         return rec
