@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["GSDConfig", "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk"]
 
 _DENSE_SCAN = 512  # above this many facts around an entity, select relations by binary search
-_F64, _INF = np.dtype(np.float64), float("inf")
+_F64, _I64, _INF = np.dtype(np.float64), np.dtype(np.int64), float("inf")
 _ERR_NO_ANCHOR, _META_HEAD = gsd_kernel.ERR_NO_ANCHOR, gsd_kernel.META_HEAD
 
 
@@ -300,8 +300,13 @@ def _kernel_inputs(pattern: Pattern, candidates: Candidates, config: GSDConfig):
         if len(_PATS) >= _CACHE_CAP:
             _PATS.clear()
         _PATS[key] = pat
-    if len(ids) == 1:
-        return pat, np.asarray(ids[0], dtype=np.int64), np.asarray(dist[0], dtype=np.float64), has
+    if len(ids) == 1:  # (the retrievers' arrays are int64 and float64 already: no numpy call then)
+        i, d = ids[0], dist[0]
+        if type(i) is not np.ndarray or i.dtype is not _I64:
+            i = np.asarray(i, dtype=np.int64)
+        if type(d) is not np.ndarray or d.dtype is not _F64:
+            d = np.asarray(d, dtype=np.float64)
+        return pat, i, d, has
     if not ids:
         return pat, np.empty(0, dtype=np.int64), np.empty(0), has
     return (pat, np.concatenate(ids).astype(np.int64, copy=False),
