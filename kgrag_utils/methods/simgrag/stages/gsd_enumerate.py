@@ -327,7 +327,7 @@ def _row_builder(nodes: list[int], edges: list[int], terms: list[int], n_v: int,
     src = (f"lambda f, i, ci: Subgraph(f[0], ci, {display(nodes, 'i', 1)}, {display(edges, 'i', 1 + n_v)}, "
            f"{display(terms, 'f', 1)}, {display(edges, 'f', 1 + n_v)}, {display(edges, 'i', 1 + n_v + n_e, ' == 1')}, "
            f"len({entities}) == {len(nodes)})")
-    return eval(src, {"Subgraph": Subgraph})  # noqa: S307 (integers of our own plan only)
+    return eval(src, {"Subgraph": Subgraph})  # (built from integers of our own plan only)
 
 
 class _Gather:
@@ -336,7 +336,7 @@ class _Gather:
     for the others) and the row builder over their positions. It depends only on the component's search
     order and on which nodes have candidates, so it is planned once per such shape (`_gather`)."""
 
-    __slots__ = ("steps", "build")
+    __slots__ = ("build", "steps")
 
     def __init__(self, n_v: int, n_e: int, root: int, has: tuple, flat: tuple):
         self.steps = [(flat[a], flat[a + 1], flat[a + 2], flat[a + 3] == 1) for a in range(0, len(flat), 4)]
