@@ -465,3 +465,51 @@ def test_searches_from_several_threads_give_the_sequential_results():
     with ThreadPoolExecutor(max_workers=4) as pool:
         got = list(pool.map(lambda pc: _as_tuples(search_topk(shared, pc[0], pc[1], config)), cases * 4))
     assert got == expected * 4
+
+
+def _every_field(result):
+    """Every field of every result, dict order included, and the search orders."""
+    return ([[(sg.gsd, sg.component, list(sg.nodes.items()), list(sg.edges.items()), list(sg.node_terms.items()),
+               list(sg.edge_terms.items()), list(sg.reversed.items()), sg.injective) for sg in comp]
+             for comp in result.components], result.orders, result.nodes_expanded)
+
+
+@pytest.mark.parametrize("cap", [4096, 1])
+def test_cached_pattern_arrays_and_row_plans_give_the_results_of_fresh_ones(monkeypatch, cap):
+    """search_topk keeps its `pat` arrays and row builders by pattern shape (gsd_enumerate._PATS,
+    _GATHERS): searching with those caches warm, in another order, after patterns of other shapes, gives
+    what a search with emptied caches gives; with a cap of 1 every new shape empties them."""
+    monkeypatch.setattr(gsd_enumerate, "_CACHE_CAP", cap)
+    kg, cases = _random_cases(5, 3)
+    inc = Incidence(kg)
+    for config in CONFIGS:
+        fresh = []
+        for pattern, cand in cases:
+            gsd_enumerate._PATS.clear()
+            gsd_enumerate._GATHERS.clear()
+            fresh.append(_every_field(search_topk(inc, pattern, cand, config)))
+        warm = [_every_field(search_topk(inc, p, c, config)) for p, c in reversed(cases)][::-1]
+        assert warm == fresh
+        assert len(gsd_enumerate._PATS) <= cap and len(gsd_enumerate._GATHERS) <= cap
+
+
+def test_a_pattern_of_the_same_size_with_other_edges_or_flags_gets_its_own_pat_array():
+    """Two patterns with as many nodes, edges and candidates but another edge direction, another known
+    node or other options never share a cached `pat` array: each equals the array built from scratch."""
+    a = Pattern([PatternNode("x", True), PatternNode("UNKNOWN a 1", False)], [PatternEdge(0, "r", 1)])
+    b = Pattern([PatternNode("x", True), PatternNode("UNKNOWN a 1", False)], [PatternEdge(1, "r", 0)])
+    c = Pattern([PatternNode("UNKNOWN a 1", False), PatternNode("x", True)], [PatternEdge(0, "r", 1)])
+    ids, dist = np.array([3, 1], dtype=np.int64), np.array([0.0, 0.5])
+    cand = {id(a): Candidates([ids, None], [dist, None], np.zeros((1, 2))),
+            id(b): Candidates([ids, None], [dist, None], np.zeros((1, 2))),
+            id(c): Candidates([None, ids], [None, dist], np.zeros((1, 2)))}
+    runs = [(p, config) for config in (GSDConfig(), GSDConfig(top_k=4), GSDConfig(injective=True),
+                                       GSDConfig(direction="same")) for p in (a, b, c)]
+    gsd_enumerate._PATS.clear()
+    warm = [gsd_enumerate._kernel_inputs(p, cand[id(p)], config)[0].tolist() for p, config in runs]  # one cache
+    fresh = []
+    for p, config in runs:
+        gsd_enumerate._PATS.clear()
+        fresh.append(gsd_enumerate._kernel_inputs(p, cand[id(p)], config)[0].tolist())
+    assert warm == fresh
+    assert len({tuple(x) for x in fresh}) == len(runs)

@@ -10,7 +10,6 @@ become `Subgraph`s here.
 from __future__ import annotations
 
 import threading
-from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["GSDConfig", "Incidence", "Candidates", "Subgraph", "SearchResult", "search_topk"]
 
 _DENSE_SCAN = 512  # above this many facts around an entity, select relations by binary search
+_F64, _I64, _INF = np.dtype(np.float64), np.dtype(np.int64), float("inf")
+_ERR_NO_ANCHOR, _META_HEAD = gsd_kernel.ERR_NO_ANCHOR, gsd_kernel.META_HEAD
 
 
 @dataclass(frozen=True)
@@ -107,24 +108,30 @@ class Incidence:
             self._max_degree = int(np.diff(self.indptr).max()) if self.indptr.size > 1 else 0
         return self._max_degree
 
-    def buffers(self, n_v: int, n_e: int, top_k: int) -> tuple[np.ndarray, ...]:
-        """The compiled search's output rows, its `meta` and its child pool (room for n_e * max degree
-        children), for a pattern of n_v nodes and n_e edges; allocated once per thread and shape and
-        reused, since fresh ones per call (page faults, allocator work) cost a small pattern's search more
-        than the search itself. One set per thread: a thread copies its results out after the compiled
-        call returns, and another thread's search must not overwrite them in between."""
-        rows = max(1, n_e * self.max_degree)
+    def buffers(self, n_v: int, n_e: int, top_k: int) -> tuple:
+        """The compiled search's arrays for a pattern of n_v nodes and n_e edges: (the incidence's arrays, the
+        output rows out_f and out_i, `meta`, the child pool pool_f and pool_i (room for n_e * max degree
+        children)); allocated once per thread and shape and reused, since fresh ones per call (page faults,
+        allocator work) cost a small pattern's search more than the search itself. One set per thread: a
+        thread copies its results out after the compiled call returns, and another thread's search must not
+        overwrite them in between. The whole tuple is kept per (thread, shape), so a search's set-up is one
+        dictionary lookup; a thread's pool only grows, and growing it drops that thread's tuples."""
         thread = threading.get_ident()
+        got = self._out.get((thread, n_v, n_e, top_k))
+        if got is not None:
+            return got
+        rows = max(1, n_e * self.max_degree)
         pool = self._pool.get(thread)
         if pool is None or pool[0].size < gsd_kernel.POOL_F * rows:
             pool = self._pool[thread] = (np.empty(gsd_kernel.POOL_F * rows),
                                          np.empty(gsd_kernel.POOL_I * rows, dtype=np.int64))
-        out = self._out.get((thread, n_v, n_e, top_k))
-        if out is None:
-            out = self._out[(thread, n_v, n_e, top_k)] = (
-                np.empty((n_v * top_k, 1 + n_v + n_e)), np.empty((n_v * top_k, 1 + n_v + 2 * n_e), dtype=np.int64),
-                np.zeros(gsd_kernel.META_HEAD + 5 * n_v + 4 * n_e, dtype=np.int64))
-        return (*out, *pool)
+            for key in [key for key in self._out if key[0] == thread]:  # they hold the smaller pool
+                del self._out[key]
+        got = self._out[(thread, n_v, n_e, top_k)] = (
+            self.arrays, np.empty((n_v * top_k, 1 + n_v + n_e)),
+            np.empty((n_v * top_k, 1 + n_v + 2 * n_e), dtype=np.int64),
+            np.zeros(gsd_kernel.META_HEAD + 5 * n_v + 4 * n_e, dtype=np.int64), *pool)
+        return got
 
     def around(self, x: int, allowed_mask: np.ndarray, allowed_sorted: np.ndarray) -> np.ndarray:
         """Positions of the facts around entity x whose relation is allowed."""
@@ -257,67 +264,102 @@ class SearchResult:
 # ----------------------------------------------------------------------------- the search
 
 
+#: search_pattern's `pat` arrays by pattern shape, options and candidate counts (see _kernel_inputs); emptied at the cap
+_PATS: dict[tuple, np.ndarray] = {}
+_CACHE_CAP = 4096
+
+
 def _kernel_inputs(pattern: Pattern, candidates: Candidates, config: GSDConfig):
-    """The pattern as search_pattern's `pat` array (sizes, options, edge ends, flags, candidate offsets)
-    and the candidates of every known (or typed) node concatenated."""
+    """The pattern as search_pattern's `pat` array (sizes, options, edge ends, flags, candidate offsets),
+    the candidates of every known (or typed) node concatenated, and which nodes have candidates (a tuple).
+
+    `pat` is a function of the key below alone, so one array per key is kept and reused: the kernel only
+    reads it, and a search then makes no numpy array out of a Python list (which costs a call on a machine
+    whose caches other work has just emptied as much as the rest of the set-up)."""
     nodes, edges = pattern.nodes, pattern.edges
     node_ids, node_dist = candidates.node_ids, candidates.node_dist
-    known, has, ptr, ids, dist = [], [], [0], [], []
-    for v, node in enumerate(nodes):
-        k = node.known
-        known.append(k)
-        if k or (v < len(node_ids) and node_ids[v] is not None):  # known, or typed
+    n_ids = len(node_ids)
+    known = tuple([node.known for node in nodes])
+    has = tuple([bool(k or (v < n_ids and node_ids[v] is not None)) for v, k in enumerate(known)])  # known, or typed
+    ptr, ids, dist = [0], [], []
+    total = 0
+    for v, h in enumerate(has):
+        if h:
             if node_ids[v] is None or node_dist[v] is None:
-                raise ConfigError(f"no entity candidates for known pattern node {node.label!r}.")
+                raise ConfigError(f"no entity candidates for known pattern node {nodes[v].label!r}.")
             ids.append(node_ids[v])
             dist.append(node_dist[v])
-            has.append(True)
-            ptr.append(ptr[-1] + len(node_ids[v]))
-        else:
-            has.append(False)
-            ptr.append(ptr[-1])
-    pat = np.array([len(nodes), len(edges), config.top_k, config.injective, config.direction == "same",
-                    config.distinct, _DENSE_SCAN, *[e.head for e in edges], *[e.tail for e in edges],
-                    *known, *has, *ptr], dtype=np.int64)
-    if len(ids) == 1:
-        return pat, np.asarray(ids[0], dtype=np.int64), np.asarray(dist[0], dtype=np.float64)
+            total += len(node_ids[v])
+        ptr.append(total)
+    key = (config.top_k, config.injective, config.direction, config.distinct, known, has, tuple(ptr),
+           tuple([e.head for e in edges]), tuple([e.tail for e in edges]))
+    pat = _PATS.get(key)
+    if pat is None:
+        pat = np.array([len(nodes), len(edges), config.top_k, config.injective, config.direction == "same",
+                        config.distinct, _DENSE_SCAN, *key[7], *key[8], *known, *has, *ptr], dtype=np.int64)
+        if len(_PATS) >= _CACHE_CAP:
+            _PATS.clear()
+        _PATS[key] = pat
+    if len(ids) == 1:  # (the retrievers' arrays are int64 and float64 already: no numpy call then)
+        i, d = ids[0], dist[0]
+        if type(i) is not np.ndarray or i.dtype is not _I64:
+            i = np.asarray(i, dtype=np.int64)
+        if type(d) is not np.ndarray or d.dtype is not _F64:
+            d = np.asarray(d, dtype=np.float64)
+        return pat, i, d, has
     if not ids:
-        return pat, np.empty(0, dtype=np.int64), np.empty(0)
-    return pat, np.concatenate(ids).astype(np.int64, copy=False), np.concatenate(dist).astype(np.float64, copy=False)
+        return pat, np.empty(0, dtype=np.int64), np.empty(0), has
+    return (pat, np.concatenate(ids).astype(np.int64, copy=False),
+            np.concatenate(dist).astype(np.float64, copy=False), has)
 
 
-def _picker(positions: list[int]):
-    """A function returning the row's values at `positions` as a tuple (operator.itemgetter, which gives a
-    bare value for one position, wrapped so one position gives a 1-tuple too)."""
-    if len(positions) == 1:
-        at = positions[0]
-        return lambda row: (row[at],)
-    return itemgetter(*positions) if positions else (lambda row: ())
+def _row_builder(nodes: list[int], edges: list[int], terms: list[int], n_v: int, n_e: int):
+    """A function (float row, int row, component) -> Subgraph for rows laid out as search_pattern writes
+    them (out_f: GSD, node terms, edge terms; out_i: tie, entities, facts, reversed flags), written out
+    for these positions: dict displays with constant keys, so a row costs no itemgetter, zip or dict() call.
+    The source is made from the plan's integers only."""
+    nodes, edges, terms = [int(v) for v in nodes], [int(j) for j in edges], [int(v) for v in terms]
+
+    def display(keys, row, base, suffix=""):
+        return "{" + ", ".join(f"{k}: {row}[{base + k}]{suffix}" for k in keys) + "}"
+
+    entities = "{" + ", ".join(f"i[{1 + v}]" for v in nodes) + "}"
+    src = (f"lambda f, i, ci: Subgraph(f[0], ci, {display(nodes, 'i', 1)}, {display(edges, 'i', 1 + n_v)}, "
+           f"{display(terms, 'f', 1)}, {display(edges, 'f', 1 + n_v)}, {display(edges, 'i', 1 + n_v + n_e, ' == 1')}, "
+           f"len({entities}) == {len(nodes)})")
+    return eval(src, {"Subgraph": Subgraph})  # (built from integers of our own plan only)
 
 
-def _subgraphs(f_rows: list, i_rows: list, n_v: int, n_e: int, ci: int, root: int, steps: list) -> list[Subgraph]:
-    """Subgraph objects from the compiled search's output rows of component ci (layout: gsd_kernel).
+class _Gather:
+    """How one component's output rows become `Subgraph`s: the pattern nodes in the order the search maps
+    them, the edges in step order, the nodes with a term (those with candidates, as the kernel writes NaN
+    for the others) and the row builder over their positions. It depends only on the component's search
+    order and on which nodes have candidates, so it is planned once per such shape (`_gather`)."""
 
-    The gathers are planned once per component (itemgetters over the row positions), so each row costs
-    a few C-level tuple builds and dict constructions: a MetaQA pattern's whole search is tens of
-    microseconds, and building its k results one list comprehension per field was a third of it."""
-    nodes = [root] + [w for _, w, _, tree in steps if tree]  # in the order the search maps them
-    edges = [j for _, _, j, _ in steps]
-    n_nodes = len(nodes)
-    first = f_rows[0]
-    term_nodes = [v for v in nodes if first[1 + v] == first[1 + v]]  # NaN: no term (an UNKNOWN node)
-    get_nodes = _picker([1 + v for v in nodes])
-    get_terms = _picker([1 + v for v in term_nodes])
-    get_edges = _picker([1 + n_v + j for j in edges])
-    get_rev = _picker([1 + n_v + n_e + j for j in edges])
-    out = []
-    for f, i in zip(f_rows, i_rows):
-        entities = get_nodes(i)
-        out.append(Subgraph(
-            f[0], ci, dict(zip(nodes, entities)), dict(zip(edges, get_edges(i))), dict(zip(term_nodes, get_terms(f))),
-            dict(zip(edges, get_edges(f))), {j: r == 1 for j, r in zip(edges, get_rev(i))},
-            len(set(entities)) == n_nodes))
-    return out
+    __slots__ = ("build", "steps")
+
+    def __init__(self, n_v: int, n_e: int, root: int, has: tuple, flat: tuple):
+        self.steps = [(flat[a], flat[a + 1], flat[a + 2], flat[a + 3] == 1) for a in range(0, len(flat), 4)]
+        nodes = [root] + [w for _, w, _, tree in self.steps if tree]
+        self.build = _row_builder(nodes, [j for _, _, j, _ in self.steps], [v for v in nodes if has[v]], n_v, n_e)
+
+    def subgraphs(self, f_rows: list, i_rows: list, ci: int) -> list[Subgraph]:
+        build = self.build
+        return [build(f, i, ci) for f, i in zip(f_rows, i_rows)]
+
+
+#: gather plans by (n_v, n_e, root, nodes with candidates, search order); emptied when it reaches the cap
+_GATHERS: dict[tuple, _Gather] = {}
+
+
+def _gather(key: tuple) -> _Gather:
+    """The gather plan of key = (n_v, n_e, root, has, flat steps), from the cache or planned and cached."""
+    plan = _GATHERS.get(key)
+    if plan is None:
+        if len(_GATHERS) >= _CACHE_CAP:
+            _GATHERS.clear()
+        plan = _GATHERS[key] = _Gather(*key)
+    return plan
 
 
 def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, config: GSDConfig) -> SearchResult:
@@ -344,21 +386,21 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
     """
     # the compiled call starts its own clock (the thread's CPU time) on entry: a first call's compilation
     # or cache load is not part of the search's budget
-    time_limit = float(config.time_limit_s) if config.time_limit_s is not None else np.inf
+    time_limit = float(config.time_limit_s) if config.time_limit_s is not None else _INF
     n_v, n_e, k = len(pattern.nodes), len(pattern.edges), config.top_k
     rel_dist = candidates.rel_dist
     if rel_dist.shape[0] != n_e:
         raise ConfigError(f"candidates hold {rel_dist.shape[0]} relation rows for a pattern of {n_e} edges.")
-    if rel_dist.dtype != np.float64 or not rel_dist.flags.c_contiguous:
-        rel_dist = np.ascontiguousarray(rel_dist, dtype=np.float64)
-    pat, ids, dist = _kernel_inputs(pattern, candidates, config)
-    out_f, out_i, meta, pool_f, pool_i = incidence.buffers(n_v, n_e, k)
-    gsd_kernel.search_pattern(incidence.arrays, rel_dist, pat, ids, dist, time_limit, out_f, out_i, meta, pool_f, pool_i)
+    if rel_dist.dtype is not _F64 or not rel_dist.flags.c_contiguous:  # (an equal dtype that is not numpy's
+        rel_dist = np.ascontiguousarray(rel_dist, dtype=np.float64)  # own object comes back unchanged)
+    pat, ids, dist, has = _kernel_inputs(pattern, candidates, config)
+    arrays, out_f, out_i, meta, pool_f, pool_i = incidence.buffers(n_v, n_e, k)
+    gsd_kernel.search_pattern(arrays, rel_dist, pat, ids, dist, time_limit, out_f, out_i, meta, pool_f, pool_i)
     meta = meta.tolist()
-    if meta[2] == gsd_kernel.ERR_NO_ANCHOR:
+    if meta[2] == _ERR_NO_ANCHOR:
         raise ConfigError("a pattern component has no known entity and no type candidates: validate the pattern "
                           "first (validate_pattern), or give the retriever entity types.")
-    head = gsd_kernel.META_HEAD
+    head = _META_HEAD
     results, orders = [], []
     f_rows = i_rows = None
     for ci in range(meta[3]):
@@ -367,11 +409,12 @@ def search_topk(incidence: Incidence, pattern: Pattern, candidates: Candidates, 
             results.append([])
             continue
         at = head + 5 * n_v + 4 * first
-        flat = meta[at:at + 4 * n_steps]
-        steps = [(flat[a], flat[a + 1], flat[a + 2], flat[a + 3] == 1) for a in range(0, 4 * n_steps, 4)]
-        orders.append(steps)
-        if n_items and f_rows is None:
+        plan = _gather((n_v, n_e, root, has, tuple(meta[at:at + 4 * n_steps])))
+        orders.append(list(plan.steps))
+        if not n_items:
+            results.append([])
+            continue
+        if f_rows is None:
             f_rows, i_rows = out_f.tolist(), out_i.tolist()
-        rows = slice(ci * k, ci * k + n_items)
-        results.append(_subgraphs(f_rows[rows], i_rows[rows], n_v, n_e, ci, root, steps) if n_items else [])
+        results.append(plan.subgraphs(f_rows[ci * k:ci * k + n_items], i_rows[ci * k:ci * k + n_items], ci))
     return SearchResult(results, meta[0], bool(meta[1]), meta[4] * 1e-6, orders=orders)
