@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from kgrag_utils import records
 
@@ -56,42 +55,6 @@ def test_every_benchmark_writes_its_result_file_through_write_result():
             if re.search(pattern, text):
                 offenders.append(f"{script.name}: {pattern}")
     assert not offenders, offenders
-
-
-@pytest.fixture(scope="module")
-def kgp_result(tmp_path_factory):
-    out = tmp_path_factory.mktemp("kgp") / "kgp.json"
-    done = _run("benchmarks/kgp_retrieval.py", "--dataset", "sample-passages", "--graph", "entity",
-                "--traversal", "nollm,tfidf", "--limit", "6", "--no-progress", "--out", str(out))
-    assert done.returncode == 0, done.stderr[-2000:]
-    return out
-
-
-def test_a_kgp_result_records_the_configuration_that_ran(kgp_result):
-    data = json.loads(kgp_result.read_text())
-    assert data["config"]["dataset"] == "sample-passages" and data["config"]["limit"] == 6
-    for entry in data["results"]:
-        assert entry["config"]["traversal"] == entry["traversal"]
-        assert entry["config"]["dataset"] == "sample-passages"
-    assert set(data["outcomes"]) == {"entity/nollm", "none/tfidf"}
-    assert all(len(v) == 6 for v in data["outcomes"].values())
-    assert data["provenance"]["argv"][0] == "benchmarks/kgp_retrieval.py"
-
-
-def test_kgrag_reproduce_matches_a_result_and_catches_a_changed_outcome(kgp_result, tmp_path):
-    same = _run("-m", "kgrag_utils.cli", "reproduce", str(kgp_result), "--limit", "3")
-    assert same.returncode == 0, same.stdout + same.stderr[-2000:]
-    assert "entity/nollm: 3/3 questions give the same outcome" in same.stdout and "reproduced:" in same.stdout
-    data = json.loads(kgp_result.read_text())
-    first = next(iter(data["outcomes"]["none/tfidf"]))
-    data["outcomes"]["none/tfidf"][first] = {k: -1.0 for k in data["outcomes"]["none/tfidf"][first]}
-    changed = tmp_path / "changed.json"
-    changed.write_text(json.dumps(data))
-    differ = _run("-m", "kgrag_utils.cli", "reproduce", str(changed), "--limit", "3")
-    assert differ.returncode == 1, differ.stdout + differ.stderr[-2000:]
-    assert "none/tfidf: 2/3" in differ.stdout and f"first difference {first}" in differ.stdout
-    assert "NOT reproduced" in differ.stdout
-
 
 def test_kgrag_reproduce_refuses_a_file_without_provenance(tmp_path):
     old = tmp_path / "old.json"

@@ -131,20 +131,6 @@ def test_an_evaluation_option_stays_with_the_evaluated_split(ntm_test_only):
     with pytest.raises(ConfigError, match="no training split 'validation'"):
         training_dataset(ds, split="validation")
 
-
-def test_compact_derived_trains_on_vanilla_dev_and_takes_training_options(ntm_test_only, tmp_path):
-    bench = benchmark_module("compact_derived")
-    common = ["--dataset", "metaqa-2hop", "--option", "variant=ntm", "--knowledge", "lexicon",
-              "--baseline-limit", "0", "--no-progress"]
-    out = bench.main(common + ["--out", str(tmp_path / "ntm.json")])
-    assert out["n"] == len(QA_2HOP) and out["training"]["split"] == "dev"
-    assert out["training"]["options"].get("variant", "vanilla") == "vanilla"
-    # the CLI's own training options: train on the ntm dev split where there is one
-    _write(ntm_test_only / "qa" / "2-hop" / "ntm" / "qa_dev.txt", QA_2HOP[:2])
-    out = bench.main(common + ["--train-option", "variant=ntm", "--out", str(tmp_path / "ntm-ntm.json")])
-    assert out["training"]["options"]["variant"] == "ntm" and out["training"]["n"] == 2
-
-
 def test_a_file_dataset_still_trains_on_its_own_file(tmp_path):
     lines = [f"where is the club of P{i} ?\tItaly\tP{i}#plays_in_club#C#is_in_country#Italy" for i in range(30)]
     _write(tmp_path / "WC-P2.txt", lines)
@@ -155,24 +141,6 @@ def test_a_file_dataset_still_trains_on_its_own_file(tmp_path):
 
 
 # ----------------------------------------------------------------------------- case 11: the other scripts
-def test_kgp_retrieval_never_resumes_another_question_files_records(tmp_path, monkeypatch):
-    """kgp_retrieval keys its RunRecorder by its own code path: same ids, other questions, one --run-name."""
-    bench = benchmark_module("kgp_retrieval")
-    common = ["--dataset", "sample-passages", "--traversal", "tfidf", "--limit", "4", "--run-name", "kgp-shared",
-              "--no-progress"]
-    other = _same_ids_other_questions(tmp_path)
-    bench.main(common + ["--option", f"questions={other}", "--out", str(tmp_path / "other.json")])
-    bench.main(common + ["--out", str(tmp_path / "after.json")])
-    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "fresh-results"))
-    bench.main(common + ["--out", str(tmp_path / "fresh.json")])
-    got = {k: json.loads((tmp_path / f"{k}.json").read_text()) for k in ("other", "after", "fresh")}
-    [after], [fresh], [first] = (got[k]["results"] for k in ("after", "fresh", "other"))
-    assert after["n_resumed"] == 0 and fresh["n_resumed"] == 0
-    assert got["after"]["outcomes"] == got["fresh"]["outcomes"]  # its own questions, not the other file's
-    assert got["other"]["outcomes"] != got["fresh"]["outcomes"]
-    assert first["run_name"] == after["run_name"] == "kgp-shared"
-
-
 def test_every_resuming_benchmark_keys_its_runs_by_the_evaluated_data():
     """A script that takes --dataset/--option and resumes through RunRecorder puts evaluation_params into the key."""
     import re

@@ -489,20 +489,6 @@ def extract_openie_rows(answers, passage):
         out.append(res.triples[p.pid])
     return out
 
-
-def test_fill_script_cross_validated_choice_scores_each_half_with_the_other_halfs_best():
-    """vector_rerank_fill.py's "chosen on the other half": never the order that is best on the half it scores."""
-    from stand_ins import benchmark_module
-
-    fill = benchmark_module("vector_rerank_fill")
-    scores = {"a": [1.0, 1.0, 0.0, 0.0], "b": [0.0, 0.0, 1.0, 1.0], "c": [0.5, 0.5, 0.5, 0.5]}
-    values, picked = fill.cross_validated(scores, 2, orders=("a", "b", "c"))
-    # a is best on the first half, b on the second: each half gets the other's choice, the worst outcome here
-    assert picked == ["b", "a"] and values == [0.0, 0.0, 0.0, 0.0]
-    values, picked = fill.cross_validated({"a": [1.0, 0.0, 1.0, 0.0], "b": [0.0, 1.0, 0.0, 1.0]}, 2, orders=("a", "b"))
-    assert picked == ["a", "a"] and values == [1.0, 0.0, 1.0, 0.0]  # ties go to the first order
-
-
 # --------------------------------------------------------------------------------------------- candidate titles
 def test_titles_follow_each_fact_and_the_fixed_example_shows_its_own():
     titles = ["Marl Bridge", ""] + ["Dunmere"] * (len(SENTS) - 2)
