@@ -645,12 +645,10 @@ _ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
 # the same patterns (from the response cache) with nearest answer demonstrations too (--answer-demos nearest): the
 # best nearest setting and the default, so it holds the name issue 22 asks for (..._1.5b_nearest.json)
 _ANSWERS = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json"
-ANSWER_HOPS = ("1", "2", "3")  # the hops measured with nearest answer demonstrations
 # the same setting on the same questions asked with rule noise (--paraphrase rules: a synonym swap, a dropped function
 # word and a misspelling each, seeded), so that nearest demonstrations meet wordings their templates do not share
 _RULES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules.json"
 RULES_HOPS = ("1", "2")  # the hops measured on rewritten questions
-_RULES_LABEL = "{setting}, questions with rule noise"
 # on the rule-noise questions, two levers against the noise: five sampled patterns and a GSD-weighted vote (--samples
 # 5), and the nearest choice made on the question respelt towards the pool's words (--demo-spelling true)
 _SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_samples5.json"
@@ -670,83 +668,9 @@ BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2", "3")
 # the default setting on the 1.5B's own greedy paraphrases of the seeded questions (--paraphrase llm; rejected ones left out)
 _LLMPARA = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_llm_paraphrase.json"
 LLMPARA_HOPS: tuple[str, ...] = ("1", "2", "3")
-_LLMPARA_LABEL = "{setting}, the 1.5B's own paraphrases"
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
 SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
-_STARRED_LABEL = "{setting}, demonstrations 'starred in'"
-_ACTEDIN_LABEL = "{setting}, demonstrations 'acted in' (before 32542bc)"
-
-
-def _rate_ci(subset: str, metric: str) -> Callable[[Any], str]:
-    """A cell: a simgrag_e2e rate in percent with its Wilson 95% interval, from the summary's rate and n."""
-    from kgrag_utils.metrics import wilson_interval
-
-    def cell(data: Any) -> str:
-        part = lookup(data, f"summary/{subset}", "summary")
-        n = part["n"]
-        w = wilson_interval(round(part[metric] * n), n)
-        return f"{fmt(part[metric], '%.1f')} [{fmt(w['low'], '%.1f')}, {fmt(w['high'], '%.1f')}]"
-    return cell
-
-
-def _tokens_per_q(data: Any) -> str:
-    t, n = data["summary"]["tokens"], data["n_questions"]
-    return (f"{t['pattern_prompt'] / n:,.0f} + {t['pattern_completion'] / n:,.0f} / "
-            f"{t['answer_prompt'] / n:,.0f} + {t['answer_completion'] / n:,.0f}")
-
-
-def _llm_seconds(data: Any) -> str:
-    s = data["seconds"]
-    return f"{s['llm_s_per_uncached_question']:.1f} ({s['n_uncached_questions']})" if s.get("n_uncached_questions") else "-"
-
-
-def _demo_row(file: str, hop: str, setting: str | None, questions: str) -> Row:
-    return Row(file, hop, setting or "{setting}", questions, _rate_ci("all", "hits@1"), _rate_ci("all", "containment"),
-               _rate_ci("answerable", "hits@1"), "{summary/answerable/n}",
-               "{summary/failed_stage/pattern} / {summary/failed_stage/retrieval} / {summary/failed_stage/generation}",
-               _tokens_per_q, _llm_seconds)
-
-
-_DEMO_COLS = ("hop", "setting", "questions", "strict Hits@1 [95%]", "lenient [95%]", "strict, answerable [95%]",
-              "answerable", "wrong at pattern / retrieval / generation",
-              "tokens / q: pattern in + out / answer in + out", "LLM s / q (questions computed)")
-_FIXED50 = "fixed 8 (the paper's shots), schema, anchor"
-_FIRST = "{n_questions}: the first of the seeded {n_planned}"  # a run of the seeded sample holds its first n questions
-_OTHER50 = "50: the first of the seeded 100 (other questions)"
-TABLES += [
-    Table("demos-simgrag-metaqa", DEMOS_DOC, _DEMO_COLS, [
-        row for hop in DEMO_HOPS for row in (
-            _demo_row(_NEAREST.format(hop=hop), f"{hop}-hop", _STARRED_LABEL, _FIRST),
-            *([_demo_row(_ANSWERS.format(hop=hop), f"{hop}-hop", _STARRED_LABEL,
-                         _FIRST)] if hop in ANSWER_HOPS else []),
-            *([_demo_row(_RULES.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in RULES_HOPS else []),
-            *([_demo_row(_SAMPLES.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in SAMPLES_HOPS else []),
-            *([_demo_row(_RESPELT.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in RESPELT_HOPS else []),
-            *([_demo_row(_RELVOCAB.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in RELVOCAB_HOPS else []),
-            *([_demo_row(_LLMPARA.format(hop=hop), f"{hop}-hop", _LLMPARA_LABEL,
-                         "{n_questions} of the {paraphrase/kept} kept (of {paraphrase/asked})")] if hop in LLMPARA_HOPS else []),
-            _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
-                      _FIRST),
-            *([_demo_row(_BEST_SAMPLES.format(hop=hop), f"{hop}-hop", None,
-                         _FIRST)] if hop in BEST_SAMPLES_HOPS else []),
-            *([_demo_row(_FIXED8.format(hop=hop), f"{hop}-hop", None,
-                         _FIRST)] if hop in PAIRED_HOPS else []),
-            *([_demo_row(_FIXED12.format(hop=hop), f"{hop}-hop", None,
-                         _FIRST)] if hop in FIXED12_HOPS else []),
-            _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_schema_anchor.json", f"{hop}-hop", _FIXED50, _OTHER50),
-            *([_demo_row(_SMALL.format(hop=hop), f"{hop}-hop", "0.5B: {setting}",
-                         _FIRST),
-               _demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_fixed.json", f"{hop}-hop", "0.5B: {setting}",
-                         _FIRST),
-               _demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_schema_anchor.json", f"{hop}-hop", "0.5B: " + _FIXED50,
-                         _OTHER50)] if hop in SMALL_HOPS else []))
-    ]),
-]
 
 
 class QtypeRows(Row):
