@@ -423,8 +423,8 @@ def test_config_validates_and_parses_variants():
 
 
 def test_the_oracle_variant_picks_a_candidate_for_each_gold_passage_and_is_never_part_of_all(index):
-    """oracle-filled: the ceiling of any reranker over the candidates (what benchmarks/vector_rerank_ceiling.py
-    measured): in similarity order one pick per gold passage not yet covered, at most select_n, then the fill."""
+    """oracle-filled: the ceiling of any reranker over the candidates (docs/RESULTS.md, vr-ceiling): in similarity
+    order one pick per gold passage not yet covered, at most select_n, then the fill."""
     assert "oracle-filled" not in parse_variants("all") and parse_variants("oracle-filled,naive") == ("naive", "oracle-filled")
     with pytest.raises(ConfigError, match="rank passages"):
         parse_variants("oracle-filled", "kgqa")
