@@ -1,8 +1,8 @@
-"""The result tables of docs/ still read from benchmarks/results/*.json (the benchmark scripts' files), generated.
+"""The tables of docs/ that are not a method's run records, generated from benchmarks/results/*.json.
 
-The README's headline table and the tables regenerated through notebook runs come from run records instead
-(`kgrag repro TABLE --write`, configs/reproduce/); each table here is labelled in its doc with its reproduction
-config, and leaves this file once its config's runs have records.
+Speed, scale, build and setup measurements, the peers' comparisons (benchmarks/peers/) and the papers' own numbers
+are read here from the files the benchmark scripts write. A method's quality table is not: it comes from run
+records (`kgrag repro TABLE --write`, configs/reproduce/, checked by tests/test_repro.py).
 
     python benchmarks/results_tables.py            # rewrite every table between its markers
     python benchmarks/results_tables.py --check    # exit 1, naming the tables, when a committed table differs
@@ -42,7 +42,7 @@ a list inside the JSON (optionally `where=` a predicate). A template is text wit
 A number inside prose is a `Value(name, doc, file, template)` between `<!-- value:NAME -->` and
 `<!-- /value:NAME -->` on one line (the comments do not show when rendered).
 
-Cells may also be plain text, or a function of the row's JSON (for a ratio or a sum: `per_question(...)`).
+Cells may also be plain text, or a function of the row's JSON (for a ratio or a unit change: `scaled(...)`).
 A missing file or path is an error naming both (never a silent blank).
 """
 
@@ -214,7 +214,6 @@ def _load(results: Path, file: str | None) -> Any:
 TABLES: list[Table | Value] = []
 RES = "docs/RESULTS.md"
 HOPS = (("1", "1-hop"), ("2", "2-hop"), ("3", "3-hop"))
-_H = "hits@1_top1_subgraph"
 
 
 def _ms(stem: str, part: str, what: str = "median") -> str:
@@ -236,26 +235,6 @@ TABLES += [
     ]),
 ]
 
-
-def _e2e_row(h: str, suffix: str, matching: str, paper: bool) -> Row:
-    s = "summary"
-    return Row(f"simgrag_e2e_metaqa-{h}hop{suffix}.json", f"{h}-hop", matching,
-               f"{{{s}/pattern_parse_rate:%.0f}}%", f"{{{s}/retrieval_hit_rate:%.0f}}%",
-               f"{{{s}/all/hits@1:%.1f}}", f"{{{s}/all/containment:%.1f}}",
-               f"{{{s}/answerable/hits@1:%.1f}} / {{{s}/answerable/containment:%.1f}} ({{{s}/answerable/n}})",
-               f"{{{s}/n_failed}}",
-               f"{{{s}/failed_stage/pattern}} / {{{s}/failed_stage/retrieval}} / {{{s}/failed_stage/generation}}",
-               f"{{@simgrag.PAPER/SimGRAG/metaqa-{h}hop:.1f}}" if paper else "")
-
-
-TABLES += [
-    Table("simgrag-e2e-0.5b", RES,
-          ("MetaQA", "matching", "pattern parse rate", "evidence holds a gold answer", "Hits@1 strict (all)",
-           "lenient (all)", "answerable: strict / lenient (n)", "n_failed",
-           "wrong by stage, strict: pattern / retrieval / generation", "paper (Llama-3-70B, lenient)"),
-          [r for h, _ in HOPS for r in (_e2e_row(h, "", "**walks (default)**", True),
-                                        _e2e_row(h, "_injective", "injective", False))]),
-]
 
 
 _IVF, _HNSW = "indexes/ivf", "indexes/hnsw"
@@ -280,271 +259,6 @@ TABLES += [
             "{milvus_lite/single_query_ms/median:.1f} / {milvus_lite/single_query_ms/p95:.1f} ms",
             "{milvus_lite/source_entity_found:%.0f}%"),
     ]),
-]
-
-
-def _compact_row(ds: str, label: str) -> Row:
-    s = "summary"
-    return Row(f"compact_{ds}.json", label, "{n:,}",
-               f"{{{s}/chain_accuracy:%.1f~}} / {{{s}/chain_accuracy_answerable:%.1f~}}",
-               f"{{{s}/derived_hits1:%.1f~}} / {{{s}/derived_hits1_answerable:%.2f~}}",
-               f"{{{s}/facts_per_context/mean:.2f}} / {{{s}/facts_per_context/median:.0f}} / "
-               f"{{{s}/facts_per_context/p95:.0f}}",
-               f"{{{s}/prompt_token_ratio_top100_over_compact:.2f}}")
-
-
-TABLES += [
-    Table("compact-derived", RES,
-          ("dataset", "n", "chain acc. all / answerable", "derived Hits@1 all / answerable",
-           "facts per context mean / median / p95", "top-100 ÷ compact prompt tokens"),
-          [_compact_row(f"metaqa-{h}hop", f"metaqa-{h}hop") for h, _ in HOPS]
-          + [_compact_row("pq-2hop", "pq-2hop (seeded test split)"), _compact_row("pq-3hop", "pq-3hop (seeded test split)"),
-             Row("compact_clutrr.json", "clutrr (rules over the gold story graph, chains 2-7)", "{n:,}", "-",
-                 "{summary/derived_hits1:%.1f~}",
-                 "{summary/facts_per_context/mean:.1f} / {summary/facts_per_context/median:.0f} / "
-                 "{summary/facts_per_context/p95:.0f}", "-")]),
-]
-
-
-_SETS = ("templated", "synonym", "drop", "misspell", "all rule noise", "LLM subset as written", "LLM paraphrase")
-
-
-def _para_row(knowledge: str, label: str, bold: bool = False) -> Row:
-    b = "**" if bold else ""
-    return Row("compact_paraphrase_metaqa-1hop.json", label,
-               *(f"{b}{{by_knowledge/{knowledge}/{s}/derived_hits@1_answerable:%.1f}}{b}" for s in _SETS))
-
-
-TABLES += [
-    Table("compact-paraphrase", RES, ("knowledge",) + _SETS, [
-        _para_row("lexicon", "lexicon"), _para_row("knn", "knn (MiniLM, k = 10)"),
-        _para_row("hybrid", "**hybrid** (the default)", bold=True)]),
-]
-
-
-_VR = "summary/variants"
-_VARIANTS = ("naive", "expand", "rerank", "rerank-padded", "rerank-filled")
-
-
-def _vr_cells(run: str, variants=_VARIANTS) -> list[str]:
-    return [f"{{runs/{run}/{_VR}/{v}/recall@2:%.1f}} / {{runs/{run}/{_VR}/{v}/recall@5:%.1f}}" for v in variants]
-
-
-def _musique_row(variant: str, label: str, failed: str | None = None) -> Row:
-    run = "runs/[run_name=vector_rerank_bench-musique-0c342618fc]"
-    return Row("vector_rerank_musique.json", label, f"{{{run}/{_VR}/{variant}/recall@2:%.1f}}",
-               f"{{{run}/{_VR}/{variant}/recall@5:%.1f}}", failed or f"{{{run}/{_VR}/{variant}/n_failed}}",
-               f"{{{run}/{_VR}/{variant}/mean_passages:.2f}}")
-
-
-def _vr_published(ds: str, system: str, label: str) -> Row:
-    return Row(None, f"*published* {label}", "-", f"*{{@vector_rerank.PUBLISHED_RECALL5/{ds}/{system}:.1f}}*", "", "")
-
-
-TABLES += [
-    Table("vector-rerank-musique", RES, ("variant", "Recall@2", "Recall@5", "failed", "passages/q"), [
-        _musique_row("naive", "naive (ours)"), _musique_row("expand", "expand (ours, no LLM)"),
-        _musique_row("rerank", "rerank (ours, the method)"),
-        _musique_row("rerank-padded", "rerank-padded (ours)",
-                     "{runs/[run_name=vector_rerank_bench-musique-0c342618fc]/summary/variants/rerank-padded/n_failed} "
-                     "({runs/[run_name=vector_rerank_bench-musique-0c342618fc]/summary/variants/rerank/n_failed} "
-                     "reranks failed, padded)"),
-        _musique_row("rerank-filled", "rerank-filled (ours)"),
-        _vr_published("musique", "naive", "naive (bge-large)"),
-        _vr_published("musique", "vector-graph-rag (padded)", "vector graph RAG, padded (gpt-5-mini, bge-large)"),
-        _vr_published("musique", "HippoRAG 2", "HippoRAG 2"),
-    ]),
-    Table("vector-rerank-2wiki-pool", RES, ("2Wiki pool",) + _VARIANTS, [
-        Row("vector_rerank_2wiki_pool30.json",
-            "{n_questions} q, {runs/1/corpus/passages} passages, {runs/1/corpus/relations} relations", *_vr_cells("1")),
-        Row("vector_rerank_2wiki_pool20.json",
-            "{n_questions} q, {runs/1/corpus/passages} passages, {runs/1/corpus/relations} relations", *_vr_cells("1")),
-        Row("vector_rerank_2wiki_pool.json", "{n_questions} q, {runs/0/corpus/passages} passages",
-            *_vr_cells("0", _VARIANTS[:2]), "–", "–", "–"),
-        Row(None, "*published* (whole corpus; gpt-5-mini, bge-large)",
-            "– / *{@vector_rerank.PUBLISHED_RECALL5/2wiki/naive:.1f}*", "", "",
-            "– / *{@vector_rerank.PUBLISHED_RECALL5/2wiki/vector-graph-rag (padded):.1f}* (padded)", ""),
-    ]),
-]
-
-
-def per_question(total: str, count: str, spec: str = ",.0f") -> Callable[[Any], str]:
-    """A cell: the value at `total` divided by the value at `count` (e.g. tokens per question)."""
-    return lambda data: fmt(lookup(data, total, total) / lookup(data, count, count), spec)
-
-
-_KGQA = "runs/[run_name=vector_rerank_kgqa-metaqa-2hop-100]"
-_C05 = "rows/[run=compact-metaqa-2hop-100-0.5b-off]"
-TABLES += [
-    Table("vector-rerank-kgqa-systems", RES,
-          ("system (same LLM, same 100 questions)", "Hits@1", "containment", "prompt tokens / q"), [
-              Row("vector_rerank_kgqa.json", "vector rerank (rerank → answer from chosen facts)",
-                  f"**{{{_KGQA}/summary/variants/rerank/hits@1:%.1f}}**",
-                  f"**{{{_KGQA}/summary/variants/rerank/containment:%.1f}}**",
-                  per_question(f"{_KGQA}/llm/stats/prompt_tokens", f"{_KGQA}/n_done")),
-              Row("simgrag_e2e_metaqa-2hop_injective.json",
-                  "SimGRAG (pattern = LLM, injective matching), run `{run}`",
-                  "{summary/all/hits@1:%.1f}", "{summary/all/containment:%.1f}",
-                  "{summary/cost/pattern=llm/prompt_tokens_per_q:,.0f}"),
-              Row("structured_decoding_compact.json", "compact relation selection, LLM reads compact facts",
-                  f"{{{_C05}/compact/hits1_strict_all:.1f}}", f"{{{_C05}/compact/hits1_lenient_all:.1f}}",
-                  f"{{{_C05}/compact/prompt_tokens_per_question:,.0f}}"),
-              Row("structured_decoding_compact.json", "compact relation selection, LLM reads top-100 facts",
-                  f"{{{_C05}/topk/hits1_strict_all:.1f}}", f"{{{_C05}/topk/hits1_lenient_all:.1f}}",
-                  f"{{{_C05}/topk/prompt_tokens_per_question:,.0f}}"),
-          ]),
-]
-
-
-_KGP_DS = (("hotpotqa", "HotpotQA"), ("musique", "MuSiQue"))
-
-
-def _kgp_retrieval_cells(sel: str, ks=(5, 10, 30), sf=(10, 30)) -> list[str]:
-    return ([f"{{{sel}/summary/recall@{k}:.3f}}" for k in ks] + [f"{{{sel}/summary/sf_em@{k}:.2f}}" for k in sf])
-
-
-def _kgp_base(ds: str, run: str) -> str:
-    return f"kgp_{ds}_baselines_n50.json#results/[run_name=kgp-bench-{ds}-n50-{run}]"
-
-
-def _kgp_retrieval_rows(ds: str, label: str) -> list[Row]:
-    return [Row(None, label, "flat TF-IDF", *_kgp_retrieval_cells(_kgp_base(ds, "none-tfidf"))),
-            Row(None, label, "flat KNN (MiniLM)", *_kgp_retrieval_cells(_kgp_base(ds, "none-knn"))),
-            Row(None, label, "entity graph, question as query (no LLM)",
-                *_kgp_retrieval_cells(_kgp_base(ds, "entity-nollm"))),
-            Row(f"kgp_{ds}_llm.json", label, "**KGP: entity graph + 0.5B agent**", *_kgp_retrieval_cells("results/0"))]
-
-
-def _kgp_graph_rows(ds: str, label: str) -> list[Row]:
-    rows = [Row(f"kgp_{ds}_nollm.json", label, g, f"{{results/[graph={g}]/summary/mean_graph_density:.3f}}",
-                f"{{results/[graph={g}]/summary/mean_graph_avg_degree:.1f}}",
-                f"{{results/[graph={g}]/summary/recall@10:.3f}}", f"{{results/[graph={g}]/summary/recall@30:.3f}}",
-                f"{{results/[graph={g}]/summary/sf_em@30:.2f}}") for g in ("tfidf", "knn", "entity", "union")]
-    flat = "results/[traversal=tfidf]/summary", "results/[traversal=knn]/summary"
-    rows.append(Row(f"kgp_{ds}_nollm.json", label, "none (flat TF-IDF / flat KNN)", "–", "–",
-                    *(f"{{{flat[0]}/{m}:{spec}}} / {{{flat[1]}/{m}:{spec}}}"
-                      for m, spec in (("recall@10", ".3f"), ("recall@30", ".3f"), ("sf_em@30", ".2f")))))
-    return rows
-
-
-def _kgp_model_row(size: str, mode: str, suffix: str = "", note: str = "") -> Row:
-    label = {"0.5b": "Qwen2.5-Coder-0.5B", "1.5b": "Qwen2.5-Coder-1.5B"}[size] + note
-    s = "results/0/summary"
-    return Row(f"kgp_musique_llm_n50_{size}_{mode}{suffix}.json", label, "**schema**" if mode == "schema" else mode,
-               "{n_questions}", *_kgp_retrieval_cells("results/0", ks=(10, 30)),
-               f"{{{s}/em:%.1f}}", f"{{{s}/f1:%.1f}}", "{results/0/reader_failed}")
-
-
-_T1, _T2 = "@kgp.TABLE1_F1", "@kgp.TABLE2_AGENT_F1"
-TABLES += [
-    Table("kgp-retrieval-n50", RES, ("dataset", "retrieval (budget 30)", "R@5", "R@10", "R@30", "SF-EM@10", "SF-EM@30"),
-          [r for ds, label in _KGP_DS for r in _kgp_retrieval_rows(ds, label)]),
-    Table("kgp-answers-n50", RES, ("", "HotpotQA EM", "HotpotQA F1", "MuSiQue EM", "MuSiQue F1"), [
-        Row(None, "ours, 0.5B reader, prompt v1 (mentions yes/no for every question)",
-            *(f"{{kgp_{ds}_llm.json#results/0/summary/{m}:%.1f}}" for ds, _ in _KGP_DS for m in ("em", "f1"))),
-        Row(None, "ours, 0.5B reader, prompt v2 (yes/no only for polar questions)",
-            *(f"{{kgp_{ds}_llm_reread.json#summary/{m}:%.1f}}" for ds, _ in _KGP_DS for m in ("em", "f1"))),
-        Row(None, "*published* KGP-T5, ChatGPT reader, 30 passages (Table 1)",
-            "–", f"{{{_T1}/KGP-T5/hotpotqa:.2f}}", "–", f"{{{_T1}/KGP-T5/musique:.2f}}"),
-        Row(None, "*published* TF-IDF retrieval, ChatGPT reader (Table 1)",
-            "–", f"{{{_T1}/TF-IDF/hotpotqa:.2f}}", "–", f"{{{_T1}/TF-IDF/musique:.2f}}"),
-        Row(None, "*published* agent ablation F1: TF-IDF heuristic / ChatGPT / LLaMA-7B / T5-Large (Table 2)",
-            *(c for ds in ("hotpotqa", "musique") for c in (
-                "–", " / ".join(f"{{{_T2}/{a}/{ds}:.1f}}" for a in ("TF-IDF heuristic", "ChatGPT", "LLaMA-7B",
-                                                                      "T5-Large"))))),
-    ]),
-    Table("kgp-graphs-nollm", RES, ("dataset", "graph", "density", "avg degree", "R@10", "R@30", "SF-EM@30"),
-          [r for ds, label in _KGP_DS for r in _kgp_graph_rows(ds, label)]),
-    Table("kgp-musique-models", RES,
-          ("agent / reader model", "reader decoding", "n", "R@10", "R@30", "SF-EM@10", "SF-EM@30", "EM", "F1",
-           "reader failed"), [
-              Row(None, "flat TF-IDF (no graph, no LLM)", "–", "{" + _kgp_base("musique", "none-tfidf") + "/summary/n}",
-                  *_kgp_retrieval_cells(_kgp_base("musique", "none-tfidf"), ks=(10, 30)), "–", "–", "–"),
-              Row(None, "entity graph, no LLM", "–", "{" + _kgp_base("musique", "entity-nollm") + "/summary/n}",
-                  *_kgp_retrieval_cells(_kgp_base("musique", "entity-nollm"), ks=(10, 30)), "–", "–", "–"),
-          ] + [_kgp_model_row(size, mode) for size in ("0.5b", "1.5b") for mode in ("off", "schema")]
-            + [_kgp_model_row("1.5b", "schema", "_crossfit", ", agent + 2 nearest demonstrations, **cross-fit** "
-                                                              "([below](#kgp-crossfit))")]),
-]
-
-
-def _short_model(item: dict) -> str:
-    return str(item["model"]).replace("qwen2.5-coder-", "")
-
-
-def _bold_schema(item: dict) -> str:
-    mode = str(item["decoding"])
-    return f"**{mode}**" if mode in ("schema", "schema+anchor") else mode
-
-
-TABLES += [
-    Table("structured-simgrag", RES,
-          ("MetaQA", "model", "decoding", "n", "pattern unusable (cut by limit)", "answer unparsed (cut) / answer calls",
-           "strict Hits@1 all", "lenient all", "answerable: strict / lenient (n)",
-           "wrong by stage, strict: pattern / retrieval / generation", "tokens / q", "LLM s / q"), [
-              Rows("structured_decoding_simgrag.json", "rows", lambda r: str(r["dataset"]).replace("metaqa-", ""),
-                   _short_model, _bold_schema, "{n}", "{pattern_unusable} ({pattern_cut_by_limit})",
-                   "{answer_unparsed} ({answer_cut_by_limit}) / {answer_calls}", "{hits1_strict_all:.1f}",
-                   "{hits1_lenient_all:.1f}",
-                   "{hits1_strict_answerable:.1f} / {hits1_lenient_answerable:.1f} ({n_answerable})",
-                   "{wrong_by_stage_strict/pattern} / {wrong_by_stage_strict/retrieval} / "
-                   "{wrong_by_stage_strict/generation}", "{tokens_per_question:.1f}", "{llm_s_per_question:.1f}")]),
-    Table("structured-compact", RES,
-          ("model", "decoding", "n", "compact: strict all / answerable", "compact lenient all",
-           "top-100: strict all / answerable", "top-100 lenient all", "no answer (cut) / 100, compact ; top-100",
-           "prompt tokens / q, compact ; top-100"), [
-              Rows("structured_decoding_compact.json", "rows",
-                   lambda r: {"qwen2.5-coder-0.5b": "Qwen2.5-Coder-0.5B", "qwen2.5-coder-1.5b": "Qwen2.5-Coder-1.5B"}
-                   .get(r["model"], r["model"]), _bold_schema, "{n}",
-                   "{compact/hits1_strict_all:.1f} / {compact/hits1_strict_answerable:.1f}",
-                   "{compact/hits1_lenient_all:.1f}", "{topk/hits1_strict_all:.1f} / {topk/hits1_strict_answerable:.1f}",
-                   "{topk/hits1_lenient_all:.1f}",
-                   "{compact/no_answer} ({compact/cut_by_limit}) ; {topk/no_answer} ({topk/cut_by_limit})",
-                   "{compact/prompt_tokens_per_question:.0f} ; {topk/prompt_tokens_per_question:.0f}")]),
-]
-
-
-def _vr_model_row(file: str, run: str, model: str, mode: str, n: str, cached: bool = False,
-                  seconds: str | None = None) -> Row:
-    st = f"runs/{run}/summary/rerank_status"
-    statuses = " / ".join(f"{{{st}/{k}|0}}" for k in ("json", "partial", "marks", "text", "failed"))
-    if seconds is None:
-        seconds = f"{{runs/{run}/summary/latency_mean_s/rerank_llm:.1f}}"
-    if cached:
-        seconds += f" ({{runs/{run}/llm/stats/cache_hits}} of {{runs/{run}/llm/stats/calls}} calls cached)"
-    return Row(file, model, mode, n, *_vr_cells(run), statuses, seconds)
-
-
-_Q05, _Q15 = "Qwen2.5-Coder-0.5B", "Qwen2.5-Coder-1.5B"
-TABLES += [
-    Table("structured-vector-rerank", RES,
-          ("model", "decoding", "n", "naive R@2 / R@5", "expand", "rerank", "rerank-padded", "rerank-filled",
-           "rerank statuses (json / partial / marks / text / failed)", "rerank LLM s / q"), [
-              _vr_model_row("vector_rerank_musique_n100_1.5b_schema_vr3.json", "0", _Q15,
-                            "**schema, vr-3 grammar (reasoning first), passage fill** (2026-12-06)",
-                            "{n_questions} ({runs/0/status})",
-                            seconds="{runs/0/llm/stats/cache_hits} of {runs/0/llm/stats/calls} calls cached (the "
-                                    "computing run: [follow-up](#vector-rerank-fill))"),
-              _vr_model_row("vector_rerank_musique_n100_1.5b_schema_vr3_samples5.json", "0", _Q15,
-                            "schema, vr-3, passage fill, `samples=5` (a vote over 5 replies; [follow-up](#vector-rerank-samples))",
-                            "{n_questions} ({runs/0/status})"),
-              _vr_model_row("vector_rerank_musique_n100_1.5b_schema.json", "0", _Q15, "schema, vr-2 grammar: ids first (follow-up)",
-                            "{n_questions} ({runs/0/status})", cached=True),
-              _vr_model_row("vector_rerank_musique_n100_1.5b_off.json", "0", _Q15, "off (follow-up)",
-                            "{n_questions} ({runs/0/status})", cached=True),
-              _vr_model_row("vector_rerank_musique_n50_0.5b_schema_vr3.json", "0", _Q05,
-                            "**schema, vr-3 grammar, passage fill** (2026-12-06)", "{n_questions} ({runs/0/status})"),
-              _vr_model_row("vector_rerank_musique_n50_0.5b_schema.json", "0", _Q05, "schema, vr-2 grammar: ids first",
-                            "{n_questions} ({runs/0/status})"),
-              _vr_model_row("vector_rerank_musique_n50_1.5b_schema.json", "0", _Q15, "schema, vr-2 grammar: ids first",
-                            "{n_questions} ({runs/0/status})"),
-              _vr_model_row("vector_rerank_musique_n50_1.5b_off.json", "0", _Q15, "off (session 2)",
-                            "{n_questions} ({runs/0/status})"),
-              _vr_model_row("vector_rerank_musique_n50_0.5b_off.json", "0", _Q05, "off",
-                            "{n_questions} ({runs/0/status})"),
-              _vr_model_row("vector_rerank_musique.json", "[run_name=vector_rerank_bench-musique-0c342618fc]", _Q05,
-                            "off (earlier run, all 100 questions, table above)", "{n_questions}"),
-          ]),
 ]
 
 
@@ -664,18 +378,6 @@ TABLES += [
 ]
 
 
-# numbers inside the prose of docs/RESULTS.md
-_MISS = "answerable_misses_by_class"
-TABLES += [
-    Value("simgrag-1hop-tie-misses", RES, "simgrag_metaqa-1hop.json", f"{{{_MISS}/top1_is_kb_answer_not_in_gold_list}}"),
-    *(Value(f"simgrag-injective-misses-{key}", RES, f"simgrag_{stem}_injective.json", f"{{{_MISS}/needs_non_simple_path}}")
-      for key, stem in (("1hop", "metaqa-1hop"), ("2hop", "metaqa-2hop"), ("3hop", "metaqa-3hop"), ("pq2", "pq-2hop"),
-                        ("pq3", "pq-3hop"))),
-    Value("kgp-musique-flat-sfem30", RES, None, "{" + _kgp_base("musique", "none-tfidf") + "/summary/sf_em@30:.2f}"),
-    Value("kgp-musique-entity-sfem30", RES, None, "{" + _kgp_base("musique", "entity-nollm") + "/summary/sf_em@30:.2f}"),
-]
-
-
 def _saving(data: Any) -> str:
     """A cell: how much less compile CPU the Makefile's options take than no options (percent)."""
     cpu = {b["variant"]: b["cpu_s"] for b in data["builds"]}
@@ -694,30 +396,6 @@ TABLES += [
 ]
 
 
-_VRS = _KGQA + "/summary"
-_C05T = _C05 + "/topk"
-TABLES += [
-    Value("vr-kgqa-n-answerable", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/rerank/answerable/n}}"),
-    Value("vr-kgqa-answerable-hits1", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/rerank/answerable/hits@1:%.1f}}"),
-    Value("vr-kgqa-answerable-containment", RES, "vector_rerank_kgqa.json",
-          f"{{{_VRS}/variants/rerank/answerable/containment:%.1f}}"),
-    Value("vr-kgqa-rerank-failed", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/rerank_status/failed}}"),
-    Value("vr-kgqa-candidate-hits", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/rerank_graph/candidate_fact_hit:%.0f}}"),
-    Value("vr-kgqa-fact-hit", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/rerank/fact_hit:%.1f}}"),
-    Value("vr-kgqa-nollm-fact-hits", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/variants/expand/fact_hit:%.0f}}"),
-    Value("vr-kgqa-seconds", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/latency_mean_s/total:.1f}}"),
-    Value("vr-kgqa-rerank-seconds", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/latency_mean_s/rerank_llm:.1f}}"),
-    Value("vr-kgqa-answer-seconds", RES, "vector_rerank_kgqa.json", f"{{{_VRS}/latency_mean_s/rerank_answer_llm:.1f}}"),
-    Value("compact-05b-compact-hits1", RES, "structured_decoding_compact.json", scaled(f"{_C05}/compact/hits1_strict_all", 0.01, ".2f")),
-    Value("compact-05b-top100-hits1", RES, "structured_decoding_compact.json", scaled(f"{_C05T}/hits1_strict_all", 0.01, ".2f")),
-    Value("compact-05b-compact-lenient", RES, "structured_decoding_compact.json", scaled(f"{_C05}/compact/hits1_lenient_all", 0.01, ".2f")),
-    Value("compact-05b-top100-lenient", RES, "structured_decoding_compact.json", scaled(f"{_C05T}/hits1_lenient_all", 0.01, ".2f")),
-    Value("compact-05b-compact-tokens", RES, "structured_decoding_compact.json",
-          f"{{{_C05}/compact/prompt_tokens_per_question:.0f}}"),
-    Value("compact-05b-top100-tokens", RES, "structured_decoding_compact.json", f"{{{_C05T}/prompt_tokens_per_question:.0f}}"),
-]
-
-
 _SYN = "indexes/{i}/ms_per_query/{p}"
 TABLES += [
     Value("sg-syn-ivf-median", RES, "simgrag_synthetic_10M.json", "{" + _SYN.format(i="ivf", p="retrieval_total/median") + ":.1f}"),
@@ -732,122 +410,7 @@ TABLES += [
 ]
 
 
-TABLES += [
-    Value("sg-1hop-all", RES, "simgrag_metaqa-1hop.json", f"{{{_H}/all:%.1f}}"),
-    Value("sg-1hop-answerable", RES, "simgrag_metaqa-1hop.json", f"{{{_H}/answerable:%.1f}}"),
-    Value("sg-1hop-inj-all", RES, "simgrag_metaqa-1hop_injective.json", f"{{{_H}/all:%.1f}}"),
-    Value("sg-1hop-inj-answerable", RES, "simgrag_metaqa-1hop_injective.json", f"{{{_H}/answerable:%.1f}}"),
-    Value("sg-1hop-node-ms", RES, "simgrag_metaqa-1hop.json", "{batched_node_search_ms_per_node:.2f}"),
-]
-
-
-def mean_strict(size: str, decoding: str) -> Callable[[Any], str]:
-    """A cell: the mean strict Hits@1 over MetaQA 1/2/3-hop of one model and decoding (50 questions per hop)."""
-    def cell(data: Any) -> str:
-        rows = [r for r in data["rows"] if r["model"] == f"qwen2.5-coder-{size}" and r["decoding"] == decoding]
-        if len(rows) != 3:
-            raise TableError(f"structured_decoding_simgrag.json: {len(rows)} rows for {size} {decoding}, need 3 hops")
-        return fmt(round(sum(r["hits1_strict_all"] for r in rows) / 3, 10), ".1f")
-    return cell
-
-
-TABLES += [
-    Value(f"sg-mean-{size}-{mode}{suffix}", RES, "structured_decoding_simgrag.json", mean_strict(size, mode))
-    for size in ("0.5b", "1.5b") for mode, suffixes in (("off", ("",)), ("schema", ("", "-2")), ("schema+anchor", ("", "-2")))
-    for suffix in suffixes
-]
-
-
-_MQ = "runs/[run_name=vector_rerank_bench-musique-0c342618fc]/summary"
-TABLES += [
-    *(Value(f"vr-mq-{k}", RES, "vector_rerank_musique.json", f"{{{_MQ}/rerank_status/{k}}}")
-      for k in ("json", "marks", "partial", "text")),
-    Value("vr-mq-prompt-tokens", RES, "vector_rerank_musique.json",  # "about": to the nearest hundred
-          lambda d: fmt(round(lookup(d, f"{_MQ}/tokens/prompt", "") / lookup(d, f"{_MQ}/n", ""), -2), ",.0f")),
-    Value("vr-mq-completion-tokens", RES, "vector_rerank_musique.json",
-          per_question(f"{_MQ}/tokens/completion", f"{_MQ}/n", ".0f")),
-]
-
-
-_CPF, _HOW = "compact_paraphrase_metaqa-1hop.json", "how_paraphrases_were_made/llm"
-_HYB = "by_knowledge/hybrid"
-TABLES += [
-    Value("cp-kept", RES, _CPF, f"{{{_HOW}/kept}}"), Value("cp-kept-2", RES, _CPF, f"{{{_HOW}/kept}}"),
-    Value("cp-rejected", RES, _CPF, f"{{{_HOW}/rejected}}"), Value("cp-reordered", RES, _CPF, f"{{{_HOW}/kept_reordered_only}}"),
-    Value("cp-llm-answerable", RES, _CPF, f"{{{_HYB}/LLM paraphrase/n_answerable}}"),
-    Value("cp-llm-answerable-2", RES, _CPF, f"{{{_HYB}/LLM paraphrase/n_answerable}}"),
-    Value("cp-h-templated", RES, _CPF, f"{{{_HYB}/templated/derived_hits@1_answerable:%.1f}}"),
-    Value("cp-h-synonym", RES, _CPF, f"{{{_HYB}/synonym/derived_hits@1_answerable:%.1f}}"),
-    Value("cp-h-all", RES, _CPF, f"{{{_HYB}/all rule noise/derived_hits@1_answerable:%.1f}}"),
-    Value("cp-h-llm", RES, _CPF, f"{{{_HYB}/LLM paraphrase/derived_hits@1_answerable:%.1f}}"),
-    Value("cp-h-written", RES, _CPF, f"{{{_HYB}/LLM subset as written/derived_hits@1_answerable:%.1f}}"),
-    Value("cp-l-llm", RES, _CPF, "{by_knowledge/lexicon/LLM paraphrase/derived_hits@1_answerable:%.1f}"),
-    Value("cp-conf-0", RES, _CPF, f"{{{_HYB}/synonym/confusions/0/count}}"),
-    Value("cp-conf-1", RES, _CPF, f"{{{_HYB}/synonym/confusions/1/count}}"),
-]
-
-
-def _agent_gain(_: Any) -> str:
-    """SF-EM@30 of the 0.5B agent's walk minus the same walk without the LLM; the prose says it is the same on both
-    datasets, so a difference between them is an error that asks for the sentence to be rewritten."""
-    gains = set()
-    for ds, _label in _KGP_DS:
-        llm = lookup(_load(RESULTS, f"kgp_{ds}_llm.json"), "results/0/summary/sf_em@30", ds)
-        base = lookup(_load(RESULTS, f"kgp_{ds}_baselines_n50.json"),
-                      f"results/[run_name=kgp-bench-{ds}-n50-entity-nollm]/summary/sf_em@30", ds)
-        gains.add(fmt(llm - base, "+.2f"))
-    if len(gains) != 1:
-        raise TableError(f"kgp-agent-gain: the agent's gain differs between datasets ({gains}); rewrite the sentence")
-    return gains.pop()
-
-
-TABLES += [Value("kgp-agent-gain", RES, None, _agent_gain)]
-
-
-def _sg_rows(data: Any, decoding: str, model: str | None = None) -> list[dict]:
-    return [r for r in data["rows"] if r["decoding"] == decoding and (model is None or r["model"] == model)]
-
-
-def _unusable(decoding: str) -> Callable[[Any], str]:
-    """A cell: SimGRAG patterns unusable under one decoding mode, summed over both models and three hops."""
-    return lambda data: str(sum(r["pattern_unusable"] for r in _sg_rows(data, decoding)))
-
-
-def _pattern_error_share(run: str) -> Callable[[Any], str]:
-    """A cell: the share (%) of one run's questions that were wrong at the pattern stage."""
-    def cell(data: Any) -> str:
-        row = lookup(data, f"rows/[run={run}]", run)
-        return fmt(row["wrong_by_stage_strict"]["pattern"] / row["n"], "%.0f")
-    return cell
-
-
-_SGD = "structured_decoding_simgrag.json"
-_VR50 = "vector_rerank_musique_n50_1.5b_{m}.json"
-TABLES += [
-    Value("tg-unusable-anchor", RES, _SGD, _unusable("schema+anchor")),
-    Value("tg-unusable-schema", RES, _SGD, _unusable("schema")),
-    Value("tg-1hop-15b", RES, _SGD, "{rows/[run=simgrag-e2e-metaqa-1hop-n50-1.5b-schema]/hits1_strict_answerable:.1f}"),
-    Value("tg-2hop-off", RES, _SGD, _pattern_error_share("simgrag-e2e-metaqa-2hop-n50-1.5b-off")),
-    Value("tg-2hop-schema", RES, _SGD, _pattern_error_share("simgrag-e2e-metaqa-2hop-n50-1.5b-schema")),
-    Value("tg-2hop-anchor", RES, _SGD, _pattern_error_share("simgrag-e2e-metaqa-2hop-n50-1.5b-schema-anchor")),
-    Value("tg-vr-schema", RES, _VR50.format(m="schema"), "{runs/0/summary/variants/rerank-filled/recall@5:%.1f}"),
-    Value("tg-vr-off", RES, _VR50.format(m="off"), "{runs/0/summary/variants/rerank-filled/recall@5:%.1f}"),
-    Value("tg-vr-naive", RES, _VR50.format(m="schema"), "{runs/0/summary/variants/naive/recall@5:%.1f}"),
-]
-
-
-def _sg_value(run: str, field: str, spec: str = "") -> Value:
-    """A number of one SimGRAG decoding-mode row: `run` is the run name after 'simgrag-e2e-metaqa-'."""
-    path = f"rows/[run=simgrag-e2e-metaqa-{run}]/{field}"
-    return Value(f"sgr-{run}-{field}".replace("/", "-"), RES, _SGD, "{" + path + (f":{spec}" if spec else "") + "}")
-
-
-TABLES += [
-    _sg_value(f"{h}hop-n50-{size}-{mode}", "hits1_strict_all", ".0f")
-    for h, size in (("1", "0.5b"), ("1", "1.5b"), ("2", "0.5b"), ("2", "1.5b"), ("3", "0.5b"), ("3", "1.5b"))
-    for mode in ("schema", "schema-anchor")
-] + [_sg_value(f"3hop-n50-1.5b-{mode}", field) for mode in ("schema", "schema-anchor")
-     for field in ("pattern_unusable", "wrong_by_stage_strict/pattern")]
+TABLES += [Value("sg-1hop-node-ms", RES, "simgrag_metaqa-1hop.json", "{batched_node_search_ms_per_node:.2f}")]
 
 
 # ----------------------------------------------------------------------------- writing and checking
@@ -989,108 +552,6 @@ def stale(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | 
 
 
 
-# ----------------------------------------------------------------------------- the rerank's ceiling (no LLM)
-TABLES += [
-    Table("vr-ceiling", "docs/RESULTS.md", ("fill order", "candidate cap", "gold passages among the candidates'",
-                                           "perfect pick, rerank-filled R@2 / R@5", "similarity order (expand) R@5",
-                                           "naive R@5", "questions without a gold candidate"),
-          [Rows(file, "by_cap", label, "{cap}", "{coverage:%.1f}",
-                "{oracle_filled@2:%.1f} / {oracle_filled@5:%.1f}", "{expand@5:%.1f}", "{naive@5:%.1f}",
-                "{questions_with_no_gold_candidate}")
-           for file, label in (("vector_rerank_ceiling_musique_relationfill.json", "relation (until 2026-12-06)"),
-                               ("vector_rerank_ceiling_musique.json", "**passage** (the default)"),
-                               ("vector_rerank_ceiling_musique_degree2.json", "passage, expansion degree 2"))]),
-]
-
-
-# ----------------------------------------------------------------------------- the rerank's grammar and fill (no LLM)
-def _fill_diff(r: dict) -> str:
-    """'+1.3 [-3.5, +6.2]': a fill's paired difference from naive, in points, with its 95% bootstrap interval."""
-    d = r["all"]["minus_naive"]
-    return f"{100 * d['mean']:+.1f} [{100 * d['ci95'][0]:+.1f}, {100 * d['ci95'][1]:+.1f}]"
-
-
-_FILL_NAMES = {"relation": 'relation (`fill_order="relation"`)', "question": 'passage (`fill_order="passage"`, default)',
-               "chosen on the other half": "**chosen on the other half** (each half scored with the fill that was "
-                                           "best on the other half, of all rows here and `relation`)"}
-_FILL_COLS = ("rerank-filled R@5", "first 50 / last 50", "- naive [95%, paired]")
-
-
-def _fill_rows(file: str, grammar: str, orders: Sequence[str]) -> Rows:
-    return Rows(file, "rows", grammar, lambda r: _FILL_NAMES.get(r["order"], r["order"]),
-                f"{{{file}#picks/rerank_picks_mean:.1f}}",
-                f"{{{file}#picks/rerank_list_head}} of {{{file}#picks/rerank_replies}}",
-                "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
-                where=lambda r: r["order"] in orders)
-
-
-TABLES += [
-    Table("vr-grammar-fill", "docs/RESULTS.md",
-          ("rerank reply (grammar)", "fill after the LLM's passages", "relations per reply",
-           "replies that are the list's head (1, 2, ..., k)", *_FILL_COLS), [
-              _fill_rows("vector_rerank_fill_musique_vr2.json", "vr-2: ids, then reasoning", ("relation", "question")),
-              _fill_rows("vector_rerank_fill_musique.json", "**vr-3: reasoning, then ids**", ("relation", "question")),
-          ]),
-    Table("vr-fill-exploration", "docs/RESULTS.md", ("fill after the LLM's passages (vr-3 replies)", *_FILL_COLS), [
-        Rows("vector_rerank_fill_musique.json", "rows", lambda r: _FILL_NAMES.get(r["order"], r["order"]),
-             "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
-             where=lambda r: r["order"] != "relation"),
-    ]),
-]
-
-
-# ----------------------------------------------------------------------------- the rerank's samples (self-consistency)
-_VOTES = {"recorded": "**the vote** (majority of the 5 replies; plurality where none)",
-          "greedy": "reply 0 alone (greedy: the samples=1 reply)",
-          "union": "every fact any reply named, by votes (exploration)"}
-TABLES += [
-    Table("vr-samples", "docs/RESULTS.md",
-          ("the LLM's choice (vr-3, 5 replies, T = 0.7)", "relations per question", *_FILL_COLS), [
-              Rows(f"vector_rerank_fill_musique_samples5{suffix}.json", "rows", lambda r, c=choice: _VOTES[c],
-                   f"{{vector_rerank_fill_musique_samples5{suffix}.json#picks/rerank_picks_mean:.1f}}",
-                   "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
-                   where=lambda r: r["order"] == "question")
-              for choice, suffix in (("greedy", "_greedy"), ("recorded", ""), ("union", "_union"))]),
-]
-
-
-# ----------------------------------------------------------------------------- the rerank's cross-fitted demonstrations
-def _crossfit_row(fill: str, run: str, label: str, seconds: str | None = None) -> Rows:
-    """One row of vr-crossfit: the fill file's default-fill row, the pick shape, the run file's prompt tokens."""
-    cost = f"{run}#runs/0/summary/cost/rerank-filled"
-    return Rows(fill, "rows", label,
-                f"{{{fill}#picks/rerank_picks_mean:.1f}}",
-                f"{{{fill}#picks/rerank_list_head}} of {{{fill}#picks/rerank_replies}}",
-                "{all/recall@5:%.1f}", "{first_half/recall@5:%.1f} / {second_half/recall@5:%.1f}", _fill_diff,
-                f"{{{cost}/prompt_tokens_per_q:,.0f}}", seconds or f"{{{cost}/seconds_per_q:.1f}}",
-                where=lambda r: r["order"] == "question")
-
-
-TABLES += [
-    Table("vr-crossfit", "docs/RESULTS.md",
-          ("the rerank prompt's examples (vr-3)", "relations per reply", "replies that are the list's head",
-           *_FILL_COLS, "prompt tokens / q", "rerank LLM s / q"), [
-              _crossfit_row("vector_rerank_fill_musique.json", "vector_rerank_musique_n100_1.5b_schema_vr3.json",
-                            "the fixed worked example (default)", "6.3 (the computing run)"),
-              _crossfit_row("vector_rerank_fill_musique_crossfit.json",
-                            "vector_rerank_musique_n100_1.5b_schema_vr3_crossfit.json",
-                            "+ 2 nearest, **cross-fit**, demo-1 (template reasoning, paragraph order)"),
-              _crossfit_row("vector_rerank_fill_musique_crossfit_demo2.json",
-                            "vector_rerank_musique_n100_1.5b_schema_vr3_crossfit_demo2.json",
-                            "+ 2 nearest, **cross-fit**, demo-2 (gold facts' words, hop order)"),
-          ]),
-    Table("vr-titles", "docs/RESULTS.md",
-          ("the rerank prompt's facts (vr-3, fixed example)", "relations per reply", "replies that are the list's head",
-           *_FILL_COLS, "prompt tokens / q", "rerank LLM s / q"), [
-              _crossfit_row("vector_rerank_fill_musique.json", "vector_rerank_musique_n100_1.5b_schema_vr3.json",
-                            "`[id] fact` (default)", "6.3 (the computing run)"),
-              _crossfit_row("vector_rerank_fill_musique_titles.json",
-                            "vector_rerank_musique_n100_1.5b_schema_vr3_titles.json",
-                            "`[id] fact (passage: title)` (`candidate_titles=True`)"),
-          ]),
-]
-
-
 # ----------------------------------------------------------------------------- the peers (docs/PEERS.md)
 PEERS_DOC = "docs/PEERS.md"
 
@@ -1184,12 +645,10 @@ _ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
 # the same patterns (from the response cache) with nearest answer demonstrations too (--answer-demos nearest): the
 # best nearest setting and the default, so it holds the name issue 22 asks for (..._1.5b_nearest.json)
 _ANSWERS = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json"
-ANSWER_HOPS = ("1", "2", "3")  # the hops measured with nearest answer demonstrations
 # the same setting on the same questions asked with rule noise (--paraphrase rules: a synonym swap, a dropped function
 # word and a misspelling each, seeded), so that nearest demonstrations meet wordings their templates do not share
 _RULES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules.json"
 RULES_HOPS = ("1", "2")  # the hops measured on rewritten questions
-_RULES_LABEL = "{setting}, questions with rule noise"
 # on the rule-noise questions, two levers against the noise: five sampled patterns and a GSD-weighted vote (--samples
 # 5), and the nearest choice made on the question respelt towards the pool's words (--demo-spelling true)
 _SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_samples5.json"
@@ -1209,83 +668,9 @@ BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2", "3")
 # the default setting on the 1.5B's own greedy paraphrases of the seeded questions (--paraphrase llm; rejected ones left out)
 _LLMPARA = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_llm_paraphrase.json"
 LLMPARA_HOPS: tuple[str, ...] = ("1", "2", "3")
-_LLMPARA_LABEL = "{setting}, the 1.5B's own paraphrases"
 # the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
 _SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
 SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
-_STARRED_LABEL = "{setting}, demonstrations 'starred in'"
-_ACTEDIN_LABEL = "{setting}, demonstrations 'acted in' (before 32542bc)"
-
-
-def _rate_ci(subset: str, metric: str) -> Callable[[Any], str]:
-    """A cell: a simgrag_e2e rate in percent with its Wilson 95% interval, from the summary's rate and n."""
-    from kgrag_utils.metrics import wilson_interval
-
-    def cell(data: Any) -> str:
-        part = lookup(data, f"summary/{subset}", "summary")
-        n = part["n"]
-        w = wilson_interval(round(part[metric] * n), n)
-        return f"{fmt(part[metric], '%.1f')} [{fmt(w['low'], '%.1f')}, {fmt(w['high'], '%.1f')}]"
-    return cell
-
-
-def _tokens_per_q(data: Any) -> str:
-    t, n = data["summary"]["tokens"], data["n_questions"]
-    return (f"{t['pattern_prompt'] / n:,.0f} + {t['pattern_completion'] / n:,.0f} / "
-            f"{t['answer_prompt'] / n:,.0f} + {t['answer_completion'] / n:,.0f}")
-
-
-def _llm_seconds(data: Any) -> str:
-    s = data["seconds"]
-    return f"{s['llm_s_per_uncached_question']:.1f} ({s['n_uncached_questions']})" if s.get("n_uncached_questions") else "-"
-
-
-def _demo_row(file: str, hop: str, setting: str | None, questions: str) -> Row:
-    return Row(file, hop, setting or "{setting}", questions, _rate_ci("all", "hits@1"), _rate_ci("all", "containment"),
-               _rate_ci("answerable", "hits@1"), "{summary/answerable/n}",
-               "{summary/failed_stage/pattern} / {summary/failed_stage/retrieval} / {summary/failed_stage/generation}",
-               _tokens_per_q, _llm_seconds)
-
-
-_DEMO_COLS = ("hop", "setting", "questions", "strict Hits@1 [95%]", "lenient [95%]", "strict, answerable [95%]",
-              "answerable", "wrong at pattern / retrieval / generation",
-              "tokens / q: pattern in + out / answer in + out", "LLM s / q (questions computed)")
-_FIXED50 = "fixed 8 (the paper's shots), schema, anchor"
-_FIRST = "{n_questions}: the first of the seeded {n_planned}"  # a run of the seeded sample holds its first n questions
-_OTHER50 = "50: the first of the seeded 100 (other questions)"
-TABLES += [
-    Table("demos-simgrag-metaqa", DEMOS_DOC, _DEMO_COLS, [
-        row for hop in DEMO_HOPS for row in (
-            _demo_row(_NEAREST.format(hop=hop), f"{hop}-hop", _STARRED_LABEL, _FIRST),
-            *([_demo_row(_ANSWERS.format(hop=hop), f"{hop}-hop", _STARRED_LABEL,
-                         _FIRST)] if hop in ANSWER_HOPS else []),
-            *([_demo_row(_RULES.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in RULES_HOPS else []),
-            *([_demo_row(_SAMPLES.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in SAMPLES_HOPS else []),
-            *([_demo_row(_RESPELT.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in RESPELT_HOPS else []),
-            *([_demo_row(_RELVOCAB.format(hop=hop), f"{hop}-hop", _RULES_LABEL,
-                         _FIRST)] if hop in RELVOCAB_HOPS else []),
-            *([_demo_row(_LLMPARA.format(hop=hop), f"{hop}-hop", _LLMPARA_LABEL,
-                         "{n_questions} of the {paraphrase/kept} kept (of {paraphrase/asked})")] if hop in LLMPARA_HOPS else []),
-            _demo_row(_ACTEDIN.format(hop=hop), f"{hop}-hop", _ACTEDIN_LABEL,
-                      _FIRST),
-            *([_demo_row(_BEST_SAMPLES.format(hop=hop), f"{hop}-hop", None,
-                         _FIRST)] if hop in BEST_SAMPLES_HOPS else []),
-            *([_demo_row(_FIXED8.format(hop=hop), f"{hop}-hop", None,
-                         _FIRST)] if hop in PAIRED_HOPS else []),
-            *([_demo_row(_FIXED12.format(hop=hop), f"{hop}-hop", None,
-                         _FIRST)] if hop in FIXED12_HOPS else []),
-            _demo_row(f"simgrag_e2e_metaqa-{hop}hop_1.5b_schema_anchor.json", f"{hop}-hop", _FIXED50, _OTHER50),
-            *([_demo_row(_SMALL.format(hop=hop), f"{hop}-hop", "0.5B: {setting}",
-                         _FIRST),
-               _demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_fixed.json", f"{hop}-hop", "0.5B: {setting}",
-                         _FIRST),
-               _demo_row(f"simgrag_e2e_metaqa-{hop}hop_0.5b_schema_anchor.json", f"{hop}-hop", "0.5B: " + _FIXED50,
-                         _OTHER50)] if hop in SMALL_HOPS else []))
-    ]),
-]
 
 
 class QtypeRows(Row):

@@ -232,7 +232,7 @@ def main(argv=None) -> int:
     ap.add_argument("--paraphrase", default="", choices=("",) + PARAPHRASES,
                     help="ask the questions rewritten (gold answers unchanged): one kind of rule noise (synonym, drop, "
                          "misspell), all three (rules), or the preset's own LLM paraphrases (llm: rejected ones are "
-                         "left out and counted); kgrag_utils.datasets.paraphrase, as benchmarks/compact_paraphrase.py")
+                         "left out and counted); kgrag_utils.datasets.paraphrase, as the notebooks' question_noise")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="auto", choices=("auto", "flat", "hnsw"),

@@ -8,7 +8,6 @@ keeps the lexicon's answers on templated questions and recovers misspelt and rew
 
 from __future__ import annotations
 
-import re
 
 import pytest
 from stand_ins import HashBOW
@@ -22,7 +21,6 @@ from kgrag_utils.methods.compact import Compact, CompactConfig, summarize
 from kgrag_utils.methods.compact.stages.knn import KNNVote
 from kgrag_utils.methods.compact.stages.hybrid import HybridKnowledge
 from kgrag_utils.methods.compact.stages.spelling import SpellingCorrector, within_one_edit
-from stand_ins import benchmark_module
 
 
 @pytest.fixture(scope="module")
@@ -155,37 +153,3 @@ def test_hybrid_keeps_templated_answers_and_recovers_noisy_ones_on_the_sample_wo
     assert s_lex["chain_accuracy"] < s_hyb["chain_accuracy"]
     rec = hyb.derive_many(misspelt[:1])[0]
     assert rec["chain_source"].startswith("hybrid:")
-
-
-# ----------------------------------------------------------------------------- the benchmark script
-
-
-def _paraphrase_benchmark():
-    return benchmark_module("compact_paraphrase")
-
-
-def test_the_paraphrase_benchmark_scores_every_rewrite_and_says_how_it_was_made(tmp_path):
-    """benchmarks/compact_paraphrase.py on the sample world: rule noise and (a test-double LLM's) paraphrases."""
-    import json
-
-    from kgrag_utils.errors import ConfigError
-
-    bench = _paraphrase_benchmark()
-    out = tmp_path / "para.json"
-    result = bench.main(["--dataset", "sample-movies-1hop", "--limit", "0", "--knowledge", "lexicon",
-                         "--llm", "fake", "--llm-limit", "4", "--out", str(out), "--figure-dir", str(tmp_path)])
-    saved = json.loads(out.read_text())
-    assert saved["dataset"] == "sample-movies-1hop" and saved["by_knowledge"].keys() == {"lexicon"}
-    scores = saved["by_knowledge"]["lexicon"]
-    assert {"templated", "synonym", "drop", "misspell", "all rule noise"} <= set(scores)
-    n = scores["templated"]["n"]
-    assert n > 4 and all(scores[s]["n"] == n for s in ("synonym", "drop", "misspell", "all rule noise"))
-    made = saved["how_paraphrases_were_made"]
-    assert made["llm"]["asked"] == 4 and made["llm"]["kept"] + made["llm"]["rejected"] == 4
-    assert ("LLM paraphrase" in scores) == (made["llm"]["kept"] > 0)  # the test double's replies keep no mention
-    assert made["rule_noise"]["edits_in_all_rule_noise"] and made["texts_kept"].startswith("none")
-    assert scores["templated"]["derived_hits@1_answerable"] >= scores["all rule noise"]["derived_hits@1_answerable"]
-    assert [p for p in result["figure"] if p.endswith(".png")] and all(
-        (tmp_path / p.rsplit("/", 1)[-1]).exists() for p in result["figure"])
-    with pytest.raises(ConfigError, match="does not take"):
-        bench.main(["--dataset", "sample-movies-1hop", "--option", "path=x", "--llm-limit", "0"])

@@ -253,6 +253,8 @@ def peer_sandbox(tmp_path, monkeypatch):
     monkeypatch.setenv("KGRAG_SAMPLE_DIR", str(tmp_path / "sample"))
     monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PEERS_HOME", str(tmp_path / "peers"))
+    monkeypatch.setenv("KGRAG_RUNS_DIR", str(tmp_path / "runs"))  # our side's executed notebooks
+    monkeypatch.setenv("KGRAG_FIGURES_DIR", str(tmp_path / "figures"))
     return tmp_path
 
 
@@ -286,13 +288,10 @@ def test_simgrag_ref_harness_runs_the_reference_stages_and_scores_both_sides(pee
                 "--preset", "fake", "--base-url", srv.base_url, "--peer-python", sys.executable,
                 "--out", str(out), "--chunk", "3"]
         if ours_from == "harness":
-            argv += ["--ours-args", "--structured off"]
-        else:  # our side from a run made before, of the whole seeded 8 (the peer's 4 are its first 4)
-            sys.path.insert(0, str(ROOT / "benchmarks"))
-            import simgrag_e2e
-
-            simgrag_e2e.main(["--dataset", "sample-movies-1hop", "--limit", "8", "--seed", "0", "--preset", "fake",
-                              "--run-name", "mine", "--out", str(tmp / "mine.json")])
+            argv += ["--ours-param", "llm_structured=off"]
+        else:  # our side from a notebook run made before, of the whole seeded 8 (the peer's 4 are its first 4)
+            common.run_ours("01_simgrag", {"dataset": "sample-movies-1hop", "limit": 8, "seed": 0, "llm_preset": "fake"},
+                            [], "mine")
             with pytest.raises(SystemExit, match="seed=0, not 1"):  # another draw of questions is refused
                 simgrag_ref.main([*argv, "--ours-run", "mine", "--seed", "1"])
             argv += ["--ours-run", "mine"]

@@ -1,7 +1,7 @@
 """Issue 27, case 10: result files say what ran, and `kgrag reproduce` checks it question by question.
 
-A real benchmark process (KGP retrieval without an LLM on the generated passages) writes a result; the
-real `kgrag reproduce` re-runs its first questions in a fresh results folder and compares them.
+A real benchmark process (SimGRAG end to end on the generated movies, the test double replaying gold patterns)
+writes a result; the real `kgrag reproduce` re-runs its first questions in a fresh results folder and compares them.
 """
 
 from __future__ import annotations
@@ -57,39 +57,38 @@ def test_every_benchmark_writes_its_result_file_through_write_result():
                 offenders.append(f"{script.name}: {pattern}")
     assert not offenders, offenders
 
-
 @pytest.fixture(scope="module")
-def kgp_result(tmp_path_factory):
-    out = tmp_path_factory.mktemp("kgp") / "kgp.json"
-    done = _run("benchmarks/kgp_retrieval.py", "--dataset", "sample-passages", "--graph", "entity",
-                "--traversal", "nollm,tfidf", "--limit", "6", "--no-progress", "--out", str(out))
+def e2e_result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("e2e") / "e2e.json"
+    results = tmp_path_factory.mktemp("e2e-results")
+    done = subprocess.run([sys.executable, "benchmarks/simgrag_e2e.py", "--dataset", "sample-movies-1hop", "--limit", "6",
+                           "--preset", "fake", "--run-name", "e2e-provenance", "--out", str(out)],
+                          env={**_env(), "KGRAG_RESULTS_DIR": str(results)}, capture_output=True, text=True,
+                          timeout=WAIT_S, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     return out
 
 
-def test_a_kgp_result_records_the_configuration_that_ran(kgp_result):
-    data = json.loads(kgp_result.read_text())
-    assert data["config"]["dataset"] == "sample-passages" and data["config"]["limit"] == 6
-    for entry in data["results"]:
-        assert entry["config"]["traversal"] == entry["traversal"]
-        assert entry["config"]["dataset"] == "sample-passages"
-    assert set(data["outcomes"]) == {"entity/nollm", "none/tfidf"}
-    assert all(len(v) == 6 for v in data["outcomes"].values())
-    assert data["provenance"]["argv"][0] == "benchmarks/kgp_retrieval.py"
+def test_a_result_records_the_configuration_that_ran(e2e_result):
+    data = json.loads(e2e_result.read_text())
+    assert data["dataset"] == "sample-movies-1hop" and data["settings"]["limit"] == 6
+    assert data["settings"]["llm_preset"] == "fake" and data["llm"]["preset"] == "fake"
+    assert set(data["outcomes"]) == {"simgrag"} and len(data["outcomes"]["simgrag"]) == 6
+    assert data["provenance"]["argv"][0] == "benchmarks/simgrag_e2e.py"
 
 
-def test_kgrag_reproduce_matches_a_result_and_catches_a_changed_outcome(kgp_result, tmp_path):
-    same = _run("-m", "kgrag_utils.cli", "reproduce", str(kgp_result), "--limit", "3")
+def test_kgrag_reproduce_matches_a_result_and_catches_a_changed_outcome(e2e_result, tmp_path):
+    same = _run("-m", "kgrag_utils.cli", "reproduce", str(e2e_result), "--limit", "3")
     assert same.returncode == 0, same.stdout + same.stderr[-2000:]
-    assert "entity/nollm: 3/3 questions give the same outcome" in same.stdout and "reproduced:" in same.stdout
-    data = json.loads(kgp_result.read_text())
-    first = next(iter(data["outcomes"]["none/tfidf"]))
-    data["outcomes"]["none/tfidf"][first] = {k: -1.0 for k in data["outcomes"]["none/tfidf"][first]}
+    assert "simgrag: 3/3 questions give the same outcome" in same.stdout and "reproduced:" in same.stdout
+    data = json.loads(e2e_result.read_text())
+    first = next(iter(data["outcomes"]["simgrag"]))
+    data["outcomes"]["simgrag"][first] = {k: -1.0 for k in data["outcomes"]["simgrag"][first]}
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps(data))
     differ = _run("-m", "kgrag_utils.cli", "reproduce", str(changed), "--limit", "3")
     assert differ.returncode == 1, differ.stdout + differ.stderr[-2000:]
-    assert "none/tfidf: 2/3" in differ.stdout and f"first difference {first}" in differ.stdout
+    assert "simgrag: 2/3" in differ.stdout and f"first difference {first}" in differ.stdout
     assert "NOT reproduced" in differ.stdout
 
 

@@ -1,24 +1,21 @@
 """Issue 27, case 11: a benchmark never resumes another question file's records as its own.
 
 Every dataset option (and a non-default split) enters the run's parameters, so its run name and resume
-key; an option that names a file enters by the file's content. Real files; the benchmark runs in
-process with a hashing embedder (no model), as tests/test_vector_rerank_recall_bench.py does.
+key; an option that names a file enters by the file's content (`evaluation_params`, the resume key of the
+benchmarks that take --dataset and resume; the method-quality scripts that took them went in issue 44).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import pytest
 
-from stand_ins import HashBOW, benchmark_module
 
 from kgrag_utils import records
 from kgrag_utils.datasets.arguments import add_dataset_arguments, evaluation_params, evaluation_params_from_args
-from kgrag_utils.datasets.registry import _SPECS, _sample_root, get_spec
-from kgrag_utils.embeddings import Embedder
+from kgrag_utils.datasets.registry import _SPECS, get_spec
 
 #: one value per option name that is not its loader's default
 OPTION_VALUES = {"variant": "ntm", "answerable": False, "path": "PQL-2H.txt", "kb": "PQL2-KB.txt",
@@ -50,54 +47,6 @@ def test_a_question_file_enters_by_its_content(tmp_path):
     second = evaluation_params("2wiki", "all", {"questions": str(path)})
     assert first["dataset_options"]["questions"]["file"] == str(path)
     assert records.run_key(first) != records.run_key(second)
-
-
-def _scores(run: dict) -> dict:
-    naive = run["summary"]["variants"]["naive"]
-    return {k: v for k, v in naive.items() if "recall" in k.lower() or k == "n"}
-
-
-def _same_ids_other_questions(tmp_path: Path) -> Path:
-    """sample-passages' question file with every id kept and every question replaced by the first one."""
-    root = _sample_root(get_spec("sample-passages"))
-    questions = json.loads((root / "sample_questions.json").read_text(encoding="utf-8"))
-    first = questions[0]
-    other = [{**first, "id": q["id"]} for q in questions]
-    path = tmp_path / "other_questions.json"
-    path.write_text(json.dumps(other), encoding="utf-8")
-    return path
-
-
-def test_the_default_run_does_not_resume_another_question_files_records(tmp_path, monkeypatch):
-    bench = benchmark_module("vector_rerank_recall")
-    monkeypatch.setattr(bench, "load_embedder", lambda name: Embedder(model=HashBOW(dim=64), model_id="hash",
-                                                                      cache=False))
-    common = ["--dataset", "sample-passages", "--variants", "naive", "--no-progress"]
-    other = _same_ids_other_questions(tmp_path)
-    assert bench.main(common + ["--option", f"questions={other}", "--out", str(tmp_path / "other.json")]) == 0
-    assert bench.main(common + ["--out", str(tmp_path / "after.json")]) == 0
-    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "fresh-results"))
-    assert bench.main(common + ["--out", str(tmp_path / "fresh.json")]) == 0
-    runs = {k: json.loads((tmp_path / f"{k}.json").read_text())["runs"][0] for k in ("other", "after", "fresh")}
-    assert _scores(runs["after"]) == _scores(runs["fresh"])  # its own questions, not the other file's
-    assert _scores(runs["other"]) != _scores(runs["fresh"])
-    assert runs["other"]["run_name"] != runs["after"]["run_name"]
-    assert runs["other"]["params_hash"] != runs["after"]["params_hash"]
-
-
-def test_a_shared_run_name_with_another_question_file_starts_afresh(tmp_path, monkeypatch):
-    bench = benchmark_module("vector_rerank_recall")
-    monkeypatch.setattr(bench, "load_embedder", lambda name: Embedder(model=HashBOW(dim=64), model_id="hash",
-                                                                      cache=False))
-    common = ["--dataset", "sample-passages", "--variants", "naive", "--no-progress", "--run-name", "shared-name"]
-    other = _same_ids_other_questions(tmp_path)
-    assert bench.main(common + ["--option", f"questions={other}", "--out", str(tmp_path / "a.json")]) == 0
-    assert bench.main(common + ["--out", str(tmp_path / "b.json")]) == 0
-    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "fresh-results"))
-    assert bench.main(common + ["--out", str(tmp_path / "c.json")]) == 0
-    b, c = (json.loads((tmp_path / f"{k}.json").read_text())["runs"][0] for k in "bc")
-    assert _scores(b) == _scores(c)
-
 
 def test_the_scripts_key_comes_from_their_arguments():
     ap = argparse.ArgumentParser()
@@ -131,20 +80,6 @@ def test_an_evaluation_option_stays_with_the_evaluated_split(ntm_test_only):
     with pytest.raises(ConfigError, match="no training split 'validation'"):
         training_dataset(ds, split="validation")
 
-
-def test_compact_derived_trains_on_vanilla_dev_and_takes_training_options(ntm_test_only, tmp_path):
-    bench = benchmark_module("compact_derived")
-    common = ["--dataset", "metaqa-2hop", "--option", "variant=ntm", "--knowledge", "lexicon",
-              "--baseline-limit", "0", "--no-progress"]
-    out = bench.main(common + ["--out", str(tmp_path / "ntm.json")])
-    assert out["n"] == len(QA_2HOP) and out["training"]["split"] == "dev"
-    assert out["training"]["options"].get("variant", "vanilla") == "vanilla"
-    # the CLI's own training options: train on the ntm dev split where there is one
-    _write(ntm_test_only / "qa" / "2-hop" / "ntm" / "qa_dev.txt", QA_2HOP[:2])
-    out = bench.main(common + ["--train-option", "variant=ntm", "--out", str(tmp_path / "ntm-ntm.json")])
-    assert out["training"]["options"]["variant"] == "ntm" and out["training"]["n"] == 2
-
-
 def test_a_file_dataset_still_trains_on_its_own_file(tmp_path):
     lines = [f"where is the club of P{i} ?\tItaly\tP{i}#plays_in_club#C#is_in_country#Italy" for i in range(30)]
     _write(tmp_path / "WC-P2.txt", lines)
@@ -155,24 +90,6 @@ def test_a_file_dataset_still_trains_on_its_own_file(tmp_path):
 
 
 # ----------------------------------------------------------------------------- case 11: the other scripts
-def test_kgp_retrieval_never_resumes_another_question_files_records(tmp_path, monkeypatch):
-    """kgp_retrieval keys its RunRecorder by its own code path: same ids, other questions, one --run-name."""
-    bench = benchmark_module("kgp_retrieval")
-    common = ["--dataset", "sample-passages", "--traversal", "tfidf", "--limit", "4", "--run-name", "kgp-shared",
-              "--no-progress"]
-    other = _same_ids_other_questions(tmp_path)
-    bench.main(common + ["--option", f"questions={other}", "--out", str(tmp_path / "other.json")])
-    bench.main(common + ["--out", str(tmp_path / "after.json")])
-    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path / "fresh-results"))
-    bench.main(common + ["--out", str(tmp_path / "fresh.json")])
-    got = {k: json.loads((tmp_path / f"{k}.json").read_text()) for k in ("other", "after", "fresh")}
-    [after], [fresh], [first] = (got[k]["results"] for k in ("after", "fresh", "other"))
-    assert after["n_resumed"] == 0 and fresh["n_resumed"] == 0
-    assert got["after"]["outcomes"] == got["fresh"]["outcomes"]  # its own questions, not the other file's
-    assert got["other"]["outcomes"] != got["fresh"]["outcomes"]
-    assert first["run_name"] == after["run_name"] == "kgp-shared"
-
-
 def test_every_resuming_benchmark_keys_its_runs_by_the_evaluated_data():
     """A script that takes --dataset/--option and resumes through RunRecorder puts evaluation_params into the key."""
     import re

@@ -48,19 +48,19 @@ def test_a_number_in_prose_follows_its_json(tmp_path):
     shutil.copytree(rt.RESULTS, results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
     path = results / "simgrag_metaqa-1hop.json"
     data = json.loads(path.read_text(encoding="utf-8"))
-    data["answerable_misses_by_class"]["top1_is_kb_answer_not_in_gold_list"] = 77
+    data["batched_node_search_ms_per_node"] = 7.77
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert [s for s in rt.stale(results=results) if s.startswith("simgrag-1hop-tie-misses ")]
+    assert [s for s in rt.stale(results=results) if s.startswith("sg-1hop-node-ms ")]
     text = rt.rendered(results=results)["docs/RESULTS.md"]
-    assert "MetaQA 1-hop, <!-- value:simgrag-1hop-tie-misses -->77<!-- /value:simgrag-1hop-tie-misses --> misses" in text
+    assert "<!-- value:sg-1hop-node-ms -->7.77<!-- /value:sg-1hop-node-ms --> ms per node" in text
 
 
 def test_a_changed_published_number_makes_its_table_stale(monkeypatch):
     from kgrag_utils.methods.kgp import published
 
-    monkeypatch.setitem(published.TABLE1_F1["KGP-T5"], "musique", 99.99)
+    monkeypatch.setitem(published.TABLE1_F1["KGP-T5"], "iirc", 99.99)
     stale = rt.stale()
-    assert any(s.startswith("kgp-answers-n50 ") for s in stale)
+    assert any(s.startswith("kgp-iirc-published ") for s in stale)
 
 
 def test_formats_round_half_up_from_the_number_the_json_writes():

@@ -331,18 +331,6 @@ def test_llamacpp_grammar_writes_the_rerank_reasoning_before_the_ids():
 def _bench_module(name: str):
     return benchmark_module(name)
 
-
-def test_tables_label_the_anchored_schema_mode_apart_from_schema_and_free_text():
-    label = _bench_module("structured_table").decoding_label
-    assert label({"llm_structured": "off"}) == "off" and label({}) == "off"
-    assert label({"llm_structured": "schema", "anchor_entity": False}) == "schema"
-    assert label({"llm_structured": "schema", "anchor_entity": True}) == "schema+anchor"
-    assert label({"llm_structured": "off", "anchor_entity": True}) == "off"  # free text: no schema to anchor
-    assert label({"llm_structured": "schema", "anchor_entity": True, "relation_vocabulary": True}) == "schema+anchor+relvocab"
-    assert label({"llm_structured": "schema", "relation_vocabulary": True}) == "schema+relvocab"
-    assert label({"llm_structured": "off", "relation_vocabulary": True}) == "off"
-
-
 @pytest.mark.realdata
 def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch, real_data):
     bench = _bench_module("simgrag_e2e")
@@ -369,32 +357,3 @@ def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch, r
             bench.main(["--dataset", "metaqa-2hop", "--limit", "2", *args])
         # off (the default): earlier runs' keys hold
         assert "anchor_entity" not in seen and "relation_vocabulary" not in seen and seen["shots"]
-
-
-def test_compact_table_counts_each_context_from_the_run_records(tmp_path, monkeypatch, capsys):
-    table = _bench_module("structured_table")
-    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(tmp_path))
-    run = tmp_path / "c1"
-    run.mkdir()
-    (run / "run.json").write_text(json.dumps({"status": "ok", "params": {
-        "dataset": "metaqa-2hop", "llm_preset": "qwen2.5-coder-1.5b", "llm_structured": "schema"}}))
-    recs = [
-        {"id": "a", "answerable": True, "llm_compact": '{"answers": ["X"]}', "answer_compact": ["X"], "hits@1_compact": 1.0,
-         "containment_compact": 1.0, "finish_compact": "stop", "prompt_tokens_compact": 100,
-         "llm_topk": '{"answers": ["Y"', "answer_topk": ["Y"], "hits@1_topk": 0.0, "containment_topk": 0.0,
-         "finish_topk": "length", "prompt_tokens_topk": 500, "seconds_topk": 2.0, "cached_topk": False},
-        {"id": "b", "answerable": False, "llm_compact": "{}", "answer_compact": [], "hits@1_compact": 0.0,
-         "containment_compact": 1.0, "finish_compact": "stop", "prompt_tokens_compact": 50,
-         "llm_topk": '{"answers": ["Z"]}', "answer_topk": ["Z"], "hits@1_topk": 1.0, "containment_topk": 1.0,
-         "finish_topk": "stop", "prompt_tokens_topk": 300},
-    ]
-    (run / "examples.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n{torn")
-    row = table.compact_row("c1")
-    assert (row["decoding"], row["n"], row["n_answerable"]) == ("schema", 2, 1)
-    c, t = row["compact"], row["topk"]
-    assert (c["hits1_strict_all"], c["hits1_lenient_all"], c["hits1_strict_answerable"], c["no_answer"]) == (50.0, 100.0, 100.0, 1)
-    assert (t["hits1_strict_all"], t["hits1_strict_answerable"], t["cut_by_limit"], t["prompt_tokens_per_question"]) == (50.0, 0.0, 1, 400.0)
-    assert (t["llm_s_per_question"], c["llm_s_per_question"]) == (2.0, None)  # seconds only where recorded, uncached
-    assert table.main(["--compact", "c1", "--out", str(tmp_path / "t.json")]) == 0
-    assert json.loads((tmp_path / "t.json").read_text())["rows"][0]["topk"]["calls"] == 2
-    assert "| compact | 50.0 |" in capsys.readouterr().out

@@ -421,6 +421,36 @@ def test_config_validates_and_parses_variants():
     assert VectorRerankConfig(variants="naive").needs_llm is False
 
 
+
+def test_the_oracle_variant_picks_a_candidate_for_each_gold_passage_and_is_never_part_of_all(index):
+    """oracle-filled: the ceiling of any reranker over the candidates (docs/RESULTS.md, vr-ceiling): in similarity
+    order one pick per gold passage not yet covered, at most select_n, then the fill."""
+    assert "oracle-filled" not in parse_variants("all") and parse_variants("oracle-filled,naive") == ("naive", "oracle-filled")
+    with pytest.raises(ConfigError, match="rank passages"):
+        parse_variants("oracle-filled", "kgqa")
+    cfg = VectorRerankConfig(variants="naive,expand,oracle-filled", degree=2, candidate_cap=20, final_k=5,
+                             entity_min_score=0.5, select_n=2)
+    assert not cfg.needs_llm
+    method = VectorRerank(cfg, index, None)
+    q = QUESTIONS[0]
+    rec = method.retrieve(q)
+    oracle, expand_row = rec["variants"]["oracle-filled"], rec["variants"]["expand"]
+    cand = [c[0] for c in rec["graph"]["expand"]["candidates"]]
+    reach = {c: {index.passage_pids[p] for p in index.relation_passages(c)} for c in cand}
+    gold = set(q.supporting)
+    picks, covered = [], set()
+    for c in cand:  # the rule, written out
+        if (gold & reach[c]) - covered and len(picks) < 2:
+            picks.append(c)
+            covered |= gold & reach[c]
+    qvec = index.encode([q.question])[0]
+    want = method.ranked_passages(cand, qvec, 5, first=method.passages_of(picks, qvec, 5))
+    assert oracle["passages"] == [index.passage_pids[p] for p in want] and oracle["picks"] == len(picks) == 2
+    assert oracle["coverage"] == len(gold & set().union(*reach.values())) / len(gold)
+    assert oracle["gold_candidates"] == sum(bool(gold & r) for r in reach.values())
+    assert oracle["recall@5"] >= expand_row["recall@5"]  # the same candidates, the gold ones first
+    assert {"naive", "expand", "oracle-filled"} <= {r["variant"] for r in summarize([rec])["rows"]}
+
 # --------------------------------------------------------------------------------------------- OpenIE
 def test_openie_extracts_parses_filters_and_resumes(tmp_path):
     calls = []
@@ -488,20 +518,6 @@ def extract_openie_rows(answers, passage):
         res = extract_openie([p], llm, tag=tag, progress=False)
         out.append(res.triples[p.pid])
     return out
-
-
-def test_fill_script_cross_validated_choice_scores_each_half_with_the_other_halfs_best():
-    """vector_rerank_fill.py's "chosen on the other half": never the order that is best on the half it scores."""
-    from stand_ins import benchmark_module
-
-    fill = benchmark_module("vector_rerank_fill")
-    scores = {"a": [1.0, 1.0, 0.0, 0.0], "b": [0.0, 0.0, 1.0, 1.0], "c": [0.5, 0.5, 0.5, 0.5]}
-    values, picked = fill.cross_validated(scores, 2, orders=("a", "b", "c"))
-    # a is best on the first half, b on the second: each half gets the other's choice, the worst outcome here
-    assert picked == ["b", "a"] and values == [0.0, 0.0, 0.0, 0.0]
-    values, picked = fill.cross_validated({"a": [1.0, 0.0, 1.0, 0.0], "b": [0.0, 1.0, 0.0, 1.0]}, 2, orders=("a", "b"))
-    assert picked == ["a", "a"] and values == [1.0, 0.0, 1.0, 0.0]  # ties go to the first order
-
 
 # --------------------------------------------------------------------------------------------- candidate titles
 def test_titles_follow_each_fact_and_the_fixed_example_shows_its_own():

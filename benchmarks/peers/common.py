@@ -181,6 +181,23 @@ def run_worker(python: Path, script: str, args: Sequence[str], env: Mapping[str,
         raise RuntimeError(f"{script} exited with {res.returncode}: {tail}")
 
 
+def run_ours(notebook: str, params: Mapping[str, object], assignments: Sequence[str], run_name: str) -> str:
+    """Our side, as any run of the method is made: its notebook executed in a fresh kernel (`kgrag run NOTEBOOK -p
+    ...`), its record in results/<run_name>; a finished run of the same parameters is skipped. `assignments` are more
+    NAME=VALUE parameters (our setting), typed by the notebook's parameters cell."""
+    from kgrag_utils.notebook_params import notebook_parameters, resolve_notebook
+    from kgrag_utils.runner import run_notebook
+    from kgrag_utils.schema import cli_parameters
+
+    path = resolve_notebook(notebook)
+    extra = cli_parameters(list(assignments), [(path.name, notebook_parameters(path))]) if assignments else {}
+    print(f"ours: {path.name} as run {run_name}", flush=True)
+    done = run_notebook(path, {**params, **extra}, run_name=run_name)
+    if done.status == "failed":
+        raise SystemExit(f"our side ({path.name}, run {run_name}) failed: {done.error}")
+    return done.run_name
+
+
 # ----------------------------------------------------------------------------- intervals
 def wilson(successes: float, n: int, z: float = 1.96) -> list[float] | None:
     """95% Wilson score interval of a proportion."""

@@ -6,14 +6,14 @@
         --dataset metaqa-2hop --chunk 50                         # repeat until it says "complete"
 
 Questions: the first 100 (`--take`) of the seeded 200-question test sample (`--limit 200 --seed 0`)
-that benchmarks/simgrag_e2e.py draws, per hop. The reference runs its own MetaQA pipeline
+that notebook 01_simgrag draws, per hop. The reference runs its own MetaQA pipeline
 (benchmarks/peers/simgrag_ref_worker.py: its loader, indexer, greedy retriever with its top-k and
 timeout, its rewrite and answer prompts with 12 + 12 shots, its graph extraction and answer check)
 with the packaged MiniLM as its sentence-transformers model, Milvus Lite as its Milvus, and the
 packaged Qwen2.5-Coder-1.5B behind llama.cpp's OpenAI-compatible server (started on 127.0.0.1 and
 stopped here) at temperature 0 (greedy) and `max_tokens` = our pattern budget (its config has one
-value for both calls). Our side is benchmarks/simgrag_e2e.py in our default setting, in-process
-llama.cpp on the same GGUF.
+value for both calls). Our side is notebooks/01_simgrag.ipynb in our default setting (executed as `kgrag run`
+does; `--ours-param NAME=VALUE` sets more of its parameters), in-process llama.cpp on the same GGUF.
 
 Scores, both sides, all questions and the answerable subset: our strict Hits@1 (ours: the first
 parsed answer; the reference answers in prose, so its first answer is the first name of its
@@ -58,12 +58,14 @@ def parse_args(argv=None):
     ap.add_argument("--preset", default="qwen2.5-coder-1.5b")
     ap.add_argument("--max-tokens", type=int, default=SimGRAGConfig().pattern_max_new_tokens,
                     help="the reference's llm.max_tokens (one value for both calls); default: our pattern budget")
-    ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per side and stage")
+    ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per stage of the peer "
+                    "(our side's notebook run resumes from its records when it is stopped)")
     ap.add_argument("--sides", default="peer,ours")
     ap.add_argument("--index-only", action="store_true", help="build the reference's index (no LLM) and stop")
-    ap.add_argument("--ours-args", default="", help="extra arguments for benchmarks/simgrag_e2e.py (our setting)")
-    ap.add_argument("--ours-run", default="", help="score an existing run of benchmarks/simgrag_e2e.py (its --run-name) "
-                    "as our side instead of running one; it must hold these questions and the same dataset, seed and preset")
+    ap.add_argument("--ours-param", action="append", default=[], metavar="NAME=VALUE",
+                    help="a parameter of notebook 01_simgrag for our side (our setting), e.g. llm_structured=schema")
+    ap.add_argument("--ours-run", default="", help="score an existing run of notebook 01_simgrag (its run_name) as our "
+                    "side instead of running one; it must hold these questions and the same dataset, seed and preset")
     ap.add_argument("--base-url", default=None, help="an OpenAI-compatible server already running (tests)")
     ap.add_argument("--peer-python", default=None)
     ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/simgrag-ref")
@@ -164,7 +166,7 @@ def run_peer(args, ds, run_dir: Path) -> None:
 def ours_run_name(args) -> str:
     if args.ours_run:
         return args.ours_run
-    tag = re.sub(r"[^A-Za-z0-9.]+", "-", args.ours_args).strip("-")
+    tag = re.sub(r"[^A-Za-z0-9.]+", "-", " ".join(args.ours_param)).strip("-")
     return f"peers-simgrag-{args.dataset}-n{args.take}of{args.limit}-{args.preset}" + (f"-{tag}" if tag else "")
 
 
@@ -174,8 +176,8 @@ def check_ours_run(args) -> None:
 
     run_json = settings.results_dir() / args.ours_run / "run.json"
     if not run_json.exists():
-        raise SystemExit(f"--ours-run {args.ours_run}: no {run_json}; run benchmarks/simgrag_e2e.py with --run-name "
-                         f"{args.ours_run} first (same --dataset, --limit, --seed, --preset)")
+        raise SystemExit(f"--ours-run {args.ours_run}: no {run_json}; run `kgrag run 01_simgrag -p run_name="
+                         f"{args.ours_run}` first (the same dataset, limit, seed and llm_preset)")
     params = json.loads(run_json.read_text()).get("params") or {}
     want = {"dataset": args.dataset, "limit": args.limit, "seed": args.seed, "llm_preset": args.preset}
     wrong = {k: (params.get(k), v) for k, v in want.items() if params.get(k) != v}
@@ -187,14 +189,8 @@ def check_ours_run(args) -> None:
 def run_ours(args) -> None:
     if args.ours_run:  # scored as it is (checked in main before anything ran)
         return
-    sys.path.insert(0, str(common.REPO / "benchmarks"))
-    import simgrag_e2e
-
-    argv = ["--dataset", args.dataset, "--limit", str(args.limit), "--seed", str(args.seed), "--take", str(args.take),
-            "--preset", args.preset, "--run-name", ours_run_name(args), *args.ours_args.split()]
-    if args.chunk:
-        argv += ["--chunk", str(args.chunk)]
-    simgrag_e2e.main(argv)
+    common.run_ours("01_simgrag", {"dataset": args.dataset, "split": "test", "limit": args.limit, "seed": args.seed,
+                                   "take": args.take, "llm_preset": args.preset}, args.ours_param, ours_run_name(args))
 
 
 def main(argv=None) -> int:

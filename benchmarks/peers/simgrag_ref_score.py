@@ -160,7 +160,7 @@ def report(args, ds, run_dir: Path, ours_run: str) -> int:
     p = run.get("params") or {}
     demos = (f"demos=nearest ({p.get('shots')} chosen after {p.get('fixed_shots', 4)} fixed)" if p.get("demos") == "nearest"
              else f"demos=fixed, shots={p.get('shots')}")
-    ours_variant = (f"simgrag_e2e run {ours_run}: structured={p.get('llm_structured')}, {demos}, "
+    ours_variant = (f"01_simgrag run {ours_run}: structured={p.get('llm_structured')}, {demos}, "
                     f"answer_shots={p.get('answer_shots')}, anchor_entity={bool(p.get('anchor_entity'))}, "
                     f"top_k={p.get('top_k')}, time_limit_s={p.get('time_limit_s')}, pattern/answer max tokens "
                     f"{p.get('pattern_max_new_tokens')}/{p.get('answer_max_new_tokens')}")

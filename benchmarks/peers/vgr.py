@@ -10,8 +10,8 @@ The peer gets the MuSiQue corpus with the released OpenIE triples through `add_d
 the packaged MiniLM through its HuggingFace embedding provider, and the packaged Qwen2.5-Coder-1.5B
 through `openai_base_url`: llama.cpp's OpenAI-compatible server, which this script starts on
 127.0.0.1 and stops. Its knobs are its own defaults except `final_top_k` (5, for Recall@5) and what
-`--peer-setting` overrides. Our side is benchmarks/vector_rerank_recall.py on the same 100 questions
-(seeded sample, the same as benchmarks/results/vector_rerank_musique_n100_*), run in-process with the
+`--peer-setting` overrides. Our side is notebooks/03_vector_rerank.ipynb on the same 100 questions
+(seeded sample, the same as benchmarks/results/vector_rerank_musique_n100_*; executed as `kgrag run` does), with the
 same GGUF and the same MiniLM read to the same length: 512 word pieces (`--embedder minilm@512`), where
 the project's default cuts at 256. Both sides' per-question outputs are kept (ours: results/<run>/examples.jsonl; the
 peer's: results/peers/<run>/peer.jsonl), and the rows (Recall@2 / @5, like with like: naive,
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -67,7 +68,8 @@ def parse_args(argv=None):
                     help="a vector_graph_rag Settings override (JSON value), e.g. relation_number_threshold=40")
     ap.add_argument("--peer-max-tokens", type=int, default=PEER_MAX_TOKENS,
                     help="reply budget of the peer's LLM calls, which set none (0: unbounded, up to the context)")
-    ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per side (0: all)")
+    ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions of the peer (0: all; our "
+                    "side's notebook run resumes from its records when it is stopped)")
     ap.add_argument("--sides", default="peer,ours")
     ap.add_argument("--index-only", action="store_true",
                     help="build the peer's index (embeddings, Milvus Lite) and stop: run it outside the LLM lock")
@@ -219,20 +221,12 @@ def run_peer(args, ds, run_dir: Path) -> Path:
 
 
 def run_ours(args) -> str:
-    """Our side: benchmarks/vector_rerank_recall.py on the same questions (resumes from its records)."""
-    sys.path.insert(0, str(common.REPO / "benchmarks"))
-    import vector_rerank_recall
-
-    tag = args.embedder.replace("/", "_")
-    out = Path(common.peers_home()) / "work" / PEER / f"ours-{args.dataset}-{args.structured or 'preset'}-{tag}.json"
-    argv = ["--dataset", args.dataset, "--limit", str(args.limit), "--seed", str(args.seed), "--llm", args.preset,
-            "--variants", "all", "--embedder", args.embedder, "--out", str(out), "--no-progress"]
-    if args.structured:
-        argv += ["--structured", args.structured]
-    if args.chunk:
-        argv += ["--max-new", str(args.chunk)]
-    vector_rerank_recall.main(argv)
-    return json.loads(out.read_text())["runs"][-1]["run_name"]
+    """Our side: notebook 03_vector_rerank on the same questions (a stopped run resumes from its records)."""
+    tag = re.sub(r"[^A-Za-z0-9.]+", "-", args.embedder).strip("-")
+    name = f"peers-vgr-{args.dataset}-n{args.limit}-s{args.seed}-{args.preset}-{args.structured or 'preset'}-{tag}"
+    params = {"dataset": args.dataset, "split": "test", "limit": args.limit, "seed": args.seed, "llm_preset": args.preset,
+              "llm_structured": args.structured, "variants": ["all"], "embedder": args.embedder}
+    return common.run_ours("03_vector_rerank", params, [], name)
 
 
 def _complete(run: str, ds) -> bool:

@@ -107,6 +107,9 @@ class MethodConfig(BaseModel):
     def _check(self) -> None:
         """Cross-field rules of one method (raise ConfigError)."""
 
+    def _rewrite_questions(self, ds) -> None:
+        """Rewrite the loaded questions in place before anything else reads them (methods/questions.py)."""
+
     @classmethod
     def _unknown_message(cls, name: str) -> str:
         fields = list(cls.model_fields)
@@ -179,6 +182,7 @@ class MethodConfig(BaseModel):
 
         ds = load_dataset(self.dataset, split=self.split, limit=self.limit or None, seed=self.seed, take=self.take,
                           **options)
+        self._rewrite_questions(ds)
         if self.topics == "linked":
             from ..linking import forget_topics
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ...errors import ConfigError
-from ..base import MethodConfig
+from ..questions import KGQuestionConfig
 from .stages.gate import GATES
 
 __all__ = ["CompactConfig", "KNOWLEDGE_SOURCES", "CONTEXTS"]
@@ -23,7 +23,7 @@ KNOWLEDGE_SOURCES = ("auto", "rules", "lexicon", "knn", "hybrid")
 CONTEXTS = ("compact", "topk", "both")
 
 
-class CompactConfig(MethodConfig):
+class CompactConfig(KGQuestionConfig):
     """Parameters of the method (and of its run). `replace(**changes)` returns a validated copy."""
 
     RENAMED = {"max_new_tokens": "reader_max_new_tokens"}

@@ -11,7 +11,7 @@ from typing import Literal
 from ...datasets.traits import DatasetTraits
 from ...demos import DEMO_SPELLING, DEMO_TYPE_MARGIN
 from ...errors import ConfigError
-from ..base import MethodConfig
+from ..questions import KGQuestionConfig
 from .stages.gsd_search import GSDConfig
 
 __all__ = ["SimGRAGConfig", "PATTERN_SOURCES", "TASKS", "PRESET_DEMOS", "resolve_task"]
@@ -34,7 +34,7 @@ def resolve_task(task: str, traits: DatasetTraits) -> str:
     return traits.task if task == "auto" else task
 
 
-class SimGRAGConfig(MethodConfig):
+class SimGRAGConfig(KGQuestionConfig):
     """Everything that changes a SimGRAG run's output (recorded with the run)."""
 
     RENAMED = {"node_topk": "entity_topk", "rel_topk": "relation_topk",

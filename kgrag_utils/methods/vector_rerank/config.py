@@ -13,12 +13,16 @@ from pydantic import model_validator
 from ...errors import ConfigError
 from ..base import MethodConfig
 
-__all__ = ["VARIANTS", "VARIANT_LABELS", "KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "RECALL_KS", "VectorRerankConfig", "MEASURED_NAIVE_MUSIQUE",
+__all__ = ["VARIANTS", "ORACLE_VARIANTS", "VARIANT_LABELS", "KGQA_VARIANTS", "KGQA_VARIANT_LABELS", "RECALL_KS", "VectorRerankConfig", "MEASURED_NAIVE_MUSIQUE",
            "parse_variants"]
 
 #: the named variants, cheapest first (rerank-filled is ours: it isolates the LLM's reordering of the
 #: graph candidates from the naive padding; small models often choose fewer relations than asked)
 VARIANTS = ("naive", "expand", "rerank", "rerank-padded", "rerank-filled")
+
+#: asked by name only, never part of "all": a variant that reads the gold passages (the ceiling of any reranker over
+#: the candidates, not a method)
+ORACLE_VARIANTS = ("oracle-filled",)
 
 VARIANT_LABELS = {
     "naive": "naive: dense passage search (no graph, no LLM)",
@@ -26,6 +30,8 @@ VARIANT_LABELS = {
     "rerank": "rerank: seeds + expansion + one LLM rerank call (the method)",
     "rerank-padded": "rerank-padded: rerank topped up with naive passages (as the published evaluation did)",
     "rerank-filled": "rerank-filled: the LLM's choices, then its other candidates by similarity (graph only, no naive)",
+    "oracle-filled": "oracle-filled: a perfect pick among the expand candidates, then the rest as rerank-filled "
+                     "(reads the gold: the ceiling of any reranker; no LLM)",
 }
 
 #: naive MiniLM dense retrieval over the 1,890-passage MuSiQue corpus, 100 questions
@@ -52,13 +58,13 @@ def parse_variants(variants: str | list | tuple, kind: str = "passages") -> tupl
     if isinstance(variants, str):
         variants = [v.strip() for v in variants.split(",") if v.strip()]
     names = [str(v).strip() for v in variants]
-    known = KGQA_VARIANTS if kind == "kgqa" else VARIANTS
+    known = KGQA_VARIANTS if kind == "kgqa" else VARIANTS + ORACLE_VARIANTS
     if names in ([], ["all"]):
-        return tuple(known)
+        return tuple(v for v in known if v not in ORACLE_VARIANTS)
     unknown = [v for v in names if v not in known]
     if unknown:
         where = "on KG question datasets " if kind == "kgqa" else ""
-        if kind == "kgqa" and all(v in VARIANTS for v in unknown):
+        if kind == "kgqa" and all(v in VARIANTS + ORACLE_VARIANTS for v in unknown):
             raise ConfigError(f"variant(s) {unknown} rank passages: {where}use some of {list(known)}.")
         raise ConfigError(f"unknown variant(s) {unknown}: use ['all'] or some of {list(known)}.")
     return tuple(v for v in known if v in names)
@@ -106,7 +112,7 @@ class VectorRerankConfig(MethodConfig):
     candidate_cap: int = 40  # relations kept (by query similarity) for the prompt / the expand variant
     select_n: int = 5  # relations the LLM is asked to choose
     final_k: int = 5  # passages per variant
-    variants: tuple[str, ...] = ("all",)  # ["all"] or some of naive, expand, rerank, rerank-padded, rerank-filled
+    variants: tuple[str, ...] = ("all",)  # ["all"] or some of naive, expand, rerank, rerank-padded, rerank-filled; "oracle-filled" (a perfect pick among the candidates, reading the gold: the rerank's ceiling) only when named
                                           # (KG questions: "all" means naive, expand, rerank)
     pool_per_question: int = -1  # -1: whole corpus; n of 0 or more: gold + top-n dense passages per question (OpenIE corpora)
     entity_extraction: Literal["llm", "lexical"] = "llm"  # "llm" (lexical fallback) or "lexical" (no LLM) for the rerank variants' seeds
@@ -151,10 +157,10 @@ class VectorRerankConfig(MethodConfig):
         if not -1.0 <= float(self.entity_min_score) <= 1.0:
             raise ConfigError(f"VectorRerankConfig.entity_min_score is a cosine in [-1, 1], got {self.entity_min_score!r}.")
         names = [v for v in self.variants if v != "all"]
-        unknown = [v for v in names if v not in VARIANTS]
+        unknown = [v for v in names if v not in VARIANTS + ORACLE_VARIANTS]
         if unknown or ("all" in self.variants and names):
             raise ConfigError(f"VectorRerankConfig.variants: unknown {unknown or self.variants}: use ['all'] or some of "
-                              f"{list(VARIANTS)}.")
+                              f"{list(VARIANTS + ORACLE_VARIANTS)}.")
 
     def run_key(self) -> dict:
         """to_dict() without the knobs added after the first runs, where they hold their defaults, so those runs keep

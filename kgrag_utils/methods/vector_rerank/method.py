@@ -170,7 +170,7 @@ class VectorRerank(VectorRerankStages, Method):
                 rec["variants"]["naive"] = self._score(naive_pos, gold)
             graph_cache: dict[tuple, dict] = {}
             for role, ents in (("expand", lex[i]), ("rerank", rerank_entities[i])):
-                if ents is None or (role == "expand" and "expand" not in variants):
+                if ents is None or (role == "expand" and not {"expand", "oracle-filled"} & set(variants)):
                     continue
                 g = self._graph_for(qvec, ents, graph_cache)
                 rec["graph"][role] = self._graph_record(ents, g)
@@ -181,6 +181,9 @@ class VectorRerank(VectorRerankStages, Method):
                 t0 = time.perf_counter()
                 rec["variants"]["expand"] = self._score(self.ranked_passages(g["candidates"], qvec, cfg.final_k), gold)
                 rec["timings"]["expand_passages"] = time.perf_counter() - t0
+            if "oracle-filled" in variants:
+                rec["variants"]["oracle-filled"] = self.oracle_filled(graph_cache[tuple(lex[i].names)]["candidates"],
+                                                                      qvec, gold)
             prompt = None
             if wants_rerank:
                 prompt = self._rerank_prompt_for(q, rerank_entities[i], t_ent, graph_cache, rec)

@@ -114,6 +114,26 @@ class VectorRerankStages:
                     break
         return out
 
+    def oracle_filled(self, candidates: Sequence[int], qvec: np.ndarray, gold: list[str]) -> dict:
+        """The ceiling of any reranker over `candidates` (the "oracle-filled" variant): in similarity order, one pick
+        for each gold passage the candidates reach and no earlier pick covers (at most `select_n`), their passages
+        first, then the rest as rerank-filled; with the share of the gold the candidates reach at all (`coverage`)."""
+        gold_set = set(gold)
+        keys = {int(c): set(self._keys(self.index.relation_passages(int(c)).tolist())) for c in candidates}
+        picks: list[int] = []
+        covered: set[str] = set()
+        for c, reached in keys.items():
+            new = (gold_set & reached) - covered
+            if new and len(picks) < self.config.select_n:
+                picks.append(c)
+                covered |= new
+        k = self.config.final_k
+        row = self._score(self.ranked_passages(list(keys), qvec, k, first=self.passages_of(picks, qvec, k)), gold)
+        reachable = set().union(*keys.values()) if keys else set()
+        row.update(coverage=len(gold_set & reachable) / len(gold_set) if gold_set else 0.0, picks=len(picks),
+                   gold_candidates=sum(bool(gold_set & r) for r in keys.values()))
+        return row
+
     # ------------------------------------------------------------------ scoring
     def _keys(self, positions: Sequence[int]) -> list[str]:
         names = self.index.passage_titles if self.gold_key == "title" else self.index.passage_pids
