@@ -170,31 +170,26 @@ def run_all(args) -> dict:
     return results
 
 
-def kept_share(results: dict) -> dict:
-    """busy / idle throughput per measurement and mode (the issue's target is >= 0.6 for the new default)."""
-    share = {}
+def _busy_rates(results: dict):
+    """(key, busy rate, the idle rates of the same measurement by mode) for every busy measurement."""
     for key, busy in results.items():
         what, mode, cond = key.split("/")
-        if cond != "busy":
-            continue
-        metric = "tokens_per_s" if what == "llm" else "names_per_s"
-        idle = results[f"{what}/{mode}/idle"][metric]
-        share[f"{what}/{mode}"] = round(busy[metric] / idle, 3) if idle else None
-    return share
+        if cond == "busy":
+            metric = "tokens_per_s" if what == "llm" else "names_per_s"
+            idle = {m: results.get(f"{what}/{m}/idle", {}).get(metric) or 0 for m in ("old", "new", "passive")}
+            yield f"{what}/{mode}", busy[metric], idle, mode
+
+
+def kept_share(results: dict) -> dict:
+    """busy / idle throughput per measurement and mode (the issue's target is >= 0.6 for the new default)."""
+    return {key: round(busy / idle[mode], 3) if idle[mode] else None for key, busy, idle, mode in _busy_rates(results)}
 
 
 def kept_share_of_best_idle(results: dict) -> dict:
-    """busy throughput / the better idle throughput of the two modes: a default that idles at fewer threads
-    than the machine allows would look good by `kept_share` alone."""
-    share = {}
-    for key, busy in results.items():
-        what, mode, cond = key.split("/")
-        if cond != "busy":
-            continue
-        metric = "tokens_per_s" if what == "llm" else "names_per_s"
-        best = max(results.get(f"{what}/{m}/idle", {}).get(metric) or 0 for m in ("old", "new", "passive"))
-        share[f"{what}/{mode}"] = round(busy[metric] / best, 3) if best else None
-    return share
+    """busy throughput / the better idle throughput of the modes: a default that idles at fewer threads than the
+    machine allows would look good by `kept_share` alone."""
+    return {key: round(busy / max(idle.values()), 3) if max(idle.values()) else None
+            for key, busy, idle, _ in _busy_rates(results)}
 
 
 def rate_per_core(results: dict) -> dict:

@@ -47,9 +47,6 @@ from .settings import cache_dir
 __all__ = ["DEFAULT_EMBEDDER", "Embedder", "VectorCache", "load_embedder", "parse_spec", "text_keys"]
 
 DEFAULT_EMBEDDER = "minilm"
-RUNTIME_ENV = "KGRAG_EMBED_RUNTIME"
-RUNTIMES = ("auto", "torch", "onnx")
-DEFAULT_RUNTIME = "auto"
 
 # Packaged models: short name -> (stable model id used as the cache key, python package, version pin)
 _PACKAGED = {
@@ -531,30 +528,6 @@ def _position_limit(model: Any) -> int | None:
     return int(limit) if isinstance(limit, int) and limit > 0 else None
 
 
-def choose_runtime(runtime: str | None, device: str | None) -> str:
-    """"torch" or "onnx" for a requested runtime (None: ``KGRAG_EMBED_RUNTIME``, else the default "auto")."""
-    from . import onnx_encoder
-
-    asked = (runtime or os.environ.get(RUNTIME_ENV, "").strip() or DEFAULT_RUNTIME).lower()
-    if asked not in RUNTIMES:
-        raise ConfigError(f"embedding runtime {asked!r} is not one of {RUNTIMES}: set {RUNTIME_ENV} (or runtime=) to one of them.")
-    on_cpu = device in (None, "cpu") and not _cuda_available()
-    if asked == "onnx" and not on_cpu:
-        raise ConfigError(f"the ONNX embedding runtime runs on the CPU only (device {device or 'cuda'}): "
-                          f"set {RUNTIME_ENV}=torch, or device='cpu'.")
-    if asked == "auto":
-        return "onnx" if on_cpu and onnx_encoder.available() else "torch"
-    return asked
-
-
-def _cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
-
 def _load_model(source: str, device: str | None, name: str, max_tokens: int | None, runtime: str | None,
                 model_id: str) -> Any:
     """The model that encodes: the SentenceTransformer itself, or its ONNX Runtime twin."""
@@ -563,7 +536,7 @@ def _load_model(source: str, device: str | None, name: str, max_tokens: int | No
     from . import onnx_encoder, threads
 
     st_model = _sentence_transformer(source, device, name, max_tokens)
-    chosen = choose_runtime(runtime, device)
+    chosen = onnx_encoder.choose_runtime(runtime, device)
     key = (source, device, max_tokens, chosen)
     if key not in _MODELS:
         if chosen == "onnx":
@@ -572,7 +545,8 @@ def _load_model(source: str, device: str | None, name: str, max_tokens: int | No
                 st_model, model_id, source, cache_dir("onnx"), threads=b.threads, spin=not b.busy)
         else:
             _MODELS[key] = st_model
-        print(f"[kgrag.embed] {name}: runtime {chosen} ({RUNTIME_ENV}={runtime or os.environ.get(RUNTIME_ENV) or DEFAULT_RUNTIME})",
+        env = onnx_encoder.RUNTIME_ENV
+        print(f"[kgrag.embed] {name}: runtime {chosen} ({env}={runtime or os.environ.get(env) or onnx_encoder.DEFAULT_RUNTIME})",
               file=sys.stderr)
     return _MODELS[key]
 
@@ -590,6 +564,8 @@ def load_embedder(
     "auto" | "torch" | "onnx" (None: ``KGRAG_EMBED_RUNTIME``, else "auto"; see the module's docstring)."""
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"embedder name must be a non-empty string, got {name!r}: try {DEFAULT_EMBEDDER!r}.")
+    from .onnx_encoder import RUNTIMES
+
     if runtime is not None and runtime not in RUNTIMES:
         raise ConfigError(f"embedding runtime {runtime!r} is not one of {RUNTIMES}.")
     spec = name.strip()

@@ -25,6 +25,9 @@ import numpy as np
 
 from .errors import ConfigError, MissingDependencyError
 
+RUNTIME_ENV = "KGRAG_EMBED_RUNTIME"
+RUNTIMES = ("auto", "torch", "onnx")
+DEFAULT_RUNTIME = "auto"
 TOLERANCE = 1e-5  # largest absolute difference of any component of a unit vector counted as the same vector
 _POOLINGS = ("mean", "cls")
 
@@ -34,6 +37,28 @@ def available() -> bool:
     import importlib.util
 
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
+
+
+def choose_runtime(runtime: str | None, device: str | None) -> str:
+    """"torch" or "onnx" for a requested runtime (None: ``KGRAG_EMBED_RUNTIME``, else the default "auto")."""
+    asked = (runtime or os.environ.get(RUNTIME_ENV, "").strip() or DEFAULT_RUNTIME).lower()
+    if asked not in RUNTIMES:
+        raise ConfigError(f"embedding runtime {asked!r} is not one of {RUNTIMES}: set {RUNTIME_ENV} (or runtime=) to one of them.")
+    on_cpu = device in (None, "cpu") and not _cuda_available()
+    if asked == "onnx" and not on_cpu:
+        raise ConfigError(f"the ONNX embedding runtime runs on the CPU only (device {device or 'cuda'}): "
+                          f"set {RUNTIME_ENV}=torch, or device='cpu'.")
+    if asked == "auto":
+        return "onnx" if on_cpu and available() else "torch"
+    return asked
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
 
 
 def _modules(st_model: Any) -> tuple[Any, str]:

@@ -48,22 +48,22 @@ def test_the_cut_is_the_models_max_seq_length(minilm_st, tmp_path):
 
 
 def test_runtime_choice(monkeypatch):
-    monkeypatch.delenv(embeddings.RUNTIME_ENV, raising=False)
-    monkeypatch.setattr(embeddings, "_cuda_available", lambda: False)
+    monkeypatch.delenv(onnx_encoder.RUNTIME_ENV, raising=False)
+    monkeypatch.setattr(onnx_encoder, "_cuda_available", lambda: False)
     monkeypatch.setattr(onnx_encoder, "available", lambda: True)
-    assert embeddings.choose_runtime(None, None) == "onnx"
-    assert embeddings.choose_runtime("torch", None) == "torch"
-    monkeypatch.setenv(embeddings.RUNTIME_ENV, "torch")
-    assert embeddings.choose_runtime(None, None) == "torch"
+    assert onnx_encoder.choose_runtime(None, None) == "onnx"
+    assert onnx_encoder.choose_runtime("torch", None) == "torch"
+    monkeypatch.setenv(onnx_encoder.RUNTIME_ENV, "torch")
+    assert onnx_encoder.choose_runtime(None, None) == "torch"
     monkeypatch.setattr(onnx_encoder, "available", lambda: False)
-    monkeypatch.delenv(embeddings.RUNTIME_ENV)
-    assert embeddings.choose_runtime(None, "cpu") == "torch"  # auto without onnxruntime installed
-    assert embeddings.choose_runtime("auto", "cuda") == "torch"
+    monkeypatch.delenv(onnx_encoder.RUNTIME_ENV)
+    assert onnx_encoder.choose_runtime(None, "cpu") == "torch"  # auto without onnxruntime installed
+    assert onnx_encoder.choose_runtime("auto", "cuda") == "torch"
     with pytest.raises(ConfigError, match="CPU only"):
-        embeddings.choose_runtime("onnx", "cuda")
-    monkeypatch.setenv(embeddings.RUNTIME_ENV, "tensorrt")
+        onnx_encoder.choose_runtime("onnx", "cuda")
+    monkeypatch.setenv(onnx_encoder.RUNTIME_ENV, "tensorrt")
     with pytest.raises(ConfigError, match="KGRAG_EMBED_RUNTIME"):
-        embeddings.choose_runtime(None, None)
+        onnx_encoder.choose_runtime(None, None)
     with pytest.raises(ConfigError, match="runtime"):
         embeddings.load_embedder("minilm", runtime="fast")
 

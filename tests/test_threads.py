@@ -110,12 +110,16 @@ def test_load_is_the_mean_over_the_window(fake_proc, monkeypatch):
     assert threads.other_load(2) == pytest.approx(0.5)
 
 
-def test_measure_busy_machine_gets_fewer_threads(fake_proc, monkeypatch):
-    _, tmp = fake_proc
+def _two_cores_auto(monkeypatch):
     monkeypatch.setattr(threads, "RUNNING_INTERVAL_S", 0.0)
     monkeypatch.delenv(threads.THREADS_ENV, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
+
+
+def test_measure_busy_machine_gets_fewer_threads(fake_proc, monkeypatch):
+    _, tmp = fake_proc
+    _two_cores_auto(monkeypatch)
     (tmp / "stat").write_text("procs_running 3\n")  # two competing threads besides this one
     b = threads.measure()
     assert (b.affinity, b.quota, b.threads, b.source, b.busy) == (2, None, 1, "auto", True)
@@ -125,10 +129,7 @@ def test_measure_busy_machine_gets_fewer_threads(fake_proc, monkeypatch):
 def test_a_machine_gone_quiet_gets_every_cpu_whatever_its_load_average(fake_proc, monkeypatch):
     """The 1-minute load average stays high for minutes after a job ends (or counts our own last step)."""
     _, tmp = fake_proc
-    monkeypatch.setattr(threads, "RUNNING_INTERVAL_S", 0.0)
-    monkeypatch.delenv(threads.THREADS_ENV, raising=False)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    _two_cores_auto(monkeypatch)
     monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 2.0, 1.0))
     (tmp / "stat").write_text("procs_running 1\n")
     idle = threads.measure()
