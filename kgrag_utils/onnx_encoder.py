@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, MissingDependencyError
+from .errors import ConfigError, MissingDependencyError, StorageError, storage_errno, storage_message
 
 RUNTIME_ENV = "KGRAG_EMBED_RUNTIME"
 RUNTIMES = ("auto", "torch", "onnx")
@@ -114,15 +114,19 @@ def _export(transformer: Any, tokenizer: Any, path: Path) -> tuple[str, ...]:
         def forward(self, *args):
             return self.model(**dict(zip(inputs, args))).last_hidden_state
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     axes = {k: {0: "batch", 1: "length"} for k in (*inputs, "hidden")}
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the exporter's tracer warnings are about code paths MiniLM does not take
             torch.onnx.export(_Hidden(auto), tuple(probe[k] for k in inputs), str(tmp), input_names=list(inputs),
                               output_names=["hidden"], dynamic_axes=axes, opset_version=17, dynamo=False)
         os.replace(tmp, path)
+    except OSError as exc:  # a full, read-only or forbidden cache folder: one line naming it and the fix
+        if storage_errno(exc):
+            raise StorageError(storage_message(exc, path.parent, "KGRAG_CACHE_DIR")) from exc
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     return inputs
@@ -154,6 +158,13 @@ class OnnxSentenceEncoder:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.path = path
+
+    @property
+    def device(self):
+        """Where it runs, as a sentence-transformers model says it: always the CPU."""
+        import torch
+
+        return torch.device("cpu")
 
     def get_embedding_dimension(self) -> int:
         return self._dim

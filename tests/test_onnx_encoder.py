@@ -29,6 +29,7 @@ def test_onnx_gives_the_torch_vectors_within_the_tolerance(minilm_st, tmp_path):
     assert got.shape == ref.shape == (len(NAMES), 384)
     assert np.abs(got - ref).max() <= onnx_encoder.TOLERANCE
     assert not np.allclose(got[0], got[1])  # not one vector for everything
+    assert onnx_emb.model.device.type == "cpu"
 
 
 def test_the_export_is_made_once_and_shared_by_lengths(minilm_st, tmp_path):
@@ -94,3 +95,17 @@ def test_pooling_mode_across_sentence_transformers_versions():
 
     assert onnx_encoder._pooling_mode(New()) == "mean"
     assert onnx_encoder._pooling_mode(Old()) == "cls"
+
+
+def test_a_cache_folder_it_cannot_write_is_one_line_naming_kgrag_cache_dir(minilm_st, tmp_path, monkeypatch):
+    import errno
+
+    from kgrag_utils.errors import StorageError
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(onnx_encoder.os, "replace", full)
+    with pytest.raises(StorageError, match="cannot write .*KGRAG_CACHE_DIR"):
+        _onnx(minilm_st, tmp_path / "onnx")
+    assert not [p for p in (tmp_path / "onnx").iterdir()]  # no half-written export left behind

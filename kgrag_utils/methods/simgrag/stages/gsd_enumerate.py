@@ -315,19 +315,22 @@ def _kernel_inputs(pattern: Pattern, candidates: Candidates, config: GSDConfig):
 
 def _row_builder(nodes: list[int], edges: list[int], terms: list[int], n_v: int, n_e: int):
     """A function (float row, int row, component) -> Subgraph for rows laid out as search_pattern writes
-    them (out_f: GSD, node terms, edge terms; out_i: tie, entities, facts, reversed flags), written out
-    for these positions: dict displays with constant keys, so a row costs no itemgetter, zip or dict() call.
-    The source is made from the plan's integers only."""
+    them (out_f: GSD, node terms, edge terms; out_i: tie, entities, facts, reversed flags): the positions of
+    every field are worked out here, once per plan, so a row costs only its lookups."""
     nodes, edges, terms = [int(v) for v in nodes], [int(j) for j in edges], [int(v) for v in terms]
+    node_at = [(v, 1 + v) for v in nodes]
+    fact_at = [(j, 1 + n_v + j) for j in edges]
+    term_at = [(v, 1 + v) for v in terms]
+    flag_at = [(j, 1 + n_v + n_e + j) for j in edges]
+    n_nodes = len(nodes)
 
-    def display(keys, row, base, suffix=""):
-        return "{" + ", ".join(f"{k}: {row}[{base + k}]{suffix}" for k in keys) + "}"
+    def build(f, i, ci):
+        mapped = {v: i[p] for v, p in node_at}
+        return Subgraph(f[0], ci, mapped, {j: i[p] for j, p in fact_at}, {v: f[p] for v, p in term_at},
+                        {j: f[p] for j, p in fact_at}, {j: i[p] == 1 for j, p in flag_at},
+                        len(set(mapped.values())) == n_nodes)
 
-    entities = "{" + ", ".join(f"i[{1 + v}]" for v in nodes) + "}"
-    src = (f"lambda f, i, ci: Subgraph(f[0], ci, {display(nodes, 'i', 1)}, {display(edges, 'i', 1 + n_v)}, "
-           f"{display(terms, 'f', 1)}, {display(edges, 'f', 1 + n_v)}, {display(edges, 'i', 1 + n_v + n_e, ' == 1')}, "
-           f"len({entities}) == {len(nodes)})")
-    return eval(src, {"Subgraph": Subgraph})  # (built from integers of our own plan only)
+    return build
 
 
 class _Gather:
