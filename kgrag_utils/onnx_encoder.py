@@ -1,12 +1,12 @@
 """A sentence-transformers model run by ONNX Runtime on the CPU: the same vectors, about 1.4x the names per second.
 
-Measured on this project's 2-core machine (`benchmarks/embed_first_use.py --runtimes torch,onnx`): the packaged
+Measured on this project's 2-core machine (`benchmarks/embed_first_use.py --onnx`): the packaged
 MiniLM embeds MetaQA's names at about 700 names/s on ONNX Runtime against about 500 on torch, and the vectors of
 the two differ by at most a few 1e-7 per component (unit vectors). `TOLERANCE` is the difference this project
 accepts as "the same vectors", so both runtimes share one vector cache.
 
 How: the model's transformer is exported once with `torch.onnx.export` (dynamic batch and length) into the
-embedding cache (`cache/embeddings/onnx/`, keyed by the model and its weights), then ONNX Runtime runs it; the
+cache (`cache/onnx/`, keyed by the model's folder and its weight files), then ONNX Runtime runs it; the
 tokenizer, the cut at `max_seq_length` and the pooling are the sentence-transformers model's own settings.
 Supported: a Transformer module followed by a mean or CLS Pooling (and optionally Normalize): every model this
 project ships or documents. Anything else is refused in one line naming the fix (`KGRAG_EMBED_RUNTIME=torch`).
