@@ -202,9 +202,8 @@ def read_rog(spec: DatasetSpec, root: Path, split: str, paths: bool = True) -> D
     info["per_question_kg"] = "dataset.triples.kg(qid)"
     kg = None
     if spec.params.get("graph") == "union":
-        parts = [graphs._arrays(q) for q in graphs]
-        kg = rog.kg_from_triples_arrays(*(np.concatenate([p[i] for p in parts]) for i in range(3)), name=spec.name)
-        info["kg"] = f"the union of the {len(parts)} questions' subgraphs: {kg.num_entities:,} entities, {kg.num_edges:,} facts"
+        kg = graphs.union_kg(name=spec.name)
+        info["kg"] = f"the union of the {len(graphs)} questions' subgraphs: {kg.num_entities:,} entities, {kg.num_edges:,} facts"
     return Dataset(name=spec.name, kind="kgqa", split=split, items=questions, kg=kg, triples=graphs,
                    source=spec.source, root=root, info=info)
 

@@ -145,6 +145,11 @@ class QuestionGraphs(Mapping):
         h, r, t = self._arrays(qid)
         return kg_from_triples_arrays(h, r, t, name=str(qid))
 
+    def union_kg(self, name: str = "") -> KG:
+        """One KG of every question's subgraph (duplicate triples dropped)."""
+        parts = [self._arrays(q) for q in self]
+        return kg_from_triples_arrays(*(np.concatenate([p[i] for p in parts]) for i in range(3)), name=name)
+
     def __repr__(self) -> str:
         return f"QuestionGraphs({len(self):,} questions, {int(self._good.sum()):,} triples)"
 
