@@ -6,6 +6,7 @@
     kgrag data list | kgrag data fetch metaqa [--force] | kgrag data verify [NAME] [--accept] | kgrag data samples
     kgrag reproduce benchmarks/results/X.json [--limit 10]   # re-run its first questions, compare one by one
     kgrag repro --list | kgrag repro headline [--limit 20] [--shard 0/2] [--workers 2]   # a table from its config
+    kgrag tables [--check] [--show NAME]   # the docs' tables read from benchmarks/results/*.json, written or checked
     kgrag presets | kgrag paths | kgrag cache stats
     kgrag params [--check]                 # the notebooks' parameters cells: each config field's comment, from its config
 """
@@ -157,6 +158,12 @@ def _cmd_repro(args) -> int:
     return main(args)
 
 
+def _cmd_tables(args) -> int:
+    from .repro.bench_tables import main
+
+    return main(args)
+
+
 def _cmd_presets(args) -> int:
     from .llm import list_presets
 
@@ -232,6 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
                                       "its notebooks, its run records, its table")
     add_arguments(rp2)
     rp2.set_defaults(func=_cmd_repro)
+
+    from .repro.bench_tables import add_arguments as table_arguments
+
+    tb = sub.add_parser("tables", help="write the docs' tables that are read from the benchmarks' JSON "
+                                      "(declared in benchmarks/results_tables.py), or --check them")
+    table_arguments(tb)
+    tb.set_defaults(func=_cmd_tables)
 
     rs = sub.add_parser("rescore", help="give finished runs recorded before release 0.2.0 their score rows "
                                        "(from their own records; the report reads them)")
