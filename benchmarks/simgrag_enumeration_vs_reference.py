@@ -60,7 +60,6 @@ from __future__ import annotations
 import argparse
 import gc
 from dataclasses import replace
-import math
 import os
 import platform
 import sys
