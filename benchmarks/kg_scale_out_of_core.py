@@ -33,7 +33,6 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,6 +44,7 @@ from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
 from kgrag_utils.methods.simgrag.stages.gsd_enumerate import GSDConfig, Incidence
 from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
 from kgrag_utils.methods.simgrag.stages.scale_retriever import ScaleRetriever
+from kgrag_utils.provenance import git_commit
 from kgrag_utils.records import atomic_write_json, write_result
 from kgrag_utils.synthetic import synthetic_fact_chunks
 from kgrag_utils.synthetic_vectors import StructuredVectors
@@ -241,6 +241,15 @@ def pct(values, q):
     return round(float(np.percentile(np.asarray(values, dtype=np.float64), q)), 3) if len(values) else None
 
 
+def _header(args) -> dict:
+    """What every result of this script starts with: when, which commit, the arguments, the machine."""
+    return {"benchmark": "kg_scale_out_of_core", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "commit": git_commit()["commit"],
+            "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+                        "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
+
+
 def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> dict:
     disk = DiskKG(work / "kg")
     by_q = {r["question"]: r for r in exact_rows}
@@ -251,13 +260,7 @@ def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> di
     total = [r["total_ms"] for r in rows]
     cpu = [r["cpu_ms"] for r in rows if "cpu_ms" in r]
     return {
-        "benchmark": "kg_scale_out_of_core", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                 cwd=Path(__file__).resolve().parent).stdout.strip() or None,
-        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
-        "edges": disk.num_edges, "entities": disk.num_entities, "relations": disk.num_relations,
+        **_header(args), "edges": disk.num_edges, "entities": disk.num_entities, "relations": disk.num_relations,
         "peak_rss_gb": max(v["peak_rss_gb"] for v in state.data.values()),
         "build_s": round(sum(state.data[s]["s"] for s in build_stages), 1),
         "retrieval_ms_median": pct(total, 50), "retrieval_ms_p95": pct(total, 95),
@@ -302,13 +305,7 @@ def status(args, work: Path, state: State) -> dict:
     kg_bytes = sum(f.stat().st_size for f in (work / "kg").glob("*.npy")) if (work / "kg").is_dir() else 0
     index_file = work / "entities.faiss"
     return {
-        "benchmark": "kg_scale_out_of_core", "complete": False, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                 cwd=Path(__file__).resolve().parent).stdout.strip() or None,
-        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
-        "edges": kg_meta.get("num_edges"), "entities": kg_meta.get("num_entities"),
+        **_header(args), "complete": False, "edges": kg_meta.get("num_edges"), "entities": kg_meta.get("num_entities"),
         "relations": kg_meta.get("num_relations"), "max_degree": kg_meta.get("max_degree"),
         "stages_done": list(state.data), "stages": state.data,
         "peak_rss_gb_so_far": max((v["peak_rss_gb"] for v in state.data.values()), default=None),

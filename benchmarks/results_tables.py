@@ -1,213 +1,21 @@
-"""The tables of docs/ that are not a method's run records, generated from benchmarks/results/*.json.
+"""The tables of docs/ that are not a method's run records, declared: each cell read from benchmarks/results/*.json.
 
-Speed, scale, build and setup measurements, the peers' comparisons (benchmarks/peers/) and the papers' own numbers
-are read here from the files the benchmark scripts write. A method's quality table is not: it comes from run
-records (`kgrag repro TABLE --write`, configs/reproduce/, checked by tests/test_repro.py).
-
-    python benchmarks/results_tables.py            # rewrite every table between its markers
-    python benchmarks/results_tables.py --check    # exit 1, naming the tables, when a committed table differs
-    python benchmarks/results_tables.py --show NAME   # print one table
-
-Why: numbers typed by hand beside the JSON they come from drift; here each cell is read from its JSON (or,
-for the papers' numbers, from the method's `published.py`, and labelled published). tests/test_results_tables.py
-fails when a committed table disagrees with its JSON.
-
-Where a table lives: in a markdown file, between two marker comments (invisible when rendered):
-
-    <!-- table:simgrag-oracle -->
-    | ... written by this script ... |
-    <!-- /table:simgrag-oracle -->
-
-How to add a table (a few declarative lines in TABLES below):
-
-    Table("my-table", "docs/RESULTS.md",
-          header=("dataset", "Recall@5", "n"),
-          rows=[Row("my_bench_musique.json", "MuSiQue", "{recall@5:%.1f}", "{n_questions}"),
-                Row("my_bench_2wiki.json", "2Wiki", "{recall@5:%.1f}", "{n_questions}")])
-
-then put the two markers where the table goes and run the script. A `Row` is one JSON file (relative to
-benchmarks/results/) and one cell template per column; `Rows(file, "rows", ...)` makes one row per item of
-a list inside the JSON (optionally `where=` a predicate). A template is text with `{path:format}` fields:
-
-* path: a '/'-separated key path into the row's JSON (list items by index: `runs/0/recall@5`);
-  `other.json#a/b` reads another file of benchmarks/results/; a path starting with `@` reads a published
-  number instead: `@simgrag.PAPER/SimGRAG/metaqa-1hop` is
-  `kgrag_utils.methods.simgrag.published.PAPER["SimGRAG"]["metaqa-1hop"]`;
-* format: a Python format spec (`.1f`, `,`, `.3f`), optionally led by `%` (the value times 100: fractions
-  shown as percentages) and ended by `~` (trailing zeros and a bare point dropped: 100.0 -> 100); fixed
-  decimals round the number as the JSON writes it, half up (0.8255 with `%.1f` -> 82.6);
-  no format: the value as JSON writes it;
-* `{path|default}` gives `default` when the path is absent (for files that lack a field).
-
-A number inside prose is a `Value(name, doc, file, template)` between `<!-- value:NAME -->` and
-`<!-- /value:NAME -->` on one line (the comments do not show when rendered).
-
-Cells may also be plain text, or a function of the row's JSON (for a ratio or a unit change: `scaled(...)`).
-A missing file or path is an error naming both (never a silent blank).
+`kgrag tables` writes them between their markers and `kgrag tables --check` (tests/test_results_tables.py) fails
+when a committed one differs from its JSON; `python benchmarks/results_tables.py [--check | --show NAME]` does the
+same. How to declare a table, and the cell templates: kgrag_utils/repro/bench_tables.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import re
-import sys
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-_FIELD = re.compile(r"\{([^{}:|]+)(?:\|([^{}:]*))?(?::([^{}]*))?\}")
-_CACHE: dict[tuple[Path, str], Any] = {}
-
-
-class TableError(Exception):
-    """A table names a file, path or marker that does not exist."""
-
-
-# ----------------------------------------------------------------------------- reading values
-def lookup(data: Any, path: str, where: str) -> Any:
-    """The value at a '/'-separated key path (list items by index)."""
-    value = data
-    for part in path.split("/"):
-        if isinstance(value, list) and part.startswith("[") and part.endswith("]") and "=" in part:
-            key, _, want = part[1:-1].partition("=")
-            hits = [v for v in value if isinstance(v, dict) and str(v.get(key)) == want]
-            if len(hits) != 1:
-                raise TableError(f"{where}: {len(hits)} items with {key} = {want!r} in {path!r} (need exactly one)")
-            value = hits[0]
-            continue
-        if isinstance(value, (list, tuple)) and part.lstrip("-").isdigit():
-            try:
-                value = value[int(part)]
-                continue
-            except IndexError:
-                raise TableError(f"{where}: no item {part} in {path!r}") from None
-        if not isinstance(value, dict) or part not in value:
-            raise TableError(f"{where}: no key {part!r} in {path!r}")
-        value = value[part]
-    return value
-
-
-def published(ref: str) -> Any:
-    """`simgrag.PAPER/SimGRAG/metaqa-1hop` -> kgrag_utils.methods.simgrag.published.PAPER[...][...]."""
-    method, _, path = ref.partition(".")
-    module = importlib.import_module(f"kgrag_utils.methods.{method}.published")
-    name, _, rest = path.partition("/")
-    value = getattr(module, name)
-    return lookup(value, rest, f"{method}/published.py") if rest else value
-
-
-def fmt(value: Any, spec: str | None) -> str:
-    """One cell value under a format spec (see the module docstring)."""
-    if spec is None or spec == "":
-        return value if isinstance(value, str) else json.dumps(value)
-    if value is None:
-        return "-"
-    trim = spec.endswith("~")
-    spec = spec[:-1] if trim else spec
-    scale = spec.startswith("%")
-    spec = spec[1:] if scale else spec
-    digits = re.fullmatch(r",?\.(\d+)f", spec)
-    if digits and isinstance(value, (int, float)) and not isinstance(value, bool):
-        # round the number as the JSON writes it, half up (0.8255 -> 82.6, as a reader rounds it)
-        d = Decimal(repr(value)) * (100 if scale else 1)
-        out = format(d.quantize(Decimal(1).scaleb(-int(digits.group(1))), rounding=ROUND_HALF_UP), spec)
-    else:
-        out = format(value * 100 if scale else value, spec)
-    if trim and "." in out:
-        out = out.rstrip("0").rstrip(".")
-    return out
-
-
-def fill(template: str, data: Any, where: str, results: Path = RESULTS) -> str:
-    def one(m: re.Match) -> str:
-        path, default, spec = m.group(1), m.group(2), m.group(3)
-        try:
-            if path.startswith("@"):
-                value = published(path[1:])
-            elif ".json#" in path:
-                file, _, inner = path.partition("#")
-                value = lookup(_load(results, file), inner, file)
-            else:
-                value = lookup(data, path, where)
-        except TableError:
-            if default is None:
-                raise
-            return default
-        return fmt(value, spec)
-
-    return _FIELD.sub(one, template)
-
-
-# ----------------------------------------------------------------------------- declarations
-class Row:
-    """One table row from one JSON file (None: cells from published numbers or text only)."""
-
-    def __init__(self, file: str | None, *cells: str | Callable[[Any], str]):
-        self.file, self.cells = file, cells
-
-    def render(self, results: Path) -> list[list[str]]:
-        data = _load(results, self.file)
-        return [[c(data) if callable(c) else fill(c, data, f"{self.file}", results) for c in self.cells]]
-
-
-class Rows:
-    """One row per item of the list at `items` in one JSON file, in the file's order."""
-
-    def __init__(self, file: str, items: str, *cells: str | Callable[[Any], str],
-                 where: Callable[[dict], bool] | None = None):
-        self.file, self.items, self.cells, self.where = file, items, cells, where
-
-    def render(self, results: Path) -> list[list[str]]:
-        data = lookup(_load(results, self.file), self.items, self.file)
-        return [[c(item) if callable(c) else fill(c, item, f"{self.file}:{self.items}", results) for c in self.cells]
-                for item in data if self.where is None or self.where(item)]
-
-
-class Table:
-    """One generated table: its marker name, the markdown file that holds it, the header and the rows."""
-
-    inline = False
-
-    def __init__(self, name: str, doc: str, header: Sequence[str], rows: Sequence[Row | Rows]):
-        self.name, self.doc, self.header, self.rows = name, doc, tuple(header), list(rows)
-
-    def render(self, results: Path = RESULTS) -> str:
-        lines = [("| " + " | ".join(self.header) + " |").replace("|  |", "| |"), "|" + "---|" * len(self.header)]
-        for row in self.rows:
-            for cells in row.render(results):
-                if len(cells) != len(self.header):
-                    raise TableError(f"table {self.name}: a row has {len(cells)} cells for {len(self.header)} columns")
-                lines.append(("| " + " | ".join(cells) + " |").replace("|  |", "| |").replace("|  |", "| |"))
-        return "\n".join(lines)
-
-
-class Value:
-    """One number inside prose: `<!-- value:NAME -->97.7<!-- /value:NAME -->` on one line, from one template."""
-
-    inline = True
-
-    def __init__(self, name: str, doc: str, file: str | None, template: str | Callable[[Any], str]):
-        self.name, self.doc, self.file, self.template = name, doc, file, template
-
-    def render(self, results: Path = RESULTS) -> str:
-        data = _load(results, self.file)
-        return self.template(data) if callable(self.template) else fill(self.template, data, str(self.file), results)
-
-
-def _load(results: Path, file: str | None) -> Any:
-    if file is None:
-        return {}
-    path = results / file
-    if not path.is_file():
-        raise TableError(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} not found")
-    key = (results, file)
-    if key not in _CACHE:
-        _CACHE[key] = json.loads(path.read_text(encoding="utf-8"))
-    return _CACHE[key]
+from kgrag_utils.repro.bench_tables import (Row, Rows, Table, TableError, Value, add_arguments, fmt, joined, lookup,
+                                            results_dir, scaled)
+from kgrag_utils.repro.bench_tables import load as _load
+from kgrag_utils.repro.bench_tables import main as _main
 
 
 # ----------------------------------------------------------------------------- the tables
@@ -303,26 +111,16 @@ TABLES += [
 ]
 
 
-def scaled(path: str, factor: float, spec: str) -> Callable[[Any], str]:
-    """A cell: the value at `path` times `factor` (units: MB -> GB, s -> ms), under `spec`."""
-    return lambda data: fmt(lookup(data, path, path) * factor, spec)
-
-
-def _join(*parts: str | Callable[[Any], str]) -> Callable[[Any], str]:
-    """A cell made of templates and callables, in order."""
-    return lambda data: "".join(p(data) if callable(p) else fill(p, data, "performance") for p in parts)
-
-
 _LAT, _EMB, _IDX = "latency", "embedding", "index"
 _LLM = "results/[backend={b}]"
 TABLES += [
     Table("performance", RES, ("what (script; JSON in benchmarks/results/)", "measured"), [
         Row("kg_scale_10M.json", "KG build from ids: synthetic power-law KG, {build/num_edges:,} edges, "
             "{build/num_relations} relations (`kg_scale.py`; `kg_scale_10M.json`)",
-            _join("{build/from_ids_s:.1f} s, peak RSS ", scaled("build/peak_rss_mb_after_build", 1 / 1024, ".1f"),
+            joined("{build/from_ids_s:.1f} s, peak RSS ", scaled("build/peak_rss_mb_after_build", 1 / 1024, ".1f"),
                   " GB (", scaled("bytes/arrays_total", 1e-6, ".0f"), " MB of id arrays and indexes)")),
         Row("kg_scale_10M.json", "KG queries on that KG (random starts; chains from random walks)",
-            _join("neighbour lookup median ", "{latency/neighbors_out_all_relations/median_us:.0f} µs; 3-step chain "
+            joined("neighbour lookup median ", "{latency/neighbors_out_all_relations/median_us:.0f} µs; 3-step chain "
                   "median {latency/follow_chain_3_steps/median_us:.0f} µs (p95 ",
                   scaled("latency/follow_chain_3_steps/p95_us", 1e-3, ".1f"), " ms); .npz reload "
                   "{text_load/npz_load_s:.2f} s")),
@@ -413,23 +211,6 @@ TABLES += [
 TABLES += [Value("sg-1hop-node-ms", RES, "simgrag_metaqa-1hop.json", "{batched_node_search_ms_per_node:.2f}")]
 
 
-# ----------------------------------------------------------------------------- writing and checking
-def _markers(t: Table | Value) -> tuple[str, str]:
-    kind = "value" if t.inline else "table"
-    return f"<!-- {kind}:{t.name} -->", f"<!-- /{kind}:{t.name} -->"
-
-
-def splice(text: str, t: Table | Value, body: str) -> str:
-    """`text` with what stands between the markers of `t` replaced by `body`."""
-    start, end = _markers(t)
-    i, j = text.find(start), text.find(end)
-    if i < 0 or j < i:
-        raise TableError(f"{t.doc}: markers {start} ... {end} not found")
-    pad = "" if t.inline else "\n"
-    return text[: i + len(start)] + pad + body + pad + text[j:]
-
-
-
 # the run explorer on 1,000-example runs built from each method's records (benchmarks/explore_speed.py)
 TABLES += [
     Table("explore-speed", "docs/EXPLORE.md",
@@ -484,7 +265,7 @@ def _stage_row(stage: str) -> Row:
 
 def _gb_per_entity(data: Any) -> float:
     """Index bytes per entity, as the 1M run's compressed index measured them, in GB."""
-    return 1e-9 * lookup(_load(RESULTS, "kg_scale_out_of_core_1M.json"), "stages/index/bytes_per_vector", "1M run")
+    return 1e-9 * lookup(_load(results_dir(), "kg_scale_out_of_core_1M.json"), "stages/index/bytes_per_vector", "1M run")
 
 
 def _sizing_row(label: str, factor: float) -> Row:
@@ -522,34 +303,6 @@ TABLES += [
           [_sizing_row("measured: the 100M build's files", 1.0), _sizing_row("10x, linear", 10.0),
            _sizing_row("100x, linear", 100.0)]),
 ]
-
-
-def rendered(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | None = None) -> dict[str, str]:
-    """Every document that holds a table, as it should read (doc path relative to root -> text)."""
-    _CACHE.clear()
-    out: dict[str, str] = {}
-    for t in TABLES if tables is None else tables:
-        text = out.get(t.doc)
-        if text is None:
-            text = (root / t.doc).read_text(encoding="utf-8")
-        out[t.doc] = splice(text, t, t.render(results))
-    return out
-
-
-def stale(root: Path = ROOT, results: Path = RESULTS, tables: Sequence[Table] | None = None) -> list[str]:
-    """Names of the tables whose committed text differs from what their JSON gives."""
-    _CACHE.clear()
-    bad = []
-    for t in TABLES if tables is None else tables:
-        start, end = _markers(t)
-        text = (root / t.doc).read_text(encoding="utf-8")
-        i, j = text.find(start), text.find(end)
-        if i < 0 or j < i:
-            bad.append(f"{t.name} (no markers in {t.doc})")
-        elif text[i + len(start): j].strip("\n") != t.render(results):
-            bad.append(f"{t.name} ({t.doc})")
-    return bad
-
 
 
 # ----------------------------------------------------------------------------- the peers (docs/PEERS.md)
@@ -817,23 +570,8 @@ TABLES += [
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when a committed table differs from its JSON")
-    ap.add_argument("--show", metavar="NAME", help="print one table")
-    args = ap.parse_args(argv)
-    if args.show:
-        print(next(t for t in TABLES if t.name == args.show).render())
-        return 0
-    if args.check:
-        bad = stale()
-        for name in bad:
-            print(f"stale table: {name}; run `python benchmarks/results_tables.py`", file=sys.stderr)
-        return 1 if bad else 0
-    for doc, text in rendered().items():
-        path = ROOT / doc
-        if path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            print(f"rewrote {doc}")
-    return 0
+    add_arguments(ap)
+    return _main(ap.parse_args(argv), TABLES)
 
 
 if __name__ == "__main__":

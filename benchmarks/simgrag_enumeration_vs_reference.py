@@ -60,10 +60,8 @@ from __future__ import annotations
 import argparse
 import gc
 from dataclasses import replace
-import math
 import os
 import platform
-import subprocess
 import sys
 import time
 import types
@@ -75,6 +73,7 @@ from kgrag_utils.datasets import load_dataset
 from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, GSDRetriever, search_topk
 from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
 from kgrag_utils.metrics import normalize_answer
+from kgrag_utils.provenance import git_commit
 from kgrag_utils.records import write_result
 
 REFERENCE_COMMIT = "dac778325411816ba2a07485acf2481fc1d5025b"
@@ -310,14 +309,6 @@ def run_hop(hop, args, Retriever, cache) -> dict:
     return out
 
 
-def commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):  # pragma: no cover
-        return None
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", type=Path, required=True, help="a checkout of YZ-Cai/SimGRAG (outside this repo)")
@@ -345,7 +336,7 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "simgrag_enumeration_vs_reference",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "commit": commit(), "reference_commit": REFERENCE_COMMIT,
+        "commit": git_commit()["commit"], "reference_commit": REFERENCE_COMMIT,
         "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "reference"},
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
                     "cpus": os.cpu_count(), "load_average_before": load_before,

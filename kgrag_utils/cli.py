@@ -6,6 +6,8 @@
     kgrag data list | kgrag data fetch metaqa [--force] | kgrag data verify [NAME] [--accept] | kgrag data samples
     kgrag reproduce benchmarks/results/X.json [--limit 10]   # re-run its first questions, compare one by one
     kgrag repro --list | kgrag repro headline [--limit 20] [--shard 0/2] [--workers 2]   # a table from its config
+    kgrag tables [--check] [--show NAME]   # the docs' tables read from benchmarks/results/*.json, written or checked
+    kgrag compare BEFORE_RESULTS AFTER_RESULTS --out FILE.json   # same records and scores, run by run?
     kgrag presets | kgrag paths | kgrag cache stats
     kgrag params [--check]                 # the notebooks' parameters cells: each config field's comment, from its config
 """
@@ -157,6 +159,22 @@ def _cmd_repro(args) -> int:
     return main(args)
 
 
+def _cmd_tables(args) -> int:
+    from .repro.bench_tables import main
+
+    return main(args)
+
+
+def _cmd_compare(args) -> int:
+    from .records import write_result
+    from .results_diff import compare, unchanged
+
+    out = compare(args.before, args.after, args.bench, args.note)
+    write_result(args.out, out, {k: getattr(args, k) for k in ("before", "after", "bench", "note", "out")})
+    print(json.dumps(out["verdict"], indent=1))
+    return 0 if unchanged(out["verdict"]) else 1
+
+
 def _cmd_presets(args) -> int:
     from .llm import list_presets
 
@@ -232,6 +250,23 @@ def build_parser() -> argparse.ArgumentParser:
                                       "its notebooks, its run records, its table")
     add_arguments(rp2)
     rp2.set_defaults(func=_cmd_repro)
+
+    from .repro.bench_tables import add_arguments as table_arguments
+
+    tb = sub.add_parser("tables", help="write the docs' tables that are read from the benchmarks' JSON "
+                                      "(declared in benchmarks/results_tables.py), or --check them")
+    table_arguments(tb)
+    tb.set_defaults(func=_cmd_tables)
+
+    cp = sub.add_parser("compare", help="two results folders of the same runs: the records, summaries and score rows "
+                                        "that differ, run by run (e.g. before and after a refactor)")
+    cp.add_argument("before", help="results folder before the change")
+    cp.add_argument("after", help="results folder after the change")
+    cp.add_argument("--bench", nargs=2, metavar=("BEFORE_DIR", "AFTER_DIR"),
+                    help="two folders of benchmark JSON files of the same commands")
+    cp.add_argument("--note", default="", help="what was run, on which commits (recorded in the output)")
+    cp.add_argument("--out", required=True, help="the JSON file to write (exit 1 when anything differs)")
+    cp.set_defaults(func=_cmd_compare)
 
     rs = sub.add_parser("rescore", help="give finished runs recorded before release 0.2.0 their score rows "
                                        "(from their own records; the report reads them)")

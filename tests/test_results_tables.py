@@ -1,6 +1,7 @@
-"""The result tables in the docs are generated from benchmarks/results/*.json (benchmarks/results_tables.py).
+"""The result tables in the docs are generated from benchmarks/results/*.json (declared in
+benchmarks/results_tables.py, by kgrag_utils/repro/bench_tables.py).
 
-A committed table that disagrees with its JSON fails here: rerun `python benchmarks/results_tables.py`.
+A committed table that disagrees with its JSON fails here: rerun `kgrag tables`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kgrag_utils.errors import ConfigError
+from kgrag_utils.repro import bench_tables as bt
+from kgrag_utils.repro import blocks
 from stand_ins import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +22,7 @@ rt = benchmark_module("results_tables")
 
 
 def test_every_committed_table_agrees_with_its_json():
-    assert rt.stale() == [], "stale tables: run `python benchmarks/results_tables.py`"
+    assert bt.stale(rt.TABLES) == [], "stale tables: run `kgrag tables`"
 
 
 def test_every_table_has_one_pair_of_markers():
@@ -26,32 +30,32 @@ def test_every_table_has_one_pair_of_markers():
     assert len(names) == len(set(names))
     for t in rt.TABLES:
         text = (ROOT / t.doc).read_text(encoding="utf-8")
-        start, end = rt._markers(t)
+        start, end = blocks.markers(t.kind, t.name)
         assert text.count(start) == 1 and text.count(end) == 1, t.name
 
 
 def test_a_changed_json_makes_its_table_stale(tmp_path):
     results = tmp_path / "results"
-    shutil.copytree(rt.RESULTS, results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
-    assert rt.stale(results=results) == []
+    shutil.copytree(bt.results_dir(), results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
+    assert bt.stale(rt.TABLES, results=results) == []
     path = results / "simgrag_metaqa-2hop.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["ms_per_query"]["vector_search_cpu"]["median"] = 12.345
     path.write_text(json.dumps(data), encoding="utf-8")
-    stale = rt.stale(results=results)
+    stale = bt.stale(rt.TABLES, results=results)
     assert any(s.startswith("simgrag-oracle-latency ") for s in stale), stale
-    assert "| 12.35 |" in rt.rendered(results=results)["docs/RESULTS.md"]
+    assert "| 12.35 |" in bt.rendered(rt.TABLES, results=results)["docs/RESULTS.md"]
 
 
 def test_a_number_in_prose_follows_its_json(tmp_path):
     results = tmp_path / "results"
-    shutil.copytree(rt.RESULTS, results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
+    shutil.copytree(bt.results_dir(), results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
     path = results / "simgrag_metaqa-1hop.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["batched_node_search_ms_per_node"] = 7.77
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert [s for s in rt.stale(results=results) if s.startswith("sg-1hop-node-ms ")]
-    text = rt.rendered(results=results)["docs/RESULTS.md"]
+    assert [s for s in bt.stale(rt.TABLES, results=results) if s.startswith("sg-1hop-node-ms ")]
+    text = bt.rendered(rt.TABLES, results=results)["docs/RESULTS.md"]
     assert "<!-- value:sg-1hop-node-ms -->7.77<!-- /value:sg-1hop-node-ms --> ms per node" in text
 
 
@@ -59,25 +63,25 @@ def test_a_changed_published_number_makes_its_table_stale(monkeypatch):
     from kgrag_utils.methods.kgp import published
 
     monkeypatch.setitem(published.TABLE1_F1["KGP-T5"], "iirc", 99.99)
-    stale = rt.stale()
+    stale = bt.stale(rt.TABLES)
     assert any(s.startswith("kgp-iirc-published ") for s in stale)
 
 
 def test_formats_round_half_up_from_the_number_the_json_writes():
-    assert rt.fmt(0.8255, "%.1f") == "82.6"  # 0.8255 * 100 is 82.54999... in binary
-    assert rt.fmt(1.0, "%.1f~") == "100" and rt.fmt(0.9771, "%.1f~") == "97.7"
-    assert rt.fmt(14872, ",") == "14,872" and rt.fmt(1368.84, ",.0f") == "1,369"
-    assert rt.fmt("schema", None) == "schema" and rt.fmt(None, ".1f") == "-"
+    assert bt.fmt(0.8255, "%.1f") == "82.6"  # 0.8255 * 100 is 82.54999... in binary
+    assert bt.fmt(1.0, "%.1f~") == "100" and bt.fmt(0.9771, "%.1f~") == "97.7"
+    assert bt.fmt(14872, ",") == "14,872" and bt.fmt(1368.84, ",.0f") == "1,369"
+    assert bt.fmt("schema", None) == "schema" and bt.fmt(None, ".1f") == "-"
 
 
 def test_paths_select_by_index_by_field_and_fail_loudly():
     data = {"runs": [{"name": "a", "v": 1}, {"name": "b", "v": 2}]}
-    assert rt.lookup(data, "runs/1/v", "x") == 2 and rt.lookup(data, "runs/[name=a]/v", "x") == 1
-    assert rt.fill("{runs/[name=b]/v} and {missing|n/a}", data, "x") == "2 and n/a"
-    with pytest.raises(rt.TableError, match="no key 'w'"):
-        rt.lookup(data, "runs/0/w", "x")
-    with pytest.raises(rt.TableError, match="0 items with name = 'c'"):
-        rt.lookup(data, "runs/[name=c]/v", "x")
+    assert bt.lookup(data, "runs/1/v", "x") == 2 and bt.lookup(data, "runs/[name=a]/v", "x") == 1
+    assert bt.fill("{runs/[name=b]/v} and {missing|n/a}", data, "x") == "2 and n/a"
+    with pytest.raises(bt.TableError, match="no key 'w'"):
+        bt.lookup(data, "runs/0/w", "x")
+    with pytest.raises(bt.TableError, match="0 items with name = 'c'"):
+        bt.lookup(data, "runs/[name=c]/v", "x")
 
 
 def test_the_readme_is_a_front_page():
@@ -113,3 +117,33 @@ def test_paired_demonstration_rows_compare_the_questions_both_runs_recorded(tmp_
     (tmp_path / "other.json").write_text(json.dumps(run({"z": (1.0, None)})))
     with pytest.raises(rt.TableError, match="share no question"):
         rt.PairedRow("2-hop", "fixed.json", "other.json").render(tmp_path)
+
+
+def test_kgrag_tables_writes_each_block_between_its_markers_and_checks_it(tmp_path, monkeypatch, capsys):
+    from argparse import Namespace
+
+    from kgrag_utils import cli
+
+    (tmp_path / "m.json").write_text(json.dumps({"v": 0.5}))
+    doc = tmp_path / "doc.md"
+    doc.write_text("a <!-- value:v -->?<!-- /value:v --> b\n<!-- table:t -->\n<!-- /table:t -->\n")
+    declared = [bt.Value("v", str(doc), "m.json", "{v:%.0f}"), bt.Table("t", str(doc), ("x",), [bt.Row("m.json", "{v}")])]
+    monkeypatch.setattr(bt, "results_dir", lambda: tmp_path)
+    assert bt.main(Namespace(check=True, show=None), declared) == 1
+    assert "stale table: v" in capsys.readouterr().err
+    assert bt.main(Namespace(check=False, show=None), declared) == 0
+    assert doc.read_text() == "a <!-- value:v -->50<!-- /value:v --> b\n<!-- table:t -->\n| x |\n|---|\n| 0.5 |\n" \
+                              "<!-- /table:t -->\n"
+    assert bt.main(Namespace(check=True, show=None), declared) == 0
+    assert cli.main(["tables", "--show", "no-such-table"]) == 2  # one line naming the declared tables
+    assert "no table 'no-such-table'; tables: simgrag-oracle-latency" in capsys.readouterr().err
+
+
+def test_one_splice_writes_the_blocks_of_both_generators():
+    text = "x <!-- value:n -->1<!-- /value:n --> y\n<!-- table:t -->\nold\n<!-- /table:t -->\n"
+    assert blocks.splice(text, "value", "n", "2") == text.replace(">1<", ">2<")
+    assert blocks.content(blocks.splice(text, "table", "t", "| new |"), "table", "t") == "| new |"
+    # a run-record table (kgrag repro TABLE --write) is added at the end of a file that has no block for it
+    assert blocks.splice("x", "repro", "r", "| a |\n", append=True) == "x\n<!-- repro:r -->\n| a |\n<!-- /repro:r -->\n"
+    with pytest.raises(ConfigError, match=r"doc.md has no block <!-- repro:r -->"):
+        blocks.splice("x", "repro", "r", "| a |", where="doc.md")

@@ -7,5 +7,7 @@
 - `listing`: `kgrag repro --list`;
 - `table`: the table from the run records' stored score rows, written, published and checked;
 - `book`: the static site of the executed reproduction notebooks (`make book`);
+- `bench_tables`: the docs' tables that are not run records, read from the benchmarks' JSON (`kgrag tables`);
+- `blocks`: the generated blocks of the docs between marker comments, written and read for both kinds of table;
 - `command`: `kgrag repro` (the CLI's parser adds its arguments; nothing heavy is imported until it runs).
 """

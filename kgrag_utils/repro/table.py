@@ -13,7 +13,6 @@ a published table differs from what those records give (`kgrag repro TABLE --che
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from .. import settings
 from ..errors import ConfigError, KgragError
 from ..methods.summary import score_rows
 from ..records import RUN_FILE, read_run
+from . import blocks
 from .plan import Plan
 from .spec import Cell, Published
 
@@ -128,7 +128,7 @@ def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = N
 
 
 def markers(table: str) -> tuple[str, str]:
-    return f"<!-- repro:{table} -->", f"<!-- /repro:{table} -->"
+    return blocks.markers("repro", table)
 
 
 def _published(p: Plan, into: str | Path | None) -> Path:
@@ -137,15 +137,6 @@ def _published(p: Plan, into: str | Path | None) -> Path:
         raise ConfigError(f"{p.spec.path}: no `published_in` file to check the table against; name one with --into.")
     path = Path(target)
     return path if path.is_absolute() else settings.repo_root() / path
-
-
-def _block(text: str, table: str, path: Path) -> re.Match:
-    start, end = markers(table)
-    m = re.search(re.escape(start) + r"\n(.*?)" + re.escape(end), text, re.S)
-    if m is None:
-        raise ConfigError(f"{path} has no block {start} ... {end} for table {table!r}: `kgrag repro {table} --write` "
-                          f"puts one at its end (then move it where it belongs).")
-    return m
 
 
 def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Path:
@@ -164,13 +155,7 @@ def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Pat
                             published_records() / tr.run_name / RUN_FILE)
     text = render(p, records=published_records(), base=path.parent)  # what `check` reads back
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    start, end = markers(p.spec.table)
-    try:
-        m = _block(old, p.spec.table, path)
-        new = old[:m.start(1)] + text + old[m.end(1):]
-    except ConfigError:
-        new = old + ("\n" if old and not old.endswith("\n") else "") + f"{start}\n{text}{end}\n"
-    path.write_text(new, encoding="utf-8")
+    path.write_text(blocks.splice(old, "repro", p.spec.table, text, append=True), encoding="utf-8")
     return path
 
 
@@ -179,7 +164,12 @@ def check(p: Plan, into: str | Path | None = None) -> list[str]:
     path = _published(p, into)
     if not path.exists():
         raise ConfigError(f"{path} does not exist: `kgrag repro {p.spec.table} --write` writes the table there.")
-    published = _block(path.read_text(encoding="utf-8"), p.spec.table, path).group(1).splitlines()
+    published = blocks.content(path.read_text(encoding="utf-8"), "repro", p.spec.table)
+    if published is None:
+        start, end = markers(p.spec.table)
+        raise ConfigError(f"{path} has no block {start} ... {end} for table {p.spec.table!r}: `kgrag repro "
+                          f"{p.spec.table} --write` puts one at its end (then move it where it belongs).")
+    published = published.splitlines()
     now = render(p, records=published_records(), base=path.parent).splitlines()
     diff = [f"published: {a!r} | records: {b!r}" for a, b in zip(published, now) if a != b]
     if len(published) != len(now):

@@ -1,4 +1,5 @@
-"""Same records and scores? Two results folders (and optionally two folders of benchmark JSON) compared.
+"""Same records and scores? Two results folders (and optionally two folders of benchmark JSON) compared:
+`kgrag compare BEFORE_RESULTS AFTER_RESULTS [--bench BEFORE_DIR AFTER_DIR] --out FILE.json`.
 
 A refactor that should change nothing is checked by running the same grid (or benchmark) before and after
 it and comparing, run by run (paired by the run name without its key: `01_simgrag-...`):
@@ -9,19 +10,17 @@ it and comparing, run by run (paired by the run name without its key: `01_simgra
 * the score rows: AFTER's stored rows against BEFORE's. A BEFORE run recorded before summaries stored
   rows (release 0.2.0) gets them from its own records with the current code (`rescore.rescore_run`,
   nothing written), and says whether those records give back every value its summary stored.
-
-    python benchmarks/compare_runs.py BEFORE_RESULTS AFTER_RESULTS [--bench BEFORE_DIR AFTER_DIR] --out FILE.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from .records import EXAMPLES_FILE, read_examples, read_run
+
+__all__ = ["compare", "unchanged", "compare_results", "compare_benchmarks", "compare_rows", "same"]
 
 #: path parts that hold what a rerun may change without changing a result
 VOLATILE = ("second", "timing", "latency", "cached", "wall", "updated", "started", "when", "environment", "provenance",
@@ -67,9 +66,8 @@ def _runs(root: Path) -> dict[str, Path]:
 
 def _rows_of(run_dir: Path) -> tuple[list[dict], str]:
     """A run's score rows and where they came from ("stored", "from its records", or why there are none)."""
-    from kgrag_utils.methods.registry import entries
-    from kgrag_utils.records import EXAMPLES_FILE, read_examples, read_run
-    from kgrag_utils.rescore import rescore_run
+    from .methods.registry import entries
+    from .rescore import rescore_run
 
     rec = read_run(run_dir)
     summary = rec.get("summary") or {}
@@ -94,8 +92,7 @@ def compare_rows(before: list[dict], after: list[dict]) -> dict:
 
 
 def compare_results(before: Path, after: Path) -> dict:
-    from kgrag_utils.records import EXAMPLES_FILE, read_examples, read_run
-
+    """Each run of `before` against the run of `after` with its name (without the run key)."""
     out = {}
     rb, ra = _runs(before), _runs(after)
     for name, db in rb.items():
@@ -130,20 +127,11 @@ def compare_benchmarks(before: Path, after: Path) -> dict:
     return out
 
 
-def main(argv=None) -> dict:
-    from kgrag_utils.records import write_result
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("before", type=Path, help="results folder before the change")
-    ap.add_argument("after", type=Path, help="results folder after the change")
-    ap.add_argument("--bench", nargs=2, type=Path, metavar=("BEFORE_DIR", "AFTER_DIR"),
-                    help="two folders of benchmark JSON files of the same commands")
-    ap.add_argument("--note", default="", help="what was run, on which commits (recorded in the output)")
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
-    out = {"benchmark": "compare_runs", "note": args.note, "runs": compare_results(args.before, args.after)}
-    if args.bench:
-        out["benchmark_files"] = compare_benchmarks(*args.bench)
+def compare(before: Path, after: Path, bench: tuple[Path, Path] | None = None, note: str = "") -> dict:
+    """The comparison `kgrag compare` writes: each run's, each benchmark file's (with `bench`), and the verdict."""
+    out = {"benchmark": "compare_runs", "note": note, "runs": compare_results(Path(before), Path(after))}
+    if bench:
+        out["benchmark_files"] = compare_benchmarks(*map(Path, bench))
     runs = [r for r in out["runs"].values() if "error" not in r]
     out["verdict"] = {
         "runs": len(out["runs"]), "runs_missing_after": len(out["runs"]) - len(runs),
@@ -154,10 +142,11 @@ def main(argv=None) -> dict:
         "score_rows_same": all(r["rows"]["same"] for r in runs),
         "benchmark_values_differ": {k: v.get("n_differ") for k, v in out.get("benchmark_files", {}).items()},
     }
-    write_result(args.out, out, args)
-    print(json.dumps(out["verdict"], indent=1))
     return out
 
 
-if __name__ == "__main__":
-    main()
+def unchanged(verdict: dict) -> bool:
+    """Nothing missing, no value differs, the same score rows (volatile fields and new keys apart)."""
+    return (not verdict["runs_missing_after"] and not verdict["example_values_differ"]
+            and not verdict["summary_values_differ"] and verdict["score_rows_same"]
+            and all(n == 0 for n in verdict["benchmark_values_differ"].values()))  # None: no such file after
