@@ -138,7 +138,7 @@ def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = N
     lines = [f"**{spec.title}**" + (f" ({'; '.join(changed)})" if changed else ""),
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    outcomes = "" if spec.kind == "scores" else f" and their questions' outcomes (`examples.jsonl`" + \
+    outcomes = "" if spec.kind == "scores" else " and their questions' outcomes (`examples.jsonl`" + \
         (", copied into docs/records/<run>/outcomes.jsonl)" if base else ")")
     lines += ["", f"From the run records `results/<run>/run.json`{' (copied into docs/records/)' if base else ''}"
                   f"{outcomes}; regenerate: `{p.command()}`."]
