@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 from typing import Any, Callable
 
-from kgrag_utils.repro.bench_tables import (Row, Rows, Table, TableError, Value, add_arguments, fmt, joined, lookup,
+from kgrag_utils.repro.bench_tables import (Row, Rows, Table, Value, add_arguments, fmt, joined, lookup,
                                             results_dir, scaled)
 from kgrag_utils.repro.bench_tables import load as _load
 from kgrag_utils.repro.bench_tables import main as _main
@@ -387,130 +386,15 @@ TABLES += [
 
 
 # ----------------------------------------------------------------------------- demonstrations (docs/DEMONSTRATIONS.md)
+# the tables of benchmarks/simgrag_e2e.py's runs (removed in issue 44) are `kgrag repro demos-simgrag-*` now, their
+# measured numbers in docs/journal/2026-12-demonstrations.md; left here: the LLM-free own-type count
+# (benchmarks/simgrag_demo_types.py)
 DEMOS_DOC = "docs/DEMONSTRATIONS.md"
-DEMO_HOPS = ("1", "2", "3")  # the hops whose nearest-8 runs (both wordings) have result files
-PAIRED_HOPS = ("1", "2", "3")  # the hops with a fixed-8 run on the same seeded questions
-# every hop's nearest-8 run was made again after the demonstrations' wording became "starred in" (32542bc), with the
-# paper's fixed answer shots (--answer-demos fixed): simgrag_e2e_metaqa-<hop>hop_1.5b_nearest_fixedanswers.json; the
-# runs before it are ..._nearest_actedin.json
-_NEAREST = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_fixedanswers.json"
-_ACTEDIN = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_actedin.json"
-# the same patterns (from the response cache) with nearest answer demonstrations too (--answer-demos nearest): the
-# best nearest setting and the default, so it holds the name issue 22 asks for (..._1.5b_nearest.json)
-_ANSWERS = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest.json"
-# the same setting on the same questions asked with rule noise (--paraphrase rules: a synonym swap, a dropped function
-# word and a misspelling each, seeded), so that nearest demonstrations meet wordings their templates do not share
-_RULES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules.json"
-RULES_HOPS = ("1", "2")  # the hops measured on rewritten questions
-# on the rule-noise questions, two levers against the noise: five sampled patterns and a GSD-weighted vote (--samples
-# 5), and the nearest choice made on the question respelt towards the pool's words (--demo-spelling true)
-_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_samples5.json"
-SAMPLES_HOPS = ("1",)
-_RESPELT = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_respelt.json"
-RESPELT_HOPS = ("1", "2", "3")  # 3-hop: respelt only (no as-written run to pair it with)
-# respelt, and each pattern relation one of the KG's relation names (--relation-vocabulary true: an enum in the schema)
-_RELVOCAB = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_rules_respelt_relvocab.json"
-RELVOCAB_HOPS = ("2",)
-# the paper's fixed shots, 12 of them (--demos fixed --shots 12), on the same seeded questions as the fixed-8 runs
-_FIXED8 = "simgrag_e2e_metaqa-{hop}hop_1.5b_fixed.json"
-_FIXED12 = "simgrag_e2e_metaqa-{hop}hop_1.5b_fixed12.json"
-FIXED12_HOPS: tuple[str, ...] = ("1", "2", "3")
-# the best setting with five sampled patterns and the GSD-weighted vote, on the templated questions (--samples 5)
-_BEST_SAMPLES = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_answers_samples5.json"
-BEST_SAMPLES_HOPS: tuple[str, ...] = ("1", "2", "3")
-# the default setting on the 1.5B's own greedy paraphrases of the seeded questions (--paraphrase llm; rejected ones left out)
-_LLMPARA = "simgrag_e2e_metaqa-{hop}hop_1.5b_nearest_llm_paraphrase.json"
-LLMPARA_HOPS: tuple[str, ...] = ("1", "2", "3")
-# the smaller packaged model (qwen2.5-coder-0.5b) in the best setting, and its fixed-shot run (other questions)
-_SMALL = "simgrag_e2e_metaqa-{hop}hop_0.5b_nearest.json"
-SMALL_HOPS = ("2",)  # the hops with 0.5B nearest and fixed-8 runs on the same seeded questions
-
-
-class QtypeRows(Row):
-    """One row per question type of a simgrag_e2e run (its report's by_qtype), most frequent first."""
-
-    def __init__(self, file: str, hop: str):
-        super().__init__(file)
-        self.hop = hop
-
-    def render(self, results: Path) -> list[list[str]]:
-        by_type = lookup(_load(results, self.file), "report/by_qtype", self.file)
-        return [[self.hop, qtype.replace("_", " "), str(r["n"]), str(r["hits@1"]),
-                 f"{r['pattern']} / {r['retrieval']} / {r['generation']}"] for qtype, r in by_type.items()]
-
-
-TABLES += [
-    Table("demos-simgrag-qtypes", DEMOS_DOC, ("hop", "question type", "n", "strict Hits@1", "wrong at pattern / "
-                                              "retrieval / generation"),
-          [QtypeRows(_NEAREST.format(hop=hop), f"{hop}-hop") for hop in DEMO_HOPS]),
-]
-
-
-def _sign_test_p(b: int, c: int) -> float:
-    """Two-sided exact sign test (McNemar's exact test) of b against c discordant pairs."""
-    from math import comb
-
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, i) for i in range(0, min(b, c) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
-class PairedRow(Row):
-    """Two simgrag_e2e runs on the same questions (the ids both recorded): strict Hits@1 of each, paired."""
-
-    def __init__(self, hop: str, fixed: str, nearest: str, label: str | None = None):
-        super().__init__(None)
-        self.hop, self.fixed, self.nearest, self.label = hop, fixed, nearest, label  # label: a second cell, when given
-
-    def render(self, results: Path) -> list[list[str]]:
-        a = lookup(_load(results, self.fixed), "outcomes/simgrag", self.fixed)
-        b = lookup(_load(results, self.nearest), "outcomes/simgrag", self.nearest)
-        ids = [i for i in a if i in b]
-        if not ids:
-            raise TableError(f"{self.fixed} and {self.nearest} share no question")
-        right_a = sum(a[i]["hits@1"] == 1.0 for i in ids)
-        right_b = sum(b[i]["hits@1"] == 1.0 for i in ids)
-        only_b = sum(b[i]["hits@1"] == 1.0 and a[i]["hits@1"] != 1.0 for i in ids)
-        only_a = sum(a[i]["hits@1"] == 1.0 and b[i]["hits@1"] != 1.0 for i in ids)
-        pattern = [sum(o[i]["failed_stage"] == "pattern" for i in ids) for o in (a, b)]
-        n = len(ids)
-        return [[self.hop, *([self.label] if self.label else []), str(n), fmt(right_a / n, "%.1f"), fmt(right_b / n, "%.1f"),
-                 fmt((right_b - right_a) / n, "%+.1f"), f"{only_b} / {only_a}", f"{_sign_test_p(only_b, only_a):.2g}",
-                 f"{pattern[0]} / {pattern[1]}"]]
-
-
+DEMO_HOPS = ("1", "2", "3")
 _TYPE_WORDINGS = (("templated", "templated (the dataset's own)"), ("rules", "rule noise (all three)"),
                   ("synonym", "synonym swaps only"), ("drop", "one dropped function word only"),
                   ("misspell", "one misspelling only"))
-
-
-def _own_type_cell(group: str) -> Callable[[Any], str]:
-    """A cell: questions of one own-type group of a simgrag_e2e run (report.demonstrations.own_type) and their Hits@1."""
-    def cell(data: Any) -> str:
-        g = lookup(data, f"report/demonstrations/own_type/by_own_type/{group}", "own_type")
-        return f"{g['n']}, {fmt(g['hits@1'] / g['n'], '%.1f')}" if g["n"] else "0, -"
-    return cell
-
-
-_PAIRED = [(hop, _FIXED8.format(hop=hop), _ACTEDIN.format(hop=hop)) for hop in PAIRED_HOPS]
 TABLES += [
-    Table("demos-simgrag-paired", DEMOS_DOC,
-          ("hop", "same questions", "fixed 8: strict Hits@1", "nearest 8 ('acted in'): strict Hits@1", "nearest - fixed",
-           "right only with nearest / only with fixed", "exact sign test p", "wrong at pattern: fixed / nearest"),
-          [PairedRow(f"{hop}-hop", f, n) for hop, f, n in _PAIRED]),
-    Table("demos-simgrag-fixed-best-paired", DEMOS_DOC,
-          ("hop", "same questions", "fixed 8 (the paper's shots): strict Hits@1",
-           "nearest 8 + nearest answers (the default): strict Hits@1", "nearest - fixed",
-           "right only with nearest / only with fixed", "exact sign test p", "wrong at pattern: fixed / nearest"),
-          [PairedRow(f"{hop}-hop", _FIXED8.format(hop=hop), _ANSWERS.format(hop=hop))
-           for hop in PAIRED_HOPS]),
-    Table("demos-simgrag-wording-paired", DEMOS_DOC,
-          ("hop", "same questions", "nearest 8, 'acted in': strict Hits@1", "nearest 8, 'starred in': strict Hits@1",
-           "'starred in' - 'acted in'", "right only with 'starred in' / only with 'acted in'", "exact sign test p",
-           "wrong at pattern: 'acted in' / 'starred in'"),
-          [PairedRow(f"{hop}-hop", _ACTEDIN.format(hop=hop), _NEAREST.format(hop=hop)) for hop in DEMO_HOPS]),
     Table("demos-simgrag-own-type", DEMOS_DOC,
           ("hop", "questions asked", "chosen demonstrations of the question's own type",
            "questions: all 8 of its type / none of its type (of 200)",
@@ -524,48 +408,6 @@ TABLES += [
                f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_none_own_type}}",
                f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_respelt}}")
            for hop in DEMO_HOPS for key, label in _TYPE_WORDINGS]),
-    Table("demos-simgrag-rules-by-type", DEMOS_DOC,
-          ("hop", "asked", "8 of its own type: questions, strict Hits@1", "some: questions, strict Hits@1",
-           "none: questions, strict Hits@1"),
-          [*(Row(_RULES.format(hop=hop), f"{hop}-hop", "with rule noise",
-                 *(_own_type_cell(g) for g in ("all", "some", "none"))) for hop in RULES_HOPS),
-           *(Row(_RESPELT.format(hop=hop), f"{hop}-hop", "with rule noise, respelt for the choice",
-                 *(_own_type_cell(g) for g in ("all", "some", "none"))) for hop in RESPELT_HOPS)]),
-    Table("demos-simgrag-small-paired", DEMOS_DOC,
-          ("hop", "same questions", "0.5B, fixed 8: strict Hits@1", "0.5B, nearest 8 + nearest answers: strict Hits@1",
-           "nearest - fixed", "right only with nearest / only with fixed", "exact sign test p",
-           "wrong at pattern: fixed / nearest"),
-          [PairedRow(f"{hop}-hop", f"simgrag_e2e_metaqa-{hop}hop_0.5b_fixed.json", _SMALL.format(hop=hop))
-           for hop in SMALL_HOPS]),
-    Table("demos-simgrag-rules-paired", DEMOS_DOC,
-          ("hop", "same questions", "templated: strict Hits@1", "with rule noise: strict Hits@1",
-           "noise - templated", "right only with noise / only templated", "exact sign test p",
-           "wrong at pattern: templated / noise"),
-          [PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _RULES.format(hop=hop)) for hop in RULES_HOPS]),
-    Table("demos-simgrag-noise-levers", DEMOS_DOC,
-          ("hop", "lever", "same questions", "rule noise, greedy, as written: strict Hits@1", "with the lever: strict Hits@1",
-           "lever - without", "right only with the lever / only without", "exact sign test p",
-           "wrong at pattern: without / with"),
-          [*(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _SAMPLES.format(hop=hop), "samples 5 (T=0.7), GSD vote")
-             for hop in SAMPLES_HOPS),
-           *(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _RESPELT.format(hop=hop), "questions respelt for the choice")
-             for hop in RESPELT_HOPS if hop in RULES_HOPS),
-           *(PairedRow(f"{hop}-hop", _RULES.format(hop=hop), _RELVOCAB.format(hop=hop),
-                       "respelt, and the KG's relation names as an enum") for hop in RELVOCAB_HOPS)]),
-    Table("demos-simgrag-more-paired", DEMOS_DOC,
-          ("hop", "A -> B", "same questions", "A: strict Hits@1", "B: strict Hits@1", "B - A",
-           "right only with B / only with A", "exact sign test p", "wrong at pattern: A / B"),
-          [*(PairedRow(f"{hop}-hop", _FIXED8.format(hop=hop), _FIXED12.format(hop=hop), "fixed 8 -> fixed 12")
-             for hop in FIXED12_HOPS),
-           *(PairedRow(f"{hop}-hop", _FIXED12.format(hop=hop), _ANSWERS.format(hop=hop),
-                       "fixed 12 -> nearest 8 + nearest answers (the default)") for hop in FIXED12_HOPS),
-           *(PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _BEST_SAMPLES.format(hop=hop),
-                       "the default -> the default with samples 5 (T=0.7), GSD vote") for hop in BEST_SAMPLES_HOPS),
-           *(PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _RESPELT.format(hop=hop),
-                       "the default, templated -> the default on questions with rule noise (respelt for the choice)")
-             for hop in RESPELT_HOPS),
-           *(PairedRow(f"{hop}-hop", _ANSWERS.format(hop=hop), _LLMPARA.format(hop=hop),
-                       "the default, templated -> the default on the 1.5B's own paraphrases") for hop in LLMPARA_HOPS)]),
 ]
 
 def main(argv: list[str] | None = None) -> int:

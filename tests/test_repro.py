@@ -376,3 +376,113 @@ def test_cost_fields_of_a_score_row_are_shown_as_they_are():
     assert table._shown(166.6, Cell(variant="v", metric="m", field="prompt_tokens_per_q"), p) == "167"
     assert table._shown(0.78, Cell(variant="v", metric="m"), p) == "78.0"
     assert table._shown(None, Cell(variant="v", metric="m"), p) == "—"
+
+
+# ----------------------------------------------------------------------------- analyses of the runs' questions
+def _questions(name: str, outcomes: dict) -> None:
+    """A finished run whose examples.jsonl holds these questions: id -> (strict hit or None, failed stage, qtype);
+    a hit of "raised" is a question that raised (no scores)."""
+    folder = settings.results_dir() / name
+    _record(name, 0.0)
+    lines = []
+    for qid, (hit, stage, qtype) in outcomes.items():
+        rec = {"id": qid, "qtype": qtype, "failed_stage": stage, "question": "long text a published copy drops"}
+        if hit != "raised":
+            rec["scores"] = {"pattern=llm": {"hits@1": hit, "containment": hit}}
+        lines.append(json.dumps(rec) + "\n")
+    (folder / "examples.jsonl").write_text("".join(lines), encoding="utf-8")
+
+
+ANALYSIS = """\
+table: {table}
+title: "{table}"
+published_in: {published}
+runs_from: {base}
+kind: {kind}
+measure: {{variant: pattern=llm, metric: hits@1}}
+measure_name: strict Hits@1
+{extra}
+"""
+
+
+def _analysis(folder: Path, table_name: str, kind: str, extra: str, published: Path | None = None) -> Path:
+    base = tiny_config(folder, **{"  - {name: tiny-simgrag-1hop, notebook: 01_simgrag.ipynb, parameters: {dataset: sample-movies-1hop}}":
+                                  "  - {name: run-a, notebook: 01_simgrag.ipynb, parameters: {dataset: sample-movies-1hop}}\n"
+                                  "  - {name: run-b, notebook: 01_simgrag.ipynb, parameters: {dataset: sample-movies-2hop}}\n"
+                                  "  - {name: run-c, notebook: 01_simgrag.ipynb, parameters: {dataset: sample-movies-3hop}}",
+                                  "run: tiny-simgrag-1hop": "run: run-a"})
+    path = folder / f"{table_name}.yaml"
+    path.write_text(ANALYSIS.format(table=table_name, published=published or "''", base=base, kind=kind, extra=extra),
+                    encoding="utf-8")
+    return path
+
+
+def test_the_exact_sign_test_is_the_binomial_tail_at_one_half():
+    from kgrag_utils.repro.analysis import sign_test_p
+
+    assert sign_test_p(0, 0) == 1.0 and sign_test_p(3, 3) == 1.0
+    assert sign_test_p(8, 0) == pytest.approx(2 / 2 ** 8)  # both tails of 8 of 8
+    assert sign_test_p(1, 6) == pytest.approx(2 * (1 + 7) / 2 ** 7) == sign_test_p(6, 1)  # 2 P(X <= 1), n = 7
+    assert sign_test_p(2, 10) == pytest.approx(2 * (1 + 12 + 66) / 2 ** 12)  # 0.0386 by hand
+
+
+def test_paired_rows_compare_the_questions_both_runs_recorded(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(table, "published_records", lambda: tmp_path / "records")
+    published = tmp_path / "DOC.md"
+    published.write_text("# doc\n", encoding="utf-8")
+    cfg = _analysis(tmp_path, "pairs", "paired", "sides: [fixed, nearest]\nstages: [pattern]\npairs:\n"
+                    "  - {label: first, a: run-a, b: run-b}\n  - {label: second, a: run-a, b: run-c}", published)
+    spec = load_spec(cfg)
+    assert [r.name for r in spec.runs] == ["run-a", "run-b", "run-c"] and spec.sample.limit == 6  # from runs_from
+    assert "| second | not run | not run |" in table.render(plan(spec))
+    # q5 only in A, q6 only in B, q4 without gold in B: 4 shared questions; q3 raised in A (counts 0)
+    _questions("run-a", {"q1": (1.0, None, "t1"), "q2": (0.0, "pattern", "t1"), "q3": ("raised", None, "t2"),
+                         "q7": (1.0, None, "t2"), "q4": (1.0, None, "t2"), "q5": (1.0, None, "t1")})
+    _questions("run-b", {"q1": (1.0, None, "t1"), "q2": (1.0, None, "t1"), "q3": (1.0, None, "t2"),
+                         "q7": (0.0, "generation", "t2"), "q4": (None, None, "t2"), "q6": (0.0, "pattern", "t1")})
+    text = table.render(plan(spec))
+    assert "| row | same questions | fixed: strict Hits@1 | nearest: strict Hits@1 | nearest - fixed | right only with " \
+           "nearest / only with fixed | exact sign test p | wrong at pattern: fixed / nearest | runs (executed notebooks) |" in text
+    # A right on q1, q7 (2 of 4); B right on q1, q2, q3 (3 of 4): only B 2 (q2, q3), only A 1 (q7): p = 1 (3 discordant)
+    assert "| first | 4 | 50.0 | 75.0 | +25.0 | 2 / 1 | 1 | 1 / 0 | [run-a](run-a.ipynb), [run-b](run-b.ipynb) |" in text
+    assert "| second | not run | not run | not run | not run | not run | not run | not run | not regenerated here " \
+           "(missing): `kgrag repro pairs --rows run-c` |" in text
+    assert cli.main(["repro", str(cfg), "--write"]) == 0
+    kept = [json.loads(x) for x in (tmp_path / "records" / "run-b" / "outcomes.jsonl").read_text().splitlines()]
+    assert [k["id"] for k in kept] == ["q1", "q2", "q3", "q7", "q4", "q6"] and "question" not in kept[0]
+    # the published table is read back from the copied records and outcomes, not from results/
+    (settings.results_dir() / "run-b" / "examples.jsonl").unlink()
+    assert cli.main(["repro", str(cfg), "--check"]) == 0
+    (tmp_path / "records" / "run-b" / "outcomes.jsonl").write_text(json.dumps(
+        {"id": "q7", "scores": {"pattern=llm": {"hits@1": 1.0}}}) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["repro", str(cfg), "--check"]) == 1  # one outcome changed: the published table differs
+
+
+def test_by_group_rows_break_one_run_down_by_a_question_field(tmp_path):
+    cfg = _analysis(tmp_path, "groups", "by_group", "group: qtype\nstages: [pattern, retrieval, generation]\nrows:\n"
+                    "  - {label: 1-hop, run: run-a}")
+    _questions("run-a", {"q1": (1.0, None, "movie_to_year"), "q2": (0.0, "pattern", "movie_to_year"),
+                         "q3": ("raised", None, "movie_to_year"), "q4": (0.0, "generation", "tag_to_movie"),
+                         "q5": (None, None, "tag_to_movie"), "q6": (1.0, None, "actor_to_movie")})
+    spec = load_spec(cfg)
+    assert [r.name for r in spec.runs] == ["run-a"]  # only the runs its rows name
+    text = table.render(plan(spec))
+    assert "| row | qtype | n | right | strict Hits@1 | wrong at pattern / retrieval / generation | run (executed notebook) |" in text
+    assert "| 1-hop | movie to year | 3 | 1 | 33.3 | 1 / 0 / 0 | [run-a](run-a.ipynb) |" in text
+    # one question each: by name; q5 has no gold and is left out
+    assert text.index("| 1-hop | actor to movie | 1 | 1 | 100.0 | 0 / 0 / 0 |") < \
+        text.index("| 1-hop | tag to movie | 1 | 0 | 0.0 | 0 / 0 / 1 |")
+
+
+def test_an_analysis_config_names_what_its_kind_needs(tmp_path):
+    with pytest.raises(ConfigError, match="kind paired needs pairs"):
+        load_spec(_analysis(tmp_path, "bad1", "paired", "rows:\n  - {label: x, run: run-a}"))
+    with pytest.raises(ConfigError, match="group 'qtypes' is not a per-question field.*'qtype'"):
+        load_spec(_analysis(tmp_path, "bad2", "by_group", "group: qtypes\nrows:\n  - {label: x, run: run-a}"))
+    with pytest.raises(ConfigError, match="no run named 'run-z'"):
+        load_spec(_analysis(tmp_path, "bad3", "paired", "pairs:\n  - {label: x, a: run-a, b: run-z}"))
+    path = _analysis(tmp_path, "bad4", "paired", "pairs:\n  - {label: x, a: run-a, b: run-b}")
+    path.write_text(path.read_text() + "sample: {limit: 3}\n")
+    with pytest.raises(ConfigError, match="'sample' comes from runs_from"):
+        load_spec(path)

@@ -100,25 +100,6 @@ def test_every_table_in_the_results_doc_is_generated():
     assert typed == [], "tables typed by hand in docs/RESULTS.md (generate them): " + "; ".join(typed[:3])
 
 
-def test_paired_demonstration_rows_compare_the_questions_both_runs_recorded(tmp_path):
-    def run(outcomes):
-        return {"outcomes": {"simgrag": {i: {"hits@1": h, "containment": h, "failed_stage": None if h else st}
-                                         for i, (h, st) in outcomes.items()}}}
-
-    (tmp_path / "fixed.json").write_text(json.dumps(run({"a": (1.0, None), "b": (0.0, "pattern"),
-                                                         "c": (0.0, "pattern"), "d": (1.0, None)})))
-    (tmp_path / "nearest.json").write_text(json.dumps(run({"a": (1.0, None), "b": (1.0, None), "c": (0.0, "retrieval"),
-                                                           "d": (0.0, "generation"), "e": (1.0, None)})))
-    [row] = rt.PairedRow("2-hop", "fixed.json", "nearest.json").render(tmp_path)
-    # e is only in the nearest run: 4 shared questions, 2 right on each side, b right only with nearest, d only fixed
-    assert row == ["2-hop", "4", "50.0", "50.0", "+0.0", "1 / 1", "1", "2 / 0"]
-    assert rt._sign_test_p(0, 0) == 1.0 and abs(rt._sign_test_p(8, 0) - 2 / 256) < 1e-12
-    assert abs(rt._sign_test_p(1, 6) - rt._sign_test_p(6, 1)) < 1e-12 and rt._sign_test_p(1, 6) == 16 / 128
-    (tmp_path / "other.json").write_text(json.dumps(run({"z": (1.0, None)})))
-    with pytest.raises(rt.TableError, match="share no question"):
-        rt.PairedRow("2-hop", "fixed.json", "other.json").render(tmp_path)
-
-
 def test_kgrag_tables_writes_each_block_between_its_markers_and_checks_it(tmp_path, monkeypatch, capsys):
     from argparse import Namespace
 

@@ -22,7 +22,6 @@ from kgrag_utils.methods.simgrag.stages.pattern import PATTERN_SCHEMA, parse_pat
 from kgrag_utils.methods.simgrag.prompts import build_pattern_prompt
 from kgrag_utils.methods.vector_rerank import prompts as vr
 from kgrag_utils.parsers import parse_answer_list
-from stand_ins import benchmark_module
 
 
 def _assistant_turns(chat):
@@ -326,34 +325,3 @@ def test_llamacpp_grammar_writes_the_rerank_reasoning_before_the_ids():
 
     root = next(ln for ln in json_schema_to_gbnf(schema_text(vr.RERANK_SCHEMA)).splitlines() if ln.startswith("root"))
     assert root.index("reasoning") < root.index("ids"), root
-
-
-def _bench_module(name: str):
-    return benchmark_module(name)
-
-@pytest.mark.realdata
-def test_simgrag_e2e_passes_anchor_entity_to_the_config(tmp_path, monkeypatch, real_data):
-    bench = _bench_module("simgrag_e2e")
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def fake_recorder(method, params, run_name=None):
-        seen.update(params)
-        raise Stop
-
-    monkeypatch.setattr("kgrag_utils.records.RunRecorder", fake_recorder)
-    with pytest.raises(Stop):
-        bench.main(["--dataset", "metaqa-2hop", "--limit", "2", "--anchor-entity", "true"])
-    assert seen["anchor_entity"] is True and "relation_vocabulary" not in seen
-    seen.clear()
-    with pytest.raises(Stop):
-        bench.main(["--dataset", "metaqa-2hop", "--limit", "2", "--anchor-entity", "true", "--relation-vocabulary", "true"])
-    assert seen["anchor_entity"] is True and seen["relation_vocabulary"] is True
-    for args in (["--anchor-entity", "false", "--relation-vocabulary", "false"], []):
-        seen.clear()
-        with pytest.raises(Stop):
-            bench.main(["--dataset", "metaqa-2hop", "--limit", "2", *args])
-        # off (the default): earlier runs' keys hold
-        assert "anchor_entity" not in seen and "relation_vocabulary" not in seen and seen["shots"]

@@ -6,6 +6,7 @@
 - `cost`: LLM seconds per call measured on this machine, for the estimate `--list` prints;
 - `listing`: `kgrag repro --list`;
 - `table`: the table from the run records' stored score rows, written, published and checked;
+- `analysis`: the tables of kind paired and by_group, read from the runs' per-question outcomes;
 - `book`: the static site of the executed reproduction notebooks (`make book`);
 - `bench_tables`: the docs' tables that are not run records, read from the benchmarks' JSON (`kgrag tables`);
 - `blocks`: the generated blocks of the docs between marker comments, written and read for both kinds of table;

@@ -52,11 +52,12 @@ def describe(table: str, limit: int = 0) -> str:
            + (f"; --limit {limit}: the first {limit} of it" if p.limit else ""),
            "  rows:"]
     expanded = {params["run_name"]: (path, params) for path, params in p.expanded()}
-    for row in spec.rows:
-        path, prm = expanded[p.names[row.run]]
-        shown = ", ".join(f"{k}={prm[k]}" for k in ("dataset", "llm_preset", "llm_structured") if prm.get(k))
-        own = spec.run(row.run).sample
-        out.append(f"    {row.label}: run {p.names[row.run]} ({path.name}; {shown})" + (f"; {_sample(own)}" if own else ""))
+    for label, runs in spec.entries():
+        for name in runs:
+            path, prm = expanded[p.names[name]]
+            shown = ", ".join(f"{k}={prm[k]}" for k in ("dataset", "llm_preset", "llm_structured") if prm.get(k))
+            own = spec.run(name).sample
+            out.append(f"    {label}: run {p.names[name]} ({path.name}; {shown})" + (f"; {_sample(own)}" if own else ""))
     for preset in sorted({str(prm.get("llm_preset") or "") for _, prm in expanded.values()} - {""}):
         why = missing_model(preset)
         if why:

@@ -93,14 +93,21 @@ def _suffix(changes: Mapping[str, Any]) -> str:
 
 
 def only_rows(spec: ReproSpec, text: str) -> ReproSpec:
-    """The table cut to the rows of run `text`, else those whose label or run name holds it (any case), and their runs."""
-    rows = [r for r in spec.rows if r.run == text] or \
-        [r for r in spec.rows if text.lower() in r.label.lower() or text.lower() in r.run.lower()]
-    if not rows:
+    """The table cut to the rows (and pairs) of run `text`, else those whose label or run name holds it (any case),
+    and their runs."""
+    def holds(label: str, runs: list[str], exact: bool) -> bool:
+        if exact:
+            return text in runs
+        return text.lower() in label.lower() or any(text.lower() in r.lower() for r in runs)
+
+    exact = any(text in runs for _, runs in spec.entries())
+    rows = [r for r in spec.rows if holds(r.label, [r.run], exact)]
+    pairs = [p for p in spec.pairs if holds(p.label, [p.a, p.b], exact)]
+    if not rows and not pairs:
         raise ConfigError(f"{spec.table}: no row's label or run name holds {text!r}; rows: "
-                          f"{'; '.join(r.label for r in spec.rows)}.")
-    keep = {r.run for r in rows}
-    return spec.model_copy(update={"rows": rows, "runs": [r for r in spec.runs if r.name in keep]})
+                          f"{'; '.join(label for label, _ in spec.entries())}.")
+    keep = {r.run for r in rows} | {n for p in pairs for n in (p.a, p.b)}
+    return spec.model_copy(update={"rows": rows, "pairs": pairs, "runs": [r for r in spec.runs if r.name in keep]})
 
 
 def plan(spec: ReproSpec, limit: int = 0, overrides: Mapping[str, Any] | None = None, rows: str = "") -> Plan:

@@ -2,7 +2,8 @@
 (`results/<run>/run.json`, `summary.rows`, read by `methods.summary.score_rows`), named by variant and metric.
 
 A paper's number is a row of its method's `published.rows()` (shown in italics). A row whose run has no finished
-record says so, with the command that regenerates it.
+record says so, with the command that regenerates it. A table of kind paired or by_group is an analysis of its
+runs' questions (`repro.analysis`); publishing it also copies each run's per-question outcomes beside its record.
 
 `render` gives Markdown; `write` puts it in `runs/repro-<table>[@...]/table.md` and, with `publish`, between the
 markers `<!-- repro:<table> -->` and `<!-- /repro:<table> -->` of a published file, and copies each row's
@@ -22,7 +23,7 @@ from .. import settings
 from ..errors import ConfigError, KgragError
 from ..methods.summary import score_rows
 from ..records import RUN_FILE, read_run
-from . import blocks
+from . import analysis, blocks
 from .plan import Plan
 from .spec import Cell, Published
 
@@ -97,31 +98,49 @@ def _shown(value: Any, cell: Cell | Published, p: Plan) -> str:
     return f"{float(value) * scale:.{p.spec.digits}f}"
 
 
-def _where(tr: TableRow, p: Plan, base: Path | None) -> str:
-    if tr.status == "ok" and base is not None:  # published: the committed record
-        return f"[{tr.run_name}]({os.path.relpath(published_records() / tr.run_name / RUN_FILE, base)})"
-    if tr.status == "ok":
-        return f"[{tr.run_name}]({tr.run_name}.ipynb)"
-    return f"not regenerated here ({tr.status}): `{p.command(rows=tr.run_name.split('@')[0])}`"
+def _where(runs: list[tuple[str, str]], p: Plan, base: Path | None) -> str:
+    """A row's last cell from its runs' (name, status): each run linked to its executed notebook (or, published in a
+    file of folder `base`, to its committed record), or the command that regenerates the first one not finished."""
+    for name, status in runs:
+        if status != "ok":
+            return f"not regenerated here ({status}): `{p.command(rows=name.split('@')[0])}`"
+    if base is not None:  # published: the committed records
+        return ", ".join(f"[{n}]({os.path.relpath(published_records() / n / RUN_FILE, base)})" for n, _ in runs)
+    return ", ".join(f"[{n}]({n}.ipynb)" for n, _ in runs)
 
 
-def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = None, base: Path | None = None) -> str:
-    """The table in Markdown: a row per run, its cells, and the run (linked to its executed notebook, or, published
-    in a file of folder `base`, to its committed record), or the command that regenerates a row without a record."""
-    rows = table_rows(p, records) if rows is None else rows
+def _score_lines(p: Plan, rows: list[TableRow], base: Path | None) -> tuple[list[str], list[list[str]]]:
     spec = p.spec
-    head = ["row", *spec.columns, "run (record)" if base else "run (executed notebook)"]
-    changed = ([f"questions per run: the first {p.limit} of each row's sample"] if p.limit else []) + \
-        [f"{k}={v} instead of the config's" for k, v in p.overrides.items()]
-    lines = [f"**{spec.title}**" + (f" ({'; '.join(changed)})" if changed else ""),
-             "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    body = []
     for tr, row in zip(rows, spec.rows):
         ok = {c for c, cell in row.cells.items() if tr.status == "ok" or isinstance(cell, Published)}
         cells = [(_shown(tr.cells.get(c), row.cells[c], p) if c in ok else "not run") if c in row.cells else ""
                  for c in spec.columns]
-        lines.append("| " + " | ".join([tr.label, *cells, _where(tr, p, base)]) + " |")
-    lines += ["", f"From the run records `results/<run>/run.json`{' (copied into docs/records/)' if base else ''}; "
-                  f"regenerate: `{p.command()}`."]
+        body.append([tr.label, *cells, _where([(tr.run_name, tr.status)], p, base)])
+    return ["row", *spec.columns], body
+
+
+def render(p: Plan, rows: list[TableRow] | None = None, records: Path | None = None, base: Path | None = None) -> str:
+    """The table in Markdown: a row per run (or pair of runs, or group of a run's questions), its cells, and the run
+    (linked to its executed notebook, or, published in a file of folder `base`, to its committed record), or the
+    command that regenerates a row without a record."""
+    spec = p.spec
+    if spec.kind == "scores":
+        head, body = _score_lines(p, table_rows(p, records) if rows is None else rows, base)
+    else:
+        head, body = analysis.table(spec, p.names, records or settings.results_dir(create=False),
+                                    lambda runs: _where(runs, p, base))
+    head = [*head, ("runs (records)" if base else "runs (executed notebooks)") if spec.kind == "paired"
+            else "run (record)" if base else "run (executed notebook)"]
+    changed = ([f"questions per run: the first {p.limit} of each row's sample"] if p.limit else []) + \
+        [f"{k}={v} instead of the config's" for k, v in p.overrides.items()]
+    lines = [f"**{spec.title}**" + (f" ({'; '.join(changed)})" if changed else ""),
+             "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    outcomes = "" if spec.kind == "scores" else " and their questions' outcomes (`examples.jsonl`" + \
+        (", copied into docs/records/<run>/outcomes.jsonl)" if base else ")")
+    lines += ["", f"From the run records `results/<run>/run.json`{' (copied into docs/records/)' if base else ''}"
+                  f"{outcomes}; regenerate: `{p.command()}`."]
     if spec.notes:
         lines += ["", spec.notes.strip()]
     return "\n".join(lines) + "\n"
@@ -148,11 +167,13 @@ def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Pat
     if not publish:
         return p.folder / "table.md"
     path = _published(p, into)
-    for tr in table_rows(p):
-        if tr.status == "ok":
-            (published_records() / tr.run_name).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(settings.results_dir(create=False) / tr.run_name / RUN_FILE,
-                            published_records() / tr.run_name / RUN_FILE)
+    results = settings.results_dir(create=False)
+    for name in dict.fromkeys(p.names[r] for _, runs in p.spec.entries() for r in runs):
+        if analysis.run_status(results / name) == "ok":
+            (published_records() / name).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(results / name / RUN_FILE, published_records() / name / RUN_FILE)
+            if p.spec.kind != "scores":
+                analysis.write_outcomes(results / name, published_records() / name)
     text = render(p, records=published_records(), base=path.parent)  # what `check` reads back
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     path.write_text(blocks.splice(old, "repro", p.spec.table, text, append=True), encoding="utf-8")

@@ -38,6 +38,8 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     pattern_warnings: list[str]
     pattern_demos: list[str]     # demos="nearest": ids of the training questions shown as shots (nearest last)
     pattern_demo_scores: list[float]  # their cosine similarity to the question, same order
+    pattern_demo_types: list[str | None]  # their question types, same order
+    demo_own_type: str | None    # how many of them have the question's own type: all | some | none (stages.demos.own_type_group)
     pattern_demo_tokens: int     # tokens of those shots' turns (the prompt's part no other question shares)
     pattern: dict | None         # the pattern used for retrieval
     candidates: dict | None      # entity / relation / type candidates per pattern node and edge

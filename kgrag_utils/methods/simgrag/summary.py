@@ -20,9 +20,10 @@ from .. import summary as shared
 from ..scoring import cost, mean
 from ..summary import SummaryHooks, answerable, record_value
 from .record import STAGES
+from .stages.demos import own_type_counts
 
 __all__ = ["HOOKS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of",
-           "variant_of", "uses_llm"]
+           "variant_of", "uses_llm", "demonstrations", "llm_seconds"]
 
 def variant_of(records: Sequence[Mapping] = (), run: Mapping | None = None) -> str:
     sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
@@ -99,7 +100,38 @@ def extras(records: Sequence[Mapping]) -> dict:
     sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
     out["pattern_source"] = sources.pop() if len(sources) == 1 else ("mixed" if sources else None)
     out["uses_llm"] = uses_llm("", records)
+    for key, value in (("demonstrations", demonstrations(records)), ("llm_seconds", llm_seconds(records))):
+        if value is not None:
+            out[key] = value
     return out
+
+
+def demonstrations(records: Sequence[Mapping]) -> dict | None:
+    """Nearest demonstrations (None when no question had any): their tokens per question (mean over all questions),
+    the distinct sets chosen, and `own_type`: how many of the chosen have the question's own type, and the questions
+    (with strict Hits@1) whose demonstrations all / some / none have it (`stages.demos.own_type_counts`; records
+    written before they held `pattern_demo_types` leave it out)."""
+    chosen = [r for r in records if r.get("pattern_demos")]
+    if not chosen:
+        return None
+    out: dict = {"demo_tokens_per_question": mean(float(r.get("pattern_demo_tokens") or 0) for r in records),
+                 "distinct_demo_sets": len({tuple(r["pattern_demos"]) for r in chosen})}
+    typed = [r for r in chosen if r.get("pattern_demo_types")]
+    if typed:
+        out["own_type"] = own_type_counts([(r.get("qtype"), r["pattern_demo_types"], record_value(r, HITS1) == 1.0)
+                                           for r in typed])
+    return out
+
+
+def llm_seconds(records: Sequence[Mapping]) -> dict | None:
+    """LLM seconds per question over the questions whose LLM calls were all computed here (none served from the
+    response cache, which keeps no times): their mean, and how many; None when no question called an LLM."""
+    called = [r for r in records if uses_llm("", [r])]
+    if not called:
+        return None
+    fresh = [r for r in called if not any((r.get("tokens") or {}).get(k) for k in ("pattern_cached", "answer_cached"))]
+    seconds = [sum(float((r.get("timings") or {}).get(k) or 0.0) for k in ("pattern_s", "answer_s")) for r in fresh]
+    return {"per_uncached_question": mean(seconds) if seconds else None, "n_uncached": len(fresh), "n_called": len(called)}
 
 
 def uses_llm(variant: str, records: Sequence[Mapping]) -> bool:

@@ -17,7 +17,7 @@ from ....demos import DEMO_SPELLING, DEMO_TYPE_MARGIN, DemoPool
 from .oracle import oracle_pattern, qtype_node_types
 from ..prompts import load_prompt_file
 
-__all__ = ["own_type_counts", "usable_for_pattern", "demo_type", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
+__all__ = ["own_type_counts", "own_type_group", "usable_for_pattern", "demo_type", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
            "DEMO_NEED", "demo_wording", "wording_key"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
@@ -140,7 +140,12 @@ def demo_shots(pool: DemoPool, item: Any, k: int, family: str, types: int = 1,
     similarities in the same order. `types` > 1: at least that many question types where the nearest are ambiguous
     (config demo_types, `kgrag_utils.demos.cover_types`)."""
     chosen = pool.nearest(item, k, type_of=demo_type if types > 1 else None, cover=types, margin=margin)[::-1]
-    return [pattern_demo(d.item, family) for d in chosen], [d.score for d in chosen]
+    return [{**pattern_demo(d.item, family), "qtype": _qtype(d.item)} for d in chosen], [d.score for d in chosen]
+
+
+def _qtype(item: Any) -> str | None:
+    qtype = getattr(item, "qtype", None)
+    return None if qtype is None else str(qtype)
 
 
 def shots_of(demos: Sequence[dict]) -> list[dict]:
@@ -174,6 +179,15 @@ def answer_demo(item: Any, retrieve, kg, evidence_lines, max_answers: int = 5) -
             "answer": " | ".join(found)}
 
 
+def own_type_group(qtype: Any, demo_types: Sequence[Any]) -> str | None:
+    """How many of a question's chosen demonstrations have its own question type: "all", "some" or "none"; None for a
+    question without a type or without demonstrations (a record's `demo_own_type`)."""
+    if qtype is None or not demo_types:
+        return None
+    same = sum(t == str(qtype) for t in demo_types)
+    return "all" if same == len(demo_types) else "some" if same else "none"
+
+
 def own_type_counts(rows: Sequence[tuple[Any, Sequence[Any], bool]]) -> dict:
     """Of the demonstrations chosen for each question, how many have the question's own type (MetaQA: its
     template's relation chain). `rows`: (question type, the chosen demonstrations' types, right?) per question;
@@ -181,13 +195,12 @@ def own_type_counts(rows: Sequence[tuple[Any, Sequence[Any], bool]]) -> dict:
     chosen = own = 0
     groups = {g: {"n": 0, "hits@1": 0} for g in ("all", "some", "none")}
     for qtype, demo_types, right in rows:
-        if qtype is None or not demo_types:
+        group = own_type_group(qtype, demo_types)
+        if group is None:
             continue
-        same = sum(t == qtype for t in demo_types)
-        chosen, own = chosen + len(demo_types), own + same
-        group = groups["all" if same == len(demo_types) else "some" if same else "none"]
-        group["n"] += 1
-        group["hits@1"] += int(bool(right))
+        chosen, own = chosen + len(demo_types), own + sum(t == str(qtype) for t in demo_types)
+        groups[group]["n"] += 1
+        groups[group]["hits@1"] += int(bool(right))
     return {"questions": sum(g["n"] for g in groups.values()), "demonstrations": chosen, "of_own_type": own,
             "share": round(own / chosen, 4) if chosen else None, "questions_all_own_type": groups["all"]["n"],
             "by_own_type": groups}
