@@ -23,3 +23,13 @@ def test_a_continuation_without_a_row_is_refused():
 
 def test_other_separator():
     assert table_rows("x # y\n", sep="#") == (("x", "y"),)
+
+
+def test_cells_are_interned_like_literals():
+    """Equal cells are one object, so a pickle of a table writes each once (as for literal tuples)."""
+    import pickle
+
+    table = table_rows("New, York | in | United States\nUnited States | has | New, York")
+    assert table[0][0] is table[1][2]
+    as_literals = (("New, York", "in", "United States"), ("United States", "has", "New, York"))
+    assert pickle.dumps(table, protocol=4) == pickle.dumps(as_literals, protocol=4)
