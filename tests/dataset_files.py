@@ -46,12 +46,18 @@ def write_lines(path: Path, lines: list[str]) -> Path:
     return path
 
 
-@pytest.fixture
-def data_root(tmp_path, monkeypatch) -> Path:
+def empty_data_folder(tmp_path: Path, monkeypatch) -> Path:
+    """An empty data folder (and a cache folder) beside the test, in the environment."""
     root = tmp_path / "data"
     root.mkdir()
     monkeypatch.setenv("KGRAG_DATA_DIR", str(root))
     monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch) -> Path:
+    root = empty_data_folder(tmp_path, monkeypatch)
     # the files these tests write are small stand-ins in the released formats, not the released files:
     # the loaders are tested here, the integrity check of real copies in tests/test_integrity.py
     from kgrag_utils.datasets import registry
