@@ -328,3 +328,48 @@ def test_no_import_circle_in_the_package():
     graph = module_imports(package)
     packages = {".".join(p.parent.relative_to(package.parent).parts) for p in package.rglob("__init__.py")}
     assert not import_circles(graph, packages)
+
+
+# ----------------------------------------------------------------------------- one corrector, one mean
+def _defs(source: str, kinds) -> list:
+    return [n for n in ast.walk(ast.parse(source)) if isinstance(n, kinds)]
+
+
+def speller_problems(path: Path, source: str) -> list[str]:
+    """A class of its own that corrects spelling (named *Spell* or *Corrector*) outside kgrag_utils/spelling.py
+    that does not build on the project's one corrector, `Respeller`."""
+    classes = [c.name for c in _defs(source, ast.ClassDef) if re.search(r"spell|corrector", c.name, re.I)]
+    uses = any(isinstance(n, ast.ImportFrom) and n.module and n.module.endswith("spelling")
+               and any(a.name == "Respeller" for a in n.names) for n in ast.walk(ast.parse(source)))
+    return [] if path.name == "spelling.py" and path.parent.name == "kgrag_utils" or uses else \
+        [f"{path.name}: {name}" for name in classes]
+
+
+def mean_problems(source: str) -> list[str]:
+    """A private mean helper (`_mean`, `_means`, `_avg`, `_average`) that does not go through scoring.mean."""
+    out = []
+    for fn in _defs(source, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if re.fullmatch(r"_(mean|means|avg|average)", fn.name):
+            calls = {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            if "mean" not in calls:
+                out.append(fn.name)
+    return out
+
+
+def test_the_speller_and_mean_scans_find_their_cases():
+    own = "class TypoCorrector:\n    def fix(self, w):\n        return w\n"
+    built = "from ...spelling import Respeller\nclass SpellingCorrector:\n    pass\n"
+    assert speller_problems(Path("m.py"), own) == ["m.py: TypoCorrector"] and speller_problems(Path("m.py"), built) == []
+    assert mean_problems("def _mean(xs):\n    return sum(xs) / len(xs)\n") == ["_mean"]
+    assert mean_problems("def _mean(rows, k):\n    return mean(r[k] for r in rows)\n") == []
+
+
+def test_one_spelling_corrector_and_the_protocols_mean():
+    """The project's one spelling corrector is kgrag_utils/spelling.py's `Respeller` (compact's is it under its own
+    rule); the methods' private mean helpers go through `methods.scoring.mean`."""
+    package = ROOT / "kgrag_utils"
+    spellers = [p for path in sorted(package.rglob("*.py"))
+                for p in speller_problems(path, path.read_text(encoding="utf-8"))]
+    means = [f"{path.relative_to(ROOT)}: {name}" for path in sorted(METHODS.rglob("*.py"))
+             for name in mean_problems(path.read_text(encoding="utf-8"))]
+    assert not spellers and not means, "\n".join(spellers + means)
