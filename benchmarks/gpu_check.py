@@ -32,16 +32,17 @@ row runs exactly the requested number of tokens. ``--dry-run`` runs every part o
 tiny throughput shape; its JSON says ``"dry_run": true`` and its figures are NOT GPU figures (it
 cannot be written to benchmarks/results/gpu_check.json). A global ``--budget-s`` (default 420 s)
 bounds the whole check; what did not fit is recorded as skipped, never silently left out.
+
+The throughput part's code is `benchmarks/gpu_throughput.py`; what the parts share (a part's results
+written as it goes, the device, memory figures) is `benchmarks/gpu_device.py`.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
-import resource
 import shutil
 import signal
 import subprocess
@@ -55,8 +56,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its part modules beside it
 
-from kgrag_utils.records import atomic_write_json, write_result  # noqa: E402
+from gpu_device import Partial, device as _device, free as _free, short as _short  # noqa: E402
+from gpu_throughput import (DRY_THROUGHPUT, H200_BANDWIDTH_TBS, REAL_THROUGHPUT,  # noqa: E402
+                            part_throughput)
+
+from kgrag_utils.records import write_result  # noqa: E402
 
 PARTS = ("tests", "method", "throughput")
 REAL_OUT = "benchmarks/results/gpu_check.json"
@@ -65,15 +71,6 @@ DEFAULT_BUDGET_S = 420  # the whole check, so it stays under 8 minutes with the 
 #: the longest a part may take on the GPU (seconds); the throughput part takes what is left. A dry run's
 #: parts share its whole budget (a busy CPU machine is slow, and a dry run measures nothing).
 PART_CAPS = {"tests": 150, "method": 150, "throughput": 10_000}
-H200_BANDWIDTH_TBS = 4.8  # HBM3e, NVIDIA's H200 SXM specification
-H200_BF16_TFLOPS = 989.0  # dense bf16 tensor-core peak, NVIDIA's H200 SXM specification
-
-# the throughput part: real (8B shape, 800-token prompts) and the dry run's tiny stand-in
-REAL_THROUGHPUT = dict(shape="LLAMA_31_8B", prompt_tokens=800, decode_tokens=64, batches=(1, 8, 32))
-DRY_THROUGHPUT = dict(shape="DRY_RUN_TINY", prompt_tokens=48, decode_tokens=8, batches=(1, 8, 32))
-DRY_RUN_TINY = dict(vocab_size=2048, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                    num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=1024,
-                    tie_word_embeddings=False)
 METHOD = dict(notebook="01_simgrag", dataset="sample-movies-2hop", limit=8, batch_size=8)
 DRY_METHOD = dict(METHOD, limit=2, batch_size=2)  # a char-level tiny model reads ~3k-token prompts: slow on a CPU
 PACKAGES = ("torch", "transformers", "accelerate", "bitsandbytes", "sentence-transformers", "tokenizers",
@@ -83,11 +80,6 @@ PACKAGES = ("torch", "transformers", "accelerate", "bitsandbytes", "sentence-tra
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:400] if text else ''}"
 
 
 # ============================================================================ machine / versions
@@ -138,69 +130,6 @@ def versions() -> dict:
     except (OSError, subprocess.SubprocessError):
         out["kgrag_commit"] = None
     return out
-
-
-# ============================================================================ helpers for children
-class Partial:
-    """A part's results, written to disk after every step (the parent reads them even after a kill)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.data: dict = {"complete": False, "steps": {}}
-        self.save()
-
-    def step(self, name: str, value) -> None:
-        self.data["steps"][name] = value
-        self.save()
-
-    def set(self, key: str, value) -> None:
-        self.data[key] = value
-        self.save()
-
-    def save(self) -> None:
-        atomic_write_json(self.path, self.data)
-
-
-def _device(dry: bool) -> str:
-    import torch
-
-    if dry:
-        return "cpu"
-    if not torch.cuda.is_available():
-        raise RuntimeError("no CUDA device visible to torch")
-    return "cuda"
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-
-
-def _free(device: str) -> None:
-    gc.collect()
-    if device == "cuda":
-        import torch
-
-        torch.cuda.empty_cache()
-
-
-def _memory(device: str) -> dict:
-    if device == "cuda":
-        import torch
-
-        return {"gpu_allocated_gib": round(torch.cuda.memory_allocated() / 2**30, 3),
-                "gpu_peak_allocated_gib": round(torch.cuda.max_memory_allocated() / 2**30, 3),
-                "gpu_peak_reserved_gib": round(torch.cuda.max_memory_reserved() / 2**30, 3)}
-    return {"cpu_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)}
-
-
-def _reset_peak(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.reset_peak_memory_stats()
 
 
 # ============================================================================ part: method
@@ -341,268 +270,6 @@ def _check_records(run_name: str, expected: int) -> dict:
     }
 
 
-# ============================================================================ part: throughput
-def weight_bytes(model) -> dict:
-    """Bytes of the loaded model's storage: all parameters (4-bit packed as stored) plus bitsandbytes'
-    quantization state (absmax, nested absmax, code books); the input embedding is listed apart."""
-    seen, total, qstate, four_bit = set(), 0, 0, 0
-
-    def tensor_bytes(t) -> int:
-        return t.numel() * t.element_size()
-
-    def state_bytes(qs) -> int:
-        if qs is None:
-            return 0
-        n = sum(tensor_bytes(getattr(qs, a)) for a in ("absmax", "code", "offset")
-                if getattr(qs, a, None) is not None and hasattr(getattr(qs, a), "numel"))
-        return n + state_bytes(getattr(qs, "state2", None))
-
-    for _, p in model.named_parameters():
-        if p.data_ptr() in seen:
-            continue
-        seen.add(p.data_ptr())
-        total += tensor_bytes(p)
-        qs = getattr(p, "quant_state", None)
-        if qs is not None:
-            four_bit += tensor_bytes(p)
-            qstate += state_bytes(qs)
-    emb = model.get_input_embeddings().weight
-    tied = any(p.data_ptr() == emb.data_ptr() for p in model.get_output_embeddings().parameters())
-    emb_bytes = tensor_bytes(emb)
-    return {"parameter_bytes": total, "quant_state_bytes": qstate, "packed_4bit_bytes": four_bit,
-            "input_embedding_bytes": emb_bytes, "embedding_tied": tied,
-            "lm_head_bytes": sum(tensor_bytes(p) for p in model.get_output_embeddings().parameters()),
-            "read_per_decode_step_bytes": total + qstate - (0 if tied else emb_bytes)}
-
-
-def kv_bytes_per_token(config, dtype_bytes: int = 2) -> int:
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    return 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * dtype_bytes
-
-
-def _bounds(weights: dict, config, batch: int, prompt: int, decode: int, bw_tbs: float) -> dict:
-    kv = kv_bytes_per_token(config) * batch * (prompt + decode / 2)  # mean context during decoding
-    w = weights["read_per_decode_step_bytes"]
-    return {"bandwidth_bound_tokens_per_s": round(batch * bw_tbs * 1e12 / w, 1),
-            "bandwidth_bound_with_kv_tokens_per_s": round(batch * bw_tbs * 1e12 / (w + kv), 1),
-            "kv_bytes_read_per_step": int(kv)}
-
-
-def _prefill_flops_per_token(config, prompt: int, matmul_params: int) -> float:
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    attn = 2 * 2 * config.num_hidden_layers * config.num_attention_heads * head_dim * prompt / 2  # causal QK^T + AV
-    return 2 * matmul_params + attn
-
-
-def _measure(llm, prompts: list[str], decode: int, device: str, reps_prefill: int = 2, reps_decode: int = 2) -> dict:
-    """Prefill = a generate with one new token; decode = (generate with 1 + decode tokens) - prefill."""
-    llm.batch_size = len(prompts)
-    t = time.perf_counter()
-    llm.generate(prompts, max_new_tokens=1 + decode)  # warm-up with the measured shapes (kernels, compile)
-    _sync(device)
-    warm = time.perf_counter() - t
-    pre = []
-    for _ in range(reps_prefill):
-        _sync(device)
-        t = time.perf_counter()
-        out = llm.generate(prompts, max_new_tokens=1)
-        _sync(device)
-        pre.append(time.perf_counter() - t)
-    dec, completions = [], []
-    for _ in range(reps_decode):
-        _sync(device)
-        t = time.perf_counter()
-        res = llm.generate(prompts, max_new_tokens=1 + decode)
-        _sync(device)
-        dec.append(time.perf_counter() - t)
-        completions = [r.completion_tokens for r in res]
-    prompt_tokens = sum(r.prompt_tokens for r in out)
-    prefill_s, total_s = min(pre), min(dec)
-    decoded = sum(c - 1 for c in completions)
-    decode_s = total_s - prefill_s
-    run = {"batch": len(prompts), "prompt_tokens_per_row": out[0].prompt_tokens, "warmup_s": round(warm, 3),
-           "prefill_s": round(prefill_s, 4), "prefill_tokens_per_s": round(prompt_tokens / prefill_s, 1),
-           "generate_s": round(total_s, 4), "decode_steps": decode, "completion_tokens_per_row": sorted(set(completions)),
-           "decode_tokens_per_s": None, "decode_ms_per_step": None}
-    if decode_s > 0.05 * total_s:
-        run["decode_tokens_per_s"] = round(decoded / decode_s, 1)
-        run["decode_ms_per_step"] = round(decode_s / decode * 1000, 2)
-    else:  # timing noise larger than the decode time (only seen on a busy CPU): no figure rather than a wrong one
-        run["decode_note"] = "not measurable: generate time within noise of the prefill time"
-    return run
-
-
-def part_throughput(dry: bool, work: Path, partial: Partial, deadline: float, bw_tbs: float) -> None:
-    from kgrag_utils import random_models as rm
-    from kgrag_utils.llm import load_llm
-
-    device = _device(dry)
-    spec = DRY_THROUGHPUT if dry else REAL_THROUGHPUT
-    shape = DRY_RUN_TINY if dry else rm.LLAMA_31_8B
-    L, N, batches = spec["prompt_tokens"], spec["decode_tokens"], spec["batches"]
-    partial.set("conditions", {"device": device, "shape_name": spec["shape"], "shape": shape, "prompt_tokens": L,
-                               "decode_tokens": N, "batches": list(batches), "bandwidth_tbs_assumed": bw_tbs,
-                               "bf16_tflops_assumed": H200_BF16_TFLOPS, "weights": "random (normal, std 0.02); "
-                               "eos and pad output rows zeroed so no row stops early",
-                               "prompts": "distinct random words of an exact-vocabulary word tokenizer, no padding",
-                               "timing": "min of 2 repetitions after one warm-up at the same shapes"})
-    vocab = shape["vocab_size"]
-    tok = rm.word_tokenizer(vocab)
-    t = time.perf_counter()
-    folder = rm.save_random_llama(work / "throughput-model", shape, tok, dtype="bfloat16",
-                                  device=device, silence=(rm.EOS_ID, rm.PAD_ID))
-    ckpt = sum(f.stat().st_size for f in folder.glob("*.safetensors"))
-    partial.step("build_and_save", {"seconds": round(time.perf_counter() - t, 1), "checkpoint_bytes": ckpt,
-                                    "folder_on": str(work)})
-    _free(device)
-    per_quant_s: list[float] = []
-
-    def remaining() -> float:
-        return deadline - time.time()
-
-    for quant in ("nf4", "bf16"):
-        if per_quant_s and remaining() < per_quant_s[-1] * 1.1:
-            partial.step(quant, {"skipped": f"time budget: {remaining():.0f} s left, the previous quantization took "
-                                            f"{per_quant_s[-1]:.0f} s"})
-            continue
-        q0 = time.time()
-        try:
-            _one_quantization(quant, folder, device, shape, vocab, L, N, batches, bw_tbs, partial, remaining,
-                              reserve=(per_quant_s[-1] * 1.1 if per_quant_s else 0.0), dry=dry)
-        except Exception as exc:  # e.g. bitsandbytes missing or failing on this GPU: bf16 is still measured
-            entry = partial.data["steps"].get(quant) or {}
-            entry.update({"error": _short(exc), "traceback": traceback.format_exc()[-2000:]})
-            partial.step(quant, entry)
-            _free(device)
-        per_quant_s.append((partial.data["steps"].get(quant) or {}).get("measure_s") or time.time() - q0)
-
-
-def _one_quantization(quant, folder, device, shape, vocab, L, N, batches, bw_tbs, partial, remaining, reserve, dry):
-    """Load the saved model in one quantization, measure every batch size, then the variants."""
-    from kgrag_utils import random_models as rm
-    from kgrag_utils.llm import load_llm
-
-    q0 = time.time()
-
-    _reset_peak(device)
-    t = time.perf_counter()
-    opts = {"quantization": "4bit"} if quant == "nf4" else {"dtype": "bfloat16"}
-    llm = load_llm(str(folder), cache=False, device=device, **opts)
-    _sync(device)
-    entry: dict = {"load_s": round(time.perf_counter() - t, 2), "after_load": _memory(device)}
-    import importlib.util
-
-    if importlib.util.find_spec("bitsandbytes"):
-        import bitsandbytes as bnb
-
-        entry["linear4bit_modules"] = sum(isinstance(m, bnb.nn.Linear4bit) for m in llm.model.modules())
-    entry["lm_head"] = type(llm.model.get_output_embeddings()).__name__
-    entry["attn_implementation"] = getattr(llm.model.config, "_attn_implementation", None)
-    wb = weight_bytes(llm.model)
-    entry["weights"] = wb
-    matmul_params = rm_param_count(shape) - shape["hidden_size"] * vocab  # every matmul incl. lm_head, not the gather
-    entry["runs"] = []
-    partial.step(quant, entry)
-    for b in batches:
-        if remaining() < 15:
-            entry["runs"].append({"batch": b, "skipped": "time budget"})
-            continue
-        prompts = [rm.word_prompt(L, vocab, seed=1000 * b + i) for i in range(b)]
-        try:
-            _reset_peak(device)
-            run = _measure(llm, prompts, N, device)
-            run.update(_bounds(wb, llm.model.config, b, L, N, bw_tbs))
-            run["decode_fraction_of_bound"] = _sig(run["decode_tokens_per_s"], run["bandwidth_bound_tokens_per_s"])
-            flops = _prefill_flops_per_token(llm.model.config, L, matmul_params)
-            run["prefill_compute_bound_tokens_per_s"] = round(H200_BF16_TFLOPS * 1e12 / flops, 1)
-            run.update(_memory(device))
-        except Exception as exc:
-            run = {"batch": b, "error": _short(exc), "traceback": traceback.format_exc()[-1500:]}
-            _free(device)
-        entry["runs"].append(run)
-        partial.step(quant, entry)
-    entry["measure_s"] = round(time.time() - q0, 1)
-    entry["variants"] = _variants(llm, quant, folder, device, prompts_for=lambda b: [
-        rm.word_prompt(L, vocab, seed=1000 * b + i) for i in range(b)], N=N, L=L, wb=wb, bw_tbs=bw_tbs,
-        remaining=remaining, reserve=(max(reserve, time.time() - q0) * 1.1 if quant == "nf4" else 0.0),
-        save=lambda: partial.step(quant, entry), dry=dry)
-    partial.step(quant, entry)
-    llm.close()
-    del llm
-    _free(device)
-
-
-def _sig(measured, bound):
-    return None if measured is None else float(f"{measured / bound:.3g}")
-
-
-def rm_param_count(shape: dict) -> int:
-    """Parameters of the dense model of `shape` (the nf4 model stores its matmul weights packed)."""
-    h, i, layers, v = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"], shape["vocab_size"]
-    hd = shape.get("head_dim") or h // shape["num_attention_heads"]
-    q, kv = shape["num_attention_heads"] * hd, shape["num_key_value_heads"] * hd
-    per_layer = h * q + 2 * h * kv + q * h + 3 * h * i
-    return layers * per_layer + 2 * v * h  # matmuls + embedding + lm_head (norms left out)
-
-
-#: (name, generate_options or None, model_kwargs or None, batches, rough cost in seconds on the GPU)
-VARIANTS = {
-    "nf4": [("static_kv_cache", {"cache_implementation": "static", "disable_compile": True}, None, (1,), 20)],
-    "bf16": [  # cheap ones first; the compiled one (minutes of compilation) only with what is left
-        ("static_kv_cache", {"cache_implementation": "static", "disable_compile": True}, None, (1, 8), 25),
-        ("eager_attention", None, {"attn_implementation": "eager"}, (8,), 40),
-        ("static_kv_cache_compiled", {"cache_implementation": "static"}, None, (1,), 150),
-    ],
-}
-
-
-def _variants(llm, quant, folder, device, prompts_for, N, L, wb, bw_tbs, remaining, reserve, save, dry) -> dict:
-    """Backend settings toggled through the backend (generate_options, or model_kwargs on a reload)."""
-    from kgrag_utils.llm import load_llm
-
-    out: dict = {}
-    for name, gen_opts, model_kwargs, batches, cost in VARIANTS[quant]:
-        if not dry and remaining() - reserve < cost:
-            out[name] = {"skipped": f"time budget: {remaining() - reserve:.0f} s left, needs about {cost} s"}
-            save()
-            continue
-        v: dict = {"generate_options": gen_opts, "model_kwargs": model_kwargs, "runs": []}
-        if device != "cuda" and gen_opts and not gen_opts.get("disable_compile"):
-            v["note"] = "transformers compiles a static-cache forward pass on CUDA only: here it ran eagerly"
-        out[name] = v
-        other = None
-        try:
-            target = llm
-            if model_kwargs:
-                opts = {"quantization": "4bit"} if quant == "nf4" else {"dtype": "bfloat16"}
-                t = time.perf_counter()
-                other = load_llm(str(folder), cache=False, device=device, model_kwargs=model_kwargs, **opts)
-                v["load_s"] = round(time.perf_counter() - t, 2)
-                target = other
-            saved = dict(target.generate_options)
-            if gen_opts:
-                target.generate_options = dict(gen_opts)
-            try:
-                for b in batches:
-                    run = _measure(target, prompts_for(b), N, device)
-                    run.update(_bounds(wb, target.model.config, b, L, N, bw_tbs))
-                    run["decode_fraction_of_bound"] = _sig(run["decode_tokens_per_s"], run["bandwidth_bound_tokens_per_s"])
-                    v["runs"].append(run)
-                    save()
-            finally:
-                target.generate_options = saved
-        except Exception as exc:
-            v["error"] = _short(exc)
-            v["traceback"] = traceback.format_exc()[-1500:]
-        finally:
-            if other is not None:
-                other.close()
-                del other
-                _free(device)
-        save()
-    return out
-
-
 # ============================================================================ part: tests
 def run_tests_part(dry: bool, work: Path, env: dict, timeout: float, log) -> dict:
     junit = work / "junit.xml"
@@ -684,7 +351,7 @@ def _tail(path: Path, n: int = 2500) -> str:
         return ""
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: proves the script, measures nothing real")
     ap.add_argument("--out", default=None, help=f"JSON file (default {REAL_OUT}, dry run {DRY_OUT})")
@@ -699,22 +366,69 @@ def main(argv=None) -> int:
     ap.add_argument("--work", help=argparse.SUPPRESS)
     ap.add_argument("--partial", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
+    return ap
+
+
+def _child(args) -> int:
+    """One part in this (child) process: its results go to the partial file as it goes."""
+    partial = Partial(Path(args.partial))
+    try:
+        if args.child == "method":
+            part_method(args.dry_run, Path(args.work), partial, args.deadline, args.method_via)
+        else:
+            part_throughput(args.dry_run, Path(args.work), partial, args.deadline, args.bandwidth_tbs)
+        partial.set("complete", True)
+        return 0
+    except Exception as exc:
+        partial.set("error", _short(exc))
+        partial.set("traceback", traceback.format_exc()[-3000:])
+        raise
+
+
+def _child_env(work: Path) -> dict:
+    """The parts' environment: this checkout first on the path, offline hubs, fresh folders under `work`."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.update({"KGRAG_ROOT": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"})
+    for var, sub in (("KGRAG_CACHE_DIR", "cache"), ("KGRAG_RESULTS_DIR", "results"), ("KGRAG_RUNS_DIR", "runs"),
+                     ("KGRAG_FIGURES_DIR", "figures"), ("KGRAG_SAMPLE_DIR", "sample")):
+        env[var] = str(work / sub)  # fresh caches: every LLM call and embedding is computed, not replayed
+    return env
+
+
+def _run_part(name: str, args, work: Path, env: dict, timeout: float) -> dict:
+    """One part within `timeout` seconds: the tests in a pytest process, the others in a child of this script."""
+    log_path = work / f"{name}.log"
+    t = time.time()
+    with open(log_path, "w") as log:
+        if name == "tests":
+            result = run_tests_part(args.dry_run, work, env, timeout, log)
+        else:
+            partial = work / f"{name}.partial.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--work", str(work),
+                   "--partial", str(partial), "--deadline", str(t + timeout - 5),
+                   "--bandwidth-tbs", str(args.bandwidth_tbs), "--method-via", args.method_via] + (
+                ["--dry-run"] if args.dry_run else [])
+            rc, seconds, timed_out = _run_child(cmd, env, timeout, log)
+            result = json.loads(partial.read_text()) if partial.exists() else {}
+            result.update({"exit_code": rc, "timed_out": timed_out})
+            ok = rc == 0 and result.get("complete")
+            if name == "method":
+                steps = result.get("steps", {})
+                ok = ok and all((steps.get(k) or {}).get("ok") for k in ("records", "records_oracle_patterns"))
+            result["status"] = "ok" if ok else ("timeout" if timed_out else "failed")
+    result["seconds"] = round(time.time() - t, 1)
+    if result["status"] != "ok":
+        result["log_tail"] = _tail(log_path)
+    return result
+
+
+def main(argv=None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
-
     if args.child:
-        partial = Partial(Path(args.partial))
-        try:
-            if args.child == "method":
-                part_method(args.dry_run, Path(args.work), partial, args.deadline, args.method_via)
-            else:
-                part_throughput(args.dry_run, Path(args.work), partial, args.deadline, args.bandwidth_tbs)
-            partial.set("complete", True)
-            return 0
-        except Exception as exc:
-            partial.set("error", _short(exc))
-            partial.set("traceback", traceback.format_exc()[-3000:])
-            raise
-
+        return _child(args)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
@@ -734,13 +448,7 @@ def main(argv=None) -> int:
         print("gpu_check: no CUDA device is visible to torch: run with --dry-run on a CPU machine.", file=sys.stderr)
         return 2
     work = _work_dir(args.dry_run)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env.update({"KGRAG_ROOT": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"})
-    for var, sub in (("KGRAG_CACHE_DIR", "cache"), ("KGRAG_RESULTS_DIR", "results"), ("KGRAG_RUNS_DIR", "runs"),
-                     ("KGRAG_FIGURES_DIR", "figures"), ("KGRAG_SAMPLE_DIR", "sample")):
-        env[var] = str(work / sub)  # fresh caches: every LLM call and embedding is computed, not replayed
+    env = _child_env(work)
     record = {
         "check": "gpu_check", "dry_run": args.dry_run,
         "label": ("DRY RUN on the CPU with tiny shapes: proves the script runs; these are NOT GPU figures"
@@ -769,29 +477,7 @@ def main(argv=None) -> int:
                 record["parts"][name] = {"status": "skipped", "reason": f"time budget: {left:.0f} s left"}
                 save()
                 continue
-            timeout = min(cap, left)
-            log_path = work / f"{name}.log"
-            t = time.time()
-            with open(log_path, "w") as log:
-                if name == "tests":
-                    result = run_tests_part(args.dry_run, work, env, timeout, log)
-                else:
-                    partial = work / f"{name}.partial.json"
-                    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--work", str(work),
-                           "--partial", str(partial), "--deadline", str(t + timeout - 5),
-                           "--bandwidth-tbs", str(args.bandwidth_tbs), "--method-via", args.method_via] + (
-                        ["--dry-run"] if args.dry_run else [])
-                    rc, seconds, timed_out = _run_child(cmd, env, timeout, log)
-                    result = json.loads(partial.read_text()) if partial.exists() else {}
-                    result.update({"exit_code": rc, "timed_out": timed_out})
-                    ok = rc == 0 and result.get("complete")
-                    if name == "method":
-                        steps = result.get("steps", {})
-                        ok = ok and all((steps.get(k) or {}).get("ok") for k in ("records", "records_oracle_patterns"))
-                    result["status"] = "ok" if ok else ("timeout" if timed_out else "failed")
-            result["seconds"] = round(time.time() - t, 1)
-            if result["status"] != "ok":
-                result["log_tail"] = _tail(log_path)
+            result = _run_part(name, args, work, env, timeout=min(cap, left))
             record["parts"][name] = result
             save()
             print(f"[gpu_check] {name}: {result['status']} in {result['seconds']} s", flush=True)

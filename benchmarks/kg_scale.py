@@ -120,7 +120,7 @@ def stage_load(path: str) -> dict:
             "num_relations": back.num_relations}
 
 
-def main(argv: list[str] | None = None) -> dict:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edges", type=int, default=1_000_000)
     parser.add_argument("--entities", type=int, default=None, help="default: edges // 10")
@@ -133,22 +133,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-text-load", action="store_true", help="skip the text write / KG.load stage")
     parser.add_argument("--no-tracemalloc", action="store_true", help="skip the second, traced build")
     parser.add_argument("--stage-load", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.stage_load:
-        print(json.dumps(stage_load(args.stage_load)))
-        return {}
 
-    report: dict = {
-        "benchmark": "kg_scale",
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "numpy": np.__version__, "cpus": os.cpu_count()},
-        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "stage_load"},
-        "memory_method": ("peak_rss_mb: resource.getrusage(RUSAGE_SELF).ru_maxrss of the whole process "
-                          "(interpreter + sampling temporaries + KG); traced_build_peak_mb: tracemalloc peak "
-                          "of numpy/Python allocations inside KG.from_ids alone (a second build)"),
-    }
+def build_stage(args) -> tuple[KG, dict]:
+    """The synthetic KG built from ids (timed, peak RSS), and again under tracemalloc unless turned off."""
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
     heads, rels, tails, n_ent, n_rel = synthetic_ids(args.edges, args.entities, args.relations, args.seed, args.alpha)
@@ -161,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict:
     kg = KG.from_ids(heads, rels, tails, entity_names, relation_names, name=f"synthetic-{args.edges}")
     build_s = time.perf_counter() - t0
     rss_build = peak_rss_mb()
-    report["build"] = {
+    build = {
         "num_edges": kg.num_edges, "num_entities": n_ent, "num_relations": n_rel,
         "sample_ids_s": round(gen_s, 3), "make_names_s": round(names_s, 3), "from_ids_s": round(build_s, 3),
         "total_s": round(gen_s + names_s + build_s, 3),
@@ -171,7 +160,6 @@ def main(argv: list[str] | None = None) -> dict:
         "isolated_entities": int((kg.degree == 0).sum()),
         "largest_relation_share": round(float(np.bincount(kg.rels).max() / kg.num_edges), 4),
     }
-    report["bytes"] = kg.nbytes()
     if not args.no_tracemalloc:
         tracemalloc.start()
         t0 = time.perf_counter()
@@ -179,13 +167,15 @@ def main(argv: list[str] | None = None) -> dict:
         traced_s = time.perf_counter() - t0
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        report["build"]["traced_build_peak_mb"] = round(peak / 2**20, 1)
-        report["build"]["traced_build_s"] = round(traced_s, 3)
-    del heads, rels, tails
+        build["traced_build_peak_mb"] = round(peak / 2**20, 1)
+        build["traced_build_s"] = round(traced_s, 3)
     print(f"built {kg} in {build_s:.2f}s (sampling {gen_s:.2f}s); peak RSS {rss_build:.0f} MB", flush=True)
+    return kg, build
 
-    rng = np.random.default_rng(args.seed + 1)
-    q = args.queries
+
+def latency_stage(kg: KG, q: int, seed: int) -> dict:
+    """Per-call latencies of the lookups (one call at a time, warm process) and the sizes of their results."""
+    rng = np.random.default_rng(seed + 1)
     ents = rng.integers(0, kg.num_entities, size=q)
     t_all, res_all = time_calls(lambda e: kg.neighbors(int(e)), [(e,) for e in ents])
     sample_edges = rng.integers(0, kg.num_edges, size=q)
@@ -197,7 +187,7 @@ def main(argv: list[str] | None = None) -> dict:
     t_chain, res_chain = time_calls(lambda s, c: kg.follow_chain(s, c), chains)
     assert all(r.reached.size > 0 for r in res_chain), "a random-walk chain must reach something"
     t_khop, res_khop = time_calls(lambda s: kg.khop_edges([s], 2, max_edges=100_000), [(c[0],) for c in chains[:200]])
-    report["latency"] = {
+    return {
         "neighbors_out_all_relations": {**summarize_ns(t_all),
                                         "results": summarize_counts([r[0].size for r in res_all])},
         "neighbors_out_by_relation": {**summarize_ns(t_rel), "results": summarize_counts([r[0].size for r in res_rel])},
@@ -213,6 +203,61 @@ def main(argv: list[str] | None = None) -> dict:
                   "starts uniform over entities (by-relation lookups: endpoints of random facts; "
                   "chains: random walks over both directions)",
     }
+
+
+def text_load_in_child(text: Path, write_s: float) -> dict:
+    """KG.load of the written text file in a fresh child process (`--stage-load`), with its peak RSS."""
+    proc = subprocess.run([sys.executable, __file__, "--stage-load", str(text)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"text-load stage failed:\n{proc.stderr[-2000:]}")
+    child = json.loads(proc.stdout.strip().splitlines()[-1])
+    child_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"file_bytes": text.stat().st_size, "write_s": round(write_s, 3), **child,
+            "child_peak_rss_mb": round(child_peak, 1),
+            "method": "fresh child process: KG.load (pyarrow reader) then save/load_npz; "
+                      "child_peak_rss_mb = getrusage(RUSAGE_CHILDREN).ru_maxrss"}
+
+
+def metaqa_stage(metaqa: Path | None) -> dict:
+    """The real MetaQA KB: text load, npz save and load (skipped, saying why, without the file)."""
+    if metaqa is None or not Path(metaqa).is_file():
+        return {"skipped": f"MetaQA KB not found ({metaqa or 'no data directory holds it'})"}
+    t0 = time.perf_counter()
+    mkg = KG.load(metaqa)
+    load_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="kg_scale_") as tmp:
+        t1 = time.perf_counter()
+        path = mkg.save(Path(tmp) / "metaqa.npz")
+        save_s = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        KG.load_npz(path)
+        npz_s = time.perf_counter() - t1
+    return {"path": str(metaqa), "load_s": round(load_s, 3), "npz_save_s": round(save_s, 3),
+            "npz_load_s": round(npz_s, 3), "num_edges": mkg.num_edges,
+            "num_entities": mkg.num_entities, "num_relations": mkg.num_relations,
+            "expected": {"num_edges": 128_185, "num_entities": 42_718, "num_relations": 9}}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = _parser().parse_args(argv)
+    if args.stage_load:
+        print(json.dumps(stage_load(args.stage_load)))
+        return {}
+
+    report: dict = {
+        "benchmark": "kg_scale",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                    "numpy": np.__version__, "cpus": os.cpu_count()},
+        "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "stage_load"},
+        "memory_method": ("peak_rss_mb: resource.getrusage(RUSAGE_SELF).ru_maxrss of the whole process "
+                          "(interpreter + sampling temporaries + KG); traced_build_peak_mb: tracemalloc peak "
+                          "of numpy/Python allocations inside KG.from_ids alone (a second build)"),
+    }
+    kg, report["build"] = build_stage(args)
+    report["bytes"] = kg.nbytes()
+    report["latency"] = latency_stage(kg, args.queries, args.seed)
     print(json.dumps(report["latency"], indent=1), flush=True)
 
     if not args.no_text_load:
@@ -221,38 +266,11 @@ def main(argv: list[str] | None = None) -> dict:
             t0 = time.perf_counter()
             write_text(kg, text)
             write_s = time.perf_counter() - t0
-            size = text.stat().st_size
-            del kg
-            proc = subprocess.run([sys.executable, __file__, "--stage-load", str(text)],
-                                  capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise SystemExit(f"text-load stage failed:\n{proc.stderr[-2000:]}")
-            child = json.loads(proc.stdout.strip().splitlines()[-1])
-            child_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-            report["text_load"] = {"file_bytes": size, "write_s": round(write_s, 3), **child,
-                                   "child_peak_rss_mb": round(child_peak, 1),
-                                   "method": "fresh child process: KG.load (pyarrow reader) then save/load_npz; "
-                                             "child_peak_rss_mb = getrusage(RUSAGE_CHILDREN).ru_maxrss"}
+            del kg  # the child loads with this process's KG freed
+            report["text_load"] = text_load_in_child(text, write_s)
             print(json.dumps(report["text_load"], indent=1), flush=True)
 
-    metaqa = args.metaqa or default_metaqa_path()
-    if metaqa is not None and Path(metaqa).is_file():
-        t0 = time.perf_counter()
-        mkg = KG.load(metaqa)
-        load_s = time.perf_counter() - t0
-        with tempfile.TemporaryDirectory(prefix="kg_scale_") as tmp:
-            t1 = time.perf_counter()
-            path = mkg.save(Path(tmp) / "metaqa.npz")
-            save_s = time.perf_counter() - t1
-            t1 = time.perf_counter()
-            KG.load_npz(path)
-            npz_s = time.perf_counter() - t1
-        report["metaqa"] = {"path": str(metaqa), "load_s": round(load_s, 3), "npz_save_s": round(save_s, 3),
-                            "npz_load_s": round(npz_s, 3), "num_edges": mkg.num_edges,
-                            "num_entities": mkg.num_entities, "num_relations": mkg.num_relations,
-                            "expected": {"num_edges": 128_185, "num_entities": 42_718, "num_relations": 9}}
-    else:
-        report["metaqa"] = {"skipped": f"MetaQA KB not found ({metaqa or 'no data directory holds it'})"}
+    report["metaqa"] = metaqa_stage(args.metaqa or default_metaqa_path())
     print(json.dumps(report["metaqa"], indent=1))
     report["peak_rss_mb_end"] = round(peak_rss_mb(), 1)
 
@@ -261,7 +279,6 @@ def main(argv: list[str] | None = None) -> dict:
 
         print(f"wrote {write_result(args.out, report, args)}")  # atomic, + provenance (command, arguments, commit)
     return report
-
 
 if __name__ == "__main__":
     main()

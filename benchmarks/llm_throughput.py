@@ -101,21 +101,11 @@ def _current_rss_mb() -> float:
 
 def run_child(preset: str, name: str, decode_tokens: int) -> dict:
     """Measure one backend in this process (called in a subprocess)."""
-    from kgrag_utils.llm import ResponseCache, get_preset, load_llm
-    from kgrag_utils.llm.gguf_assets import assemble
-    from kgrag_utils.parsers import extract_json_list, parse_triples
+    from kgrag_utils.llm import get_preset, load_llm
 
     opts = dict(BACKENDS[name])
-    spec = get_preset(preset)
     load_start = os.getloadavg()[0]
-    t = time.perf_counter()
-    if spec.gguf is not None:
-        assemble(spec.gguf)
-    if opts.get("quantization") == "4bit" and spec.gguf is not None:
-        from kgrag_utils.llm.hf_backend import ensure_safetensors_copy
-
-        ensure_safetensors_copy(spec, assemble(spec.gguf))
-    prepare_s = time.perf_counter() - t
+    prepare_s = _prepare_files(get_preset(preset), opts)
     rss_before = _current_rss_mb()
 
     t = time.perf_counter()
@@ -140,24 +130,8 @@ def run_child(preset: str, name: str, decode_tokens: int) -> dict:
     batch_s = time.perf_counter() - t
     batch_tps = sum(r.completion_tokens for r in batch) / batch_s
 
-    [tri] = llm.generate([TRIPLE_CHAT], max_new_tokens=64)
-    triples = parse_triples(tri.text)
-    found = sum(any(h in t_[0] and x in t_[2] or x in t_[0] and h in t_[2] for t_ in triples) for h, x in EXPECTED)
-    [js] = llm.generate([JSON_PROMPT], max_new_tokens=48)
-    entities = extract_json_list(js.text, key="entities")
-
-    with tempfile.TemporaryDirectory() as tmp:
-        llm.cache = ResponseCache(Path(tmp) / "bench.sqlite")
-        llm.generate(["Name a colour."], max_new_tokens=8)
-        n = 50
-        t = time.perf_counter()
-        for _ in range(n):
-            r = llm.chat("Name a colour.", max_new_tokens=8)
-        cached_ms = (time.perf_counter() - t) / n * 1000
-        assert r.cached
-        llm.cache.close()
-        llm.cache = None
-
+    quality = _quality(llm)
+    cached_ms = _cached_call_ms(llm)
     return {
         "backend": name,
         "backend_name": llm.backend_name,
@@ -178,14 +152,56 @@ def run_child(preset: str, name: str, decode_tokens: int) -> dict:
         "peak_rss_mb": round(_rss_mb(), 1),
         "decode_cpu_cores_used": round(decode_cpu_share, 2),
         "loadavg_1min_start_end": [round(load_start, 2), round(os.getloadavg()[0], 2)],
-        "quality": {
-            "triple_prompt_output": tri.text,
-            "triples_parsed": [list(t_) for t_ in triples],
-            "expected_pairs_found": f"{found}/{len(EXPECTED)}",
-            "json_prompt_output": js.text,
-            "entities_parsed": entities,
-        },
+        "quality": quality,
     }
+
+
+def _prepare_files(spec, opts: dict) -> float:
+    """Seconds to put the preset's model files in place (the GGUF assembled; for 4-bit, its safetensors copy)."""
+    from kgrag_utils.llm.gguf_assets import assemble
+
+    t = time.perf_counter()
+    if spec.gguf is not None:
+        assemble(spec.gguf)
+    if opts.get("quantization") == "4bit" and spec.gguf is not None:
+        from kgrag_utils.llm.hf_backend import ensure_safetensors_copy
+
+        ensure_safetensors_copy(spec, assemble(spec.gguf))
+    return time.perf_counter() - t
+
+
+def _quality(llm) -> dict:
+    """The replies to a triple-extraction chat and a JSON prompt, and what the project's parsers read from them."""
+    from kgrag_utils.parsers import extract_json_list, parse_triples
+
+    [tri] = llm.generate([TRIPLE_CHAT], max_new_tokens=64)
+    triples = parse_triples(tri.text)
+    found = sum(any(h in t_[0] and x in t_[2] or x in t_[0] and h in t_[2] for t_ in triples) for h, x in EXPECTED)
+    [js] = llm.generate([JSON_PROMPT], max_new_tokens=48)
+    return {
+        "triple_prompt_output": tri.text,
+        "triples_parsed": [list(t_) for t_ in triples],
+        "expected_pairs_found": f"{found}/{len(EXPECTED)}",
+        "json_prompt_output": js.text,
+        "entities_parsed": extract_json_list(js.text, key="entities"),
+    }
+
+
+def _cached_call_ms(llm, n: int = 50) -> float:
+    """Milliseconds of a call answered from the response cache (a temporary one), over `n` calls."""
+    from kgrag_utils.llm import ResponseCache
+
+    with tempfile.TemporaryDirectory() as tmp:
+        llm.cache = ResponseCache(Path(tmp) / "bench.sqlite")
+        llm.generate(["Name a colour."], max_new_tokens=8)
+        t = time.perf_counter()
+        for _ in range(n):
+            r = llm.chat("Name a colour.", max_new_tokens=8)
+        cached_ms = (time.perf_counter() - t) / n * 1000
+        assert r.cached
+        llm.cache.close()
+        llm.cache = None
+    return cached_ms
 
 
 def _environment() -> dict:

@@ -33,6 +33,7 @@ The decision is taken once per process (`budget()`), and `announce()` prints it 
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import sys
@@ -254,11 +255,15 @@ def prepare_environment(b: CpuBudget | None = None) -> dict[str, str]:
     return set_now
 
 
+def _given_or_imported(module, name: str):
+    """The module a caller passed in, else the installed one (torch and faiss are optional
+    dependencies: only callers that use them call the configure functions)."""
+    return module if module is not None else importlib.import_module(name)
+
+
 def configure_torch(torch_module=None) -> int:
     """torch's intra-op threads to the budget, inter-op to 1 (where torch still allows it)."""
-    torch = torch_module
-    if torch is None:
-        import torch  # noqa: F811  (torch is an optional dependency: only callers that use it call this)
+    torch = _given_or_imported(torch_module, "torch")
     n = budget().threads
     torch.set_num_threads(n)
     try:
@@ -269,10 +274,8 @@ def configure_torch(torch_module=None) -> int:
 
 
 def configure_faiss(faiss_module=None) -> int:
-    faiss = faiss_module
-    if faiss is None:
-        import faiss  # noqa: F811
+    """faiss's OpenMP threads to the budget."""
     n = budget().threads
-    faiss.omp_set_num_threads(n)
+    _given_or_imported(faiss_module, "faiss").omp_set_num_threads(n)
     return n
 

@@ -33,7 +33,8 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm(dataset):
     assert {"derived_hits@1", "gate_coverage", "llm_compact", "llm_topk"} <= set(rec["summary"])
     ex = records.load_examples(out.run_name)
     assert len(ex) == 4 and {"prompt_compact", "prompt_topk", "gate", "derived_answers"} <= set(ex.columns)
-    for ds, what in ((dataset, "worked_example"), ("sample-kinship", "kinship_example"), (dataset, "results")):
+    for ds, what in ((dataset, "worked_example"), ("sample-kinship", "kinship_example"), (dataset, "results"),
+                     (dataset, "stage_errors")):
         fig = figure_name("compact", ds, what, run=out.run_name)  # figure names carry the dataset and the run
         assert (settings.figures_dir() / f"{fig}.png").exists(), fig
 

@@ -1,90 +1,37 @@
-"""Dataset loaders, registry, answerable flag and download step, on small files in each real format."""
+"""Dataset loaders (MetaQA, PathQuestion, CLUTRR), the registry and the answerable flag, on small files in each
+real format; the passage datasets are in test_datasets_passages.py, the download step in test_datasets_download.py."""
 
 from __future__ import annotations
 
 import csv
-import hashlib
-import json
-import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from dataset_files import (KB_LINES, PQ_KB, PQ_LINES, QA_2HOP, QTYPE_2HOP, data_root,  # noqa: F401 (a fixture)
+                           write_lines)
 
 from kgrag_utils.datasets import (KGQuestion, answerable_flags, compute_answerable, list_datasets, load_dataset,
                                   normalize_name, sample_items)
-from kgrag_utils.datasets import clutrr, download, metaqa, passages, pathquestion
-from kgrag_utils.errors import (BackendUnavailableError, ConfigError, DatasetMissingError, IntegrityError,
-                                MissingDependencyError)
+from kgrag_utils.datasets import clutrr, metaqa, pathquestion
+from kgrag_utils.errors import ConfigError, DatasetMissingError, IntegrityError
 from kgrag_utils.kg import KG
 
 # ----------------------------------------------------------------------------- fixtures
-
-KB_LINES = [
-    "Big|directed_by|Penny Marshall",
-    "Big|starred_actors|Tom Hanks",
-    "Big|release_year|1988",
-    "Splash|starred_actors|Tom Hanks",
-    "Splash|directed_by|Ron Howard",
-    "Apollo 13|starred_actors|Tom Hanks",
-    "Apollo 13|directed_by|Ron Howard",
-    "Apollo 13|release_year|1995",
-    "Cocoon|directed_by|Ron Howard",
-    "Cocoon|has_genre|Drama",
-    "Awakenings|directed_by|Penny Marshall",
-    "Awakenings|has_genre|Drama",
-]
-
-QA_2HOP = [
-    # 0: answerable along the chain; the second answer differs from the KB name in case and spacing
-    "which person directed the movies starred by [Tom Hanks]\tPenny Marshall|ron  HOWARD",
-    # 1: one gold answer is not in the KB at all
-    "which person directed the movies starred by [Tom Hanks]\tPenny Marshall|Steven Spielberg",
-    # 2: topic not in the KB
-    "which person directed the movies starred by [Meg Ryan]\tNora Ephron",
-    # 3: answerable along the chain
-    "the films acted by [Tom Hanks] were released in which years\t1988|1995",
-    # 4: Ron Howard is 2 undirected hops from Tom Hanks, but not along actor->movie->genre:
-    #    chain False, k-hop True
-    "what genres are the movies starred by [Tom Hanks]\tRon Howard",
-]
-QTYPE_2HOP = ["actor_to_movie_to_director", "actor_to_movie_to_director", "actor_to_movie_to_director",
-              "actor_to_movie_to_year", "actor_to_movie_to_genre"]
-
-
-def _write(path: Path, lines: list[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def data_root(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "data"
-    root.mkdir()
-    monkeypatch.setenv("KGRAG_DATA_DIR", str(root))
-    monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
-    # the files these tests write are small stand-ins in the released formats, not the released files:
-    # the loaders are tested here, the integrity check of real copies in tests/test_integrity.py
-    from kgrag_utils.datasets import registry
-
-    monkeypatch.setattr(registry, "verify_dataset", lambda spec, accept_changes=False: [])
-    return root
 
 
 @pytest.fixture
 def metaqa_root(data_root) -> Path:
     root = data_root / "MetaQA"
-    _write(root / "kb_reconstructed.txt", KB_LINES)
-    _write(root / "qa" / "2-hop" / "vanilla" / "qa_test.txt", QA_2HOP)
-    _write(root / "qa" / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP)
-    _write(root / "qa" / "2-hop" / "vanilla" / "qa_dev.txt", QA_2HOP[:2])
-    _write(root / "qa" / "2-hop" / "qa_dev_qtype.txt", QTYPE_2HOP[:2])
-    _write(root / "qa" / "1-hop" / "vanilla" / "qa_test.txt",
+    write_lines(root / "kb_reconstructed.txt", KB_LINES)
+    write_lines(root / "qa" / "2-hop" / "vanilla" / "qa_test.txt", QA_2HOP)
+    write_lines(root / "qa" / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP)
+    write_lines(root / "qa" / "2-hop" / "vanilla" / "qa_dev.txt", QA_2HOP[:2])
+    write_lines(root / "qa" / "2-hop" / "qa_dev_qtype.txt", QTYPE_2HOP[:2])
+    write_lines(root / "qa" / "1-hop" / "vanilla" / "qa_test.txt",
            [f"what movies did [Tom Hanks] act in\tBig|Splash|Apollo 13"] * 3 + ["who directed [Big]\tPenny Marshall"])
-    _write(root / "qa" / "1-hop" / "qa_test_qtype.txt", ["actor_to_movie"] * 3 + ["movie_to_director"])
+    write_lines(root / "qa" / "1-hop" / "qa_test_qtype.txt", ["actor_to_movie"] * 3 + ["movie_to_director"])
     return root
 
 
@@ -135,20 +82,20 @@ def test_metaqa_loader_fields_and_answerable(metaqa_root):
 
 
 def test_metaqa_prefers_original_kb(metaqa_root):
-    _write(metaqa_root / "kb.txt", KB_LINES[:3])
+    write_lines(metaqa_root / "kb.txt", KB_LINES[:3])
     ds = load_dataset("metaqa-1hop", answerable=False)
     assert ds.info["kb_file"] == "kb.txt" and ds.kg.num_edges == 3
     assert all(q.answerable is None for q in ds)
 
 
 def test_metaqa_misaligned_qtype_file_is_an_error(metaqa_root):
-    _write(metaqa_root / "qa" / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP[:3])
+    write_lines(metaqa_root / "qa" / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP[:3])
     with pytest.raises(IntegrityError, match="not aligned"):
         load_dataset("metaqa-2hop")
 
 
 def test_metaqa_ntm_variant_borrows_missing_topics_from_vanilla(metaqa_root):
-    _write(metaqa_root / "qa" / "1-hop" / "ntm" / "qa_test.txt",
+    write_lines(metaqa_root / "qa" / "1-hop" / "ntm" / "qa_test.txt",
            ["what films did tom hanks appear in\tBig|Splash|Apollo 13"] * 3 + ["who made [Big]\tPenny Marshall"])
     ds = load_dataset("metaqa-1hop", variant="ntm")
     assert [q.topic_entities for q in ds] == [["Tom Hanks"]] * 3 + [["Big"]]
@@ -165,7 +112,7 @@ def test_answerable_is_cached_on_disk_and_invalidated_by_file_changes(metaqa_roo
     monkeypatch.setattr(answerable_mod, "compute_answerable", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert [q.answerable for q in load_dataset("metaqa-2hop")] == first
     assert calls == []  # served from the cache
-    _write(metaqa_root / "kb_reconstructed.txt", KB_LINES + ["Splash|directed_by|Steven Spielberg"])
+    write_lines(metaqa_root / "kb_reconstructed.txt", KB_LINES + ["Splash|directed_by|Steven Spielberg"])
     again = load_dataset("metaqa-2hop")
     assert calls, "a changed KB file must invalidate the cached flags"
     assert again[1].answerable is True  # Spielberg now reachable from Tom Hanks via Splash
@@ -199,14 +146,6 @@ def test_normalize_name():
 
 # ----------------------------------------------------------------------------- PathQuestion
 
-PQ_LINES = [
-    "what is the nation of x_a 's couple ?\tuk(uk/)\tx_a#spouse#x_b#nationality#uk#<end>#uk",
-    "is x_c 's offspring a man or a woman ?\tfemale(male/female/)\tx_c#children#x_d#gender#female#<end>#female",
-    "who is x_a 's couple 's child ?\tx_e(x_e/)\tx_a#spouse#x_b#children#x_e#<end>#x_e",
-]
-PQ_KB = ["x_a\tspouse\tx_b", "x_b\tnationality\tuk", "x_c\tchildren\tx_d", "x_c\tchildren\tx_f",
-         "x_d\tgender\tfemale", "x_f\tgender\tmale", "x_b\tchildren\tx_g"]
-
 
 def test_parse_pq_line_pathquestion_format():
     rec = pathquestion.parse_pq_line(PQ_LINES[1])
@@ -234,10 +173,10 @@ def test_parse_pq_line_rejects_malformed(bad):
 
 def test_pq_loader_and_answerable(data_root):
     root = data_root / "PathQuestion"
-    _write(root / "PQ-2H.txt", PQ_LINES)
-    _write(root / "2H-kb.txt", PQ_KB)
-    _write(root / "3H-kb.txt", PQ_KB)
-    _write(root / "PQ-3H.txt", PQ_LINES[:1])
+    write_lines(root / "PQ-2H.txt", PQ_LINES)
+    write_lines(root / "2H-kb.txt", PQ_KB)
+    write_lines(root / "3H-kb.txt", PQ_KB)
+    write_lines(root / "PQ-3H.txt", PQ_LINES[:1])
     ds = load_dataset("pq-2hop", split="all")
     assert [q.qid for q in ds] == ["pq-2h-00000", "pq-2h-00001", "pq-2h-00002"]
     assert ds[0].chain == [("spouse", True), ("nationality", True)] and ds[0].hops == 2
@@ -260,9 +199,9 @@ def test_pq_split_is_seeded_disjoint_and_independent_of_sampling_seed():
 
 
 def test_pq_file_loader_guesses_the_kb(tmp_path):
-    _write(tmp_path / "WC-P2.txt", ["where is the club of A_B ?\tItaly\tA_B#plays_in_club#C_D#is_in_country#Italy"
+    write_lines(tmp_path / "WC-P2.txt", ["where is the club of A_B ?\tItaly\tA_B#plays_in_club#C_D#is_in_country#Italy"
                                      "\tItaly/\tA_B#plays_in_club#C_D"])
-    _write(tmp_path / "WC2014.txt", ["A_B\tplays_in_club\tC_D", "C_D\tis_in_country\tItaly"])
+    write_lines(tmp_path / "WC2014.txt", ["A_B\tplays_in_club\tC_D", "C_D\tis_in_country\tItaly"])
     ds = load_dataset("pq-file", split="all", path=str(tmp_path / "WC-P2.txt"))
     assert len(ds) == 1 and ds[0].answerable is True and ds.info["kb_file"] == "WC2014.txt"
     with pytest.raises(ConfigError, match="path="):
@@ -271,10 +210,10 @@ def test_pq_file_loader_guesses_the_kb(tmp_path):
 
 def test_conjunctive_lines_become_branches_meeting_at_the_answer_and_answerable_intersects_them(tmp_path):
     conj = "name a player at {a} in club {b} ?\t{m}\t{a}#plays_position_inverse#{m}#<end>#{m}*{b}#plays_in_club_inverse#{m}#<end>#{m}\t{s}\tfacts"
-    _write(tmp_path / "WC-C.txt", [conj.format(a="Forward", b="Club_A", m="P1", s="P1/"),
+    write_lines(tmp_path / "WC-C.txt", [conj.format(a="Forward", b="Club_A", m="P1", s="P1/"),
                                    conj.format(a="Forward", b="Club_A", m="P1", s="P1/P2/"),  # P2 is no forward
                                    conj.format(a="Forward", b="Club_B", m="P3", s="P3/")])
-    _write(tmp_path / "WC2014.txt", ["Forward\tplays_position_inverse\tP1", "Forward\tplays_position_inverse\tP3",
+    write_lines(tmp_path / "WC2014.txt", ["Forward\tplays_position_inverse\tP1", "Forward\tplays_position_inverse\tP3",
                                      "Defender\tplays_position_inverse\tP2", "Club_A\tplays_in_club_inverse\tP1",
                                      "Club_A\tplays_in_club_inverse\tP2", "Club_B\tplays_in_club_inverse\tP2"])
     ds = load_dataset("pq-file", split="all", path=str(tmp_path / "WC-C.txt"))
@@ -322,8 +261,8 @@ def test_answers_whose_names_hold_parentheses_are_the_path_answer_and_its_altern
 
 
 def test_pq_file_counts_the_lines_that_do_not_parse_and_answers_the_rest(tmp_path):
-    _write(tmp_path / "PQL-2H.txt", PQL_LINES)
-    _write(tmp_path / "PQL2-KB.txt", PQL_KB)
+    write_lines(tmp_path / "PQL-2H.txt", PQL_LINES)
+    write_lines(tmp_path / "PQL2-KB.txt", PQL_KB)
     with pytest.warns(UserWarning, match="2 line"):
         ds = load_dataset("pq-file", split="all", path=str(tmp_path / "PQL-2H.txt"))
     assert ds.info["kb_file"] == "PQL2-KB.txt"
@@ -438,175 +377,6 @@ def test_clutrr_chain_length_of_file():
     assert clutrr.chain_length_of_file(Path("2,3_train.csv")) == [2, 3]
 
 
-# ----------------------------------------------------------------------------- passages
-
-
-def test_hotpotqa_loader(data_root):
-    root = data_root / "HotpotQA"
-    root.mkdir()
-    questions = [{"_id": "h1", "question": "If Gallu is a demon Lilu is what?", "answer": "a spirit",
-                  "type": "bridge", "level": "easy", "supporting_facts": [["Lilu", 0], ["Gallu", 1], ["Lilu", 1]],
-                  "context": [["Gallu", ["Gallu is a demon.", " It lives below."]], ["Lilu", ["Lilu is a spirit."]]]}]
-    corpus = {"Gallu": ["Gallu is a demon.", " It lives below."], "Lilu": ["Lilu is a spirit."],
-              "Other": ["Unrelated."]}
-    (root / "hipporag_hotpotqa_train_100q.json").write_text(json.dumps(questions), encoding="utf-8")
-    (root / "hipporag_hotpotqa_train_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
-    ds = load_dataset("hotpotqa")
-    q = ds[0]
-    assert ds.kind == "passages" and len(ds.corpus) == 3 and ds.triples is None
-    assert q.answers == ["a spirit"] and q.qtype == "bridge" and q.qid == "h1"
-    assert q.supporting == ["Lilu", "Gallu"] and q.supporting_titles == ["Lilu", "Gallu"]
-    assert q.paragraphs[0].text == "Gallu is a demon. It lives below."  # one space between sentences
-    assert q.paragraphs[0].sentences == ["Gallu is a demon.", " It lives below."]
-    assert {p.pid for p in ds.corpus} == {"Gallu", "Lilu", "Other"}
-    assert ds.info["supporting_not_in_corpus"] == 0
-
-
-def test_musique_loader_maps_paragraphs_to_corpus_and_reads_openie(data_root):
-    root = data_root / "MuSiQue"
-    root.mkdir()
-    corpus = [{"title": "Paris", "text": "Paris is the capital of France."},
-              {"title": "Paris", "text": "Paris is a town in Texas."},
-              {"title": "France", "text": "France is in Europe."}]
-    questions = [{"id": "2hop__1_2", "question": "Which continent holds the country whose capital is Paris?",
-                  "answer": "Europe", "answer_aliases": ["EU"], "answerable": True,
-                  "question_decomposition": [{"id": 1}, {"id": 2}],
-                  "paragraphs": [{"idx": 0, "title": "Paris", "paragraph_text": "Paris is a town in Texas.",
-                                  "is_supporting": False},
-                                 {"idx": 1, "title": "Paris", "paragraph_text": "Paris is the capital of France.",
-                                  "is_supporting": True},
-                                 {"idx": 2, "title": "France", "paragraph_text": "France is in Europe.",
-                                  "is_supporting": True}]}]
-    docs = [{"title": c["title"], "text": c["text"], "passage": c["title"] + "\n" + c["text"],
-             "extracted_entities": [], "extracted_triples": t}
-            for c, t in zip(corpus, [[["Paris", "capital of", "France"]], [["Paris", "in"]],
-                                     [["France", "in", "Europe"], ["France", "is", "a", "country"]]])]
-    (root / "hipporag_musique_train_100q.json").write_text(json.dumps(questions), encoding="utf-8")
-    (root / "hipporag_musique_train_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
-    (root / "hipporag_openie_musique_train_results_ner_x_3.json").write_text(json.dumps({"docs": docs}),
-                                                                           encoding="utf-8")
-    ds = load_dataset("musique")
-    pids = [p.pid for p in ds.corpus]
-    assert len(set(pids)) == 3 and pids[0] != pids[1] and pids[0].startswith("Paris#")
-    q = ds[0]
-    assert q.answers == ["Europe", "EU"] and q.qtype == "2hop"
-    assert q.supporting == [pids[0], pids[2]] and q.supporting_titles == ["Paris", "France"]
-    assert [p.pid for p in q.paragraphs] == [pids[1], pids[0], pids[2]]
-    assert ds.triples[pids[0]] == [("Paris", "capital of", "France")]
-    assert ds.triples[pids[1]] == []
-    assert ds.info["openie_triples_raw"] == 4 and ds.info["openie_triples"] == 2
-    assert ds.info["openie_malformed"] == 2 and ds.info["openie_passages_not_in_corpus"] == 0
-    assert load_dataset("musique", openie=False).triples is None
-
-
-def test_musique_supporting_passages_follow_the_hops_not_the_paragraph_order():
-    """The file lists supporting paragraphs in paragraph order; demonstrations need the chain's order (first hop
-    first), which the decomposition's paragraph_support_idx gives. Passages no step names stay last, in order."""
-    from kgrag_utils.datasets.passages import _in_hop_order
-
-    support = [(3, "B"), (7, "A"), (9, "C")]
-    hops = [{"paragraph_support_idx": 7}, {"paragraph_support_idx": 3}]
-    assert _in_hop_order(support, hops) == ["A", "B", "C"]
-    assert _in_hop_order(support, []) == ["B", "A", "C"]
-    assert _in_hop_order(support, [{"id": 1}, {"paragraph_support_idx": None}]) == ["B", "A", "C"]
-
-
-def test_2wiki_loader_with_title_questions(data_root):
-    root = data_root / "2WikiMultiHopQA"
-    root.mkdir()
-    corpus = [{"title": "Teutberga", "text": "Teutberga was a queen."}, {"title": "Lothair II", "text": "A king."}]
-    questions = [{"question": "Who was Lothair II's wife?", "supporting_titles": ["Lothair II", "Teutberga"]}]
-    (root / "hipporag_2wikimultihopqa_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
-    (root / "2wiki_50q_supporting_titles.json").write_text(json.dumps(questions), encoding="utf-8")
-    ds = load_dataset("2wiki")
-    assert ds[0].answers == [] and ds[0].paragraphs == []
-    assert ds[0].supporting == ["Lothair II", "Teutberga"] and [p.pid for p in ds.corpus] == ["Teutberga", "Lothair II"]
-
-
-def test_2wiki_takes_another_questions_file_in_either_released_form(data_root, tmp_path):
-    root = data_root / "2WikiMultiHopQA"
-    root.mkdir()
-    corpus = [{"title": "Teutberga", "text": "Teutberga was a queen."}, {"title": "Lothair II", "text": "A king."}]
-    (root / "hipporag_2wikimultihopqa_corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
-    (root / "2wiki_50q_supporting_titles.json").write_text(json.dumps([{"question": "q?", "supporting_titles": []}]),
-                                                          encoding="utf-8")
-    dev = [{"_id": "a1", "question": "Who was Lothair II's wife?", "answer": "Teutberga", "type": "compositional",
-            "context": [["Lothair II", ["A king."]], ["Teutberga", ["Teutberga was a queen."]]],
-            "supporting_facts": [["Lothair II", 0], ["Teutberga", 0]]}]
-    (tmp_path / "dev.json").write_text(json.dumps(dev), encoding="utf-8")
-    ds = load_dataset("2wiki", questions=str(tmp_path / "dev.json"))
-    assert len(ds) == 1 and ds[0].answers == ["Teutberga"] and ds.info["questions_file"] == "dev.json"
-    assert ds[0].supporting_titles == ["Lothair II", "Teutberga"]
-    titles = root / "mine.json"  # a relative path resolves in the dataset's folder
-    titles.write_text(json.dumps([{"question": "x?", "supporting_titles": ["Teutberga"]}]), encoding="utf-8")
-    assert load_dataset("2wiki", questions="mine.json")[0].supporting == ["Teutberga"]
-    with pytest.raises(DatasetMissingError, match="questions="):
-        load_dataset("2wiki", questions="missing.json")
-
-
-def test_the_training_split_of_a_file_dataset_is_found_beside_it_or_named_in_one_line(tmp_path):
-    from kgrag_utils.datasets.registry import training_dataset
-
-    lines = [f"q{i} of a_{i} ?\tb_{i}(b_{i}/)\ta_{i}#r#b_{i}#<end>#b_{i}" for i in range(20)]
-    _write(tmp_path / "PQL-2H.txt", lines)
-    _write(tmp_path / "PQL2-KB.txt", [f"a_{i}\tr\tb_{i}" for i in range(20)])
-    test = load_dataset("pq-file", split="test", path=str(tmp_path / "PQL-2H.txt"))
-    train = training_dataset(test)
-    assert train.split == "train" and train.info["qa_file"] == "PQL-2H.txt" and len(train) == 16
-    assert not {q.qid for q in train} & {q.qid for q in test}
-    whole = load_dataset("pq-file", split="all", path=str(tmp_path / "PQL-2H.txt"))
-    with pytest.raises(ConfigError, match="split='test'.*train="):
-        training_dataset(whole)
-    _write(tmp_path / "mine-test.txt", lines[:5])
-    _write(tmp_path / "mine-train.txt", lines[5:])
-    mine = load_dataset("pq-file", split="all", path=str(tmp_path / "mine-test.txt"), kb=str(tmp_path / "PQL2-KB.txt"))
-    assert [q.qid for q in training_dataset(mine)][:1] == ["mine-train-00000"] and len(training_dataset(mine)) == 15
-    with pytest.raises(ConfigError, match="has no training split"):
-        training_dataset(load_dataset("pq-file", split="train", path=str(tmp_path / "PQL-2H.txt")))
-    with pytest.raises(ConfigError, match="is the training split"):
-        training_dataset(load_dataset("fixture-wc2014-1hop", split="train"))
-    wc = training_dataset(load_dataset("fixture-wc2014-1hop", split="test"))
-    assert wc.split == "train" and wc.name == "fixture-wc2014-1hop" and wc[0].answerable is None
-
-
-def test_benchmark_dataset_arguments_take_any_registered_dataset_and_its_options():
-    import argparse
-
-    from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, parse_options
-
-    assert parse_options(["path=a/b.txt", "chain_lengths=[4,5]", "answerable=false", "variant=ntm", "n=3"]) == \
-        {"path": "a/b.txt", "chain_lengths": [4, 5], "answerable": False, "variant": "ntm", "n": 3}
-    with pytest.raises(ConfigError, match="key=value"):
-        parse_options(["novalue"])
-    ap = argparse.ArgumentParser()
-    add_dataset_arguments(ap, kinds=("kgqa",), default="metaqa-1hop")
-    args = ap.parse_args(["--dataset", "wc2014-1hop", "--split", "all"])
-    assert check_dataset_arguments(args) == {}
-    args = ap.parse_args(["--dataset", "pq-file", "--option", "path=x.txt", "--option", "kb=y.txt"])
-    assert check_dataset_arguments(args) == {"path": "x.txt", "kb": "y.txt"}
-    for bad, match in ((["--dataset", "metaqa-1hopp"], "did you mean"), (["--dataset", "clutrr"], "kinship dataset"),
-                       (["--dataset", "metaqa-1hop", "--option", "path=x"], "does not take"),
-                       (["--dataset", "metaqa-1hop", "--split", "train"], "has splits")):
-        with pytest.raises(ConfigError, match=match):
-            check_dataset_arguments(ap.parse_args(bad))
-
-
-def test_corpus_with_repeated_titles_needs_title_text_ids(tmp_path):
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps([{"title": "A", "text": "x"}, {"title": "A", "text": "y"}]), encoding="utf-8")
-    with pytest.raises(IntegrityError, match="title\\+text"):
-        passages.read_corpus(path, id_by="title")
-    assert len(passages.read_corpus(path, id_by="title+text")) == 2
-
-
-def test_openie_triples_given_as_strings_are_parsed_as_literals(tmp_path):
-    path = tmp_path / "o.json"
-    path.write_text(json.dumps({"docs": [{"passage": "T\nbody", "extracted_triples": "[['a', 'b', 'c']]"}]}),
-                    encoding="utf-8")
-    triples, counts = passages.read_openie_triples(path)
-    assert triples == {passages.passage_id("T", "body"): [("a", "b", "c")]} and counts["openie_triples"] == 1
-
-
 # ----------------------------------------------------------------------------- registry
 
 
@@ -672,152 +442,3 @@ def test_sample_datasets_load_with_the_same_loaders():
     assert kin.rules is not None and all(s.chain_length == len(s.edges) for s in kin)
     pas = load_dataset("sample-passages")
     assert pas.triples and all(set(q.supporting) <= {p.pid for p in pas.corpus} for q in pas)
-
-
-# ----------------------------------------------------------------------------- download
-
-
-def _file_group(tmp_path: Path, files: dict[str, bytes], pin: bool = True, lines: bool = False):
-    src = tmp_path / "remote"
-    src.mkdir(exist_ok=True)
-    remote = []
-    for name, data in files.items():
-        (src / name).write_bytes(data)
-        remote.append(download.RemoteFile(
-            (src / name).as_uri(), name, hashlib.sha256(data).hexdigest() if pin else None,
-            len(data) if pin else None, len(data.splitlines()) if lines else None))
-    return download.Group("PathQuestion", tuple(remote), "https://example.org/by-hand", "test")
-
-
-def test_fetch_downloads_verifies_and_is_idempotent(tmp_path, monkeypatch):
-    group = _file_group(tmp_path, {"PQ-2H.txt": "\n".join(PQ_LINES).encode() + b"\n",
-                                   "2H-kb.txt": "\n".join(PQ_KB).encode() + b"\n"}, lines=True)
-    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
-    dest = tmp_path / "data"
-    log: list[str] = []
-    folder = download.fetch("pq-2hop", dest=dest, log=log.append)
-    assert folder == dest / "PathQuestion" and (folder / "PQ-2H.txt").is_file()
-    assert sum("bytes" in line for line in log) == 2
-    log.clear()
-    download.fetch("pathquestion", dest=dest, log=log.append)
-    assert not any("bytes" in line for line in log)  # verified copies are not downloaded again
-    monkeypatch.setenv("KGRAG_DATA_DIR", str(dest))
-    assert len(load_dataset("pq-2hop", split="all")) == 3
-
-
-def test_fetch_rejects_a_file_that_does_not_match_its_pin(tmp_path, monkeypatch):
-    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
-    bad = download.RemoteFile(group.files[0].url, "PQ-2H.txt", "0" * 64, None)
-    monkeypatch.setitem(download.GROUPS, "pathquestion", download.Group("PathQuestion", (bad,), "p", "l"))
-    with pytest.raises(IntegrityError, match="sha256"):
-        download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
-
-
-def test_fetch_a_mismatched_download_leaves_nothing_behind(tmp_path, monkeypatch):
-    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
-    bad = download.RemoteFile(group.files[0].url, "PQ-2H.txt", "0" * 64, None)
-    monkeypatch.setitem(download.GROUPS, "pathquestion", download.Group("PathQuestion", (bad,), "p", "l"))
-    monkeypatch.setattr(download, "DOWNLOAD_RETRIES", 0)
-    with pytest.raises(IntegrityError) as info:
-        download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
-    assert "\n" not in str(info.value) and "by hand" in str(info.value)
-    assert list((tmp_path / "data" / "PathQuestion").iterdir()) == []  # no file, no temporary left over
-
-
-def test_fetch_retries_a_failed_transfer_through_pooch(tmp_path, monkeypatch):
-    import requests
-
-    group = _file_group(tmp_path, {"PQ-2H.txt": "\n".join(PQ_LINES).encode() + b"\n"})
-    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
-    monkeypatch.setattr(download, "DOWNLOAD_RETRIES", 1)
-    calls = []
-
-    def flaky(url, output_file, pooch):
-        calls.append(url)
-        if len(calls) == 1:
-            raise requests.exceptions.ConnectionError("connection reset")
-        download._file_downloader(url, output_file, pooch)
-
-    monkeypatch.setattr(download, "_downloader_for", lambda url, pooch: flaky)
-    folder = download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
-    assert len(calls) == 2
-    assert (folder / "PQ-2H.txt").read_bytes() == (tmp_path / "remote" / "PQ-2H.txt").read_bytes()
-
-
-def test_fetch_a_failed_forced_refetch_keeps_the_good_copy(tmp_path, monkeypatch):
-    import requests
-
-    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
-    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
-    folder = download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
-
-    def down(url, output_file, pooch):
-        raise requests.exceptions.ConnectionError("host went away")
-
-    monkeypatch.setattr(download, "DOWNLOAD_RETRIES", 0)
-    monkeypatch.setattr(download, "_downloader_for", lambda url, pooch: down)
-    with pytest.raises(BackendUnavailableError) as info:
-        download.fetch("pq-2hop", dest=tmp_path / "data", force=True, log=lambda s: None)
-    assert "\n" not in str(info.value) and "ConnectionError" in str(info.value)
-    assert (folder / "PQ-2H.txt").read_bytes() == b"good\n"
-    assert sorted(p.name for p in folder.iterdir()) == ["PQ-2H.txt"]
-
-
-def test_fetch_without_pooch_names_the_extra(tmp_path, monkeypatch):
-    group = _file_group(tmp_path, {"PQ-2H.txt": b"good\n"})
-    monkeypatch.setitem(download.GROUPS, "pathquestion", group)
-    monkeypatch.setitem(sys.modules, "pooch", None)  # import pooch -> ImportError
-    with pytest.raises(MissingDependencyError) as info:
-        download.fetch("pq-2hop", dest=tmp_path / "data", log=lambda s: None)
-    assert "\n" not in str(info.value) and ".[data]" in str(info.value)
-
-
-def test_fetch_offline_fails_fast_with_one_line(tmp_path, monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("network unreachable")
-
-    monkeypatch.setattr(download.socket, "create_connection", refuse)
-    with pytest.raises(BackendUnavailableError) as info:
-        download.fetch("musique", dest=tmp_path / "data", log=lambda s: None)
-    msg = str(info.value)
-    assert "\n" not in msg and "HippoRAG" in msg and str(tmp_path / "data" / "MuSiQue") in msg
-
-
-def test_group_of():
-    assert download.group_of("metaqa-3hop") == "metaqa"
-    assert download.group_of("pq-2hop") == "pathquestion"
-    assert download.group_of("wc2014-conj") == "wc2014"
-    assert download.group_of("2wiki") == "2wiki"
-    with pytest.raises(ConfigError):
-        download.group_of("sample-kinship")
-
-
-def test_status_lists_real_datasets_with_their_source(data_root):
-    rows = download.status()
-    names = {r["name"] for r in rows}
-    assert {"metaqa-1hop", "pq-3hop", "clutrr", "musique", "2wiki"} <= names
-    assert not any(r["source"] == "sample" for r in rows)
-    assert all(r["present"] is False for r in rows)  # the fixture data dir is empty
-    assert all(r["source_page"].startswith("https://") for r in rows)
-
-
-def test_layout_metaqa_from_an_unpacked_release(tmp_path):
-    stage = tmp_path / "stage" / "MetaQA"
-    _write(stage / "kb.txt", KB_LINES)
-    _write(stage / "2-hop" / "vanilla" / "qa_test.txt", QA_2HOP)
-    _write(stage / "2-hop" / "qa_test_qtype.txt", QTYPE_2HOP)
-    _write(stage / "2-hop" / "ntm" / "qa_test.txt", QA_2HOP)
-    out = tmp_path / "MetaQA"
-    download._layout_metaqa(tmp_path / "stage", out)
-    assert (out / "kb.txt").is_file() and (out / "qa" / "2-hop" / "ntm" / "qa_test.txt").is_file()
-    questions, _ = metaqa.read_questions(out, 2, "test")
-    assert len(questions) == 5 and questions[0].chain == [("starred_actors", False), ("directed_by", True)]
-
-
-def test_safe_extract_refuses_path_traversal(tmp_path):
-    archive = tmp_path / "evil.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("../escape.txt", "x")
-    with pytest.raises(IntegrityError, match="outside"):
-        download._safe_extract(archive, tmp_path / "out")
-    assert not (tmp_path / "escape.txt").exists()

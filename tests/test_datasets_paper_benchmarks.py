@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from dataset_files import empty_data_folder
 
 from kgrag_utils import cli
 from kgrag_utils.datasets import download, factkg, fixture_graphs, fixtures, iirc, list_datasets, load_dataset, rog
@@ -30,11 +31,8 @@ NEW_REAL = ("factkg", "webqsp", "cwq", "iirc")
 
 @pytest.fixture
 def data_root(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "data"
-    root.mkdir()
-    monkeypatch.setenv("KGRAG_DATA_DIR", str(root))
-    monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
-    return root
+    """An empty data folder (the integrity check of real copies left on)."""
+    return empty_data_folder(tmp_path, monkeypatch)
 
 
 def _write_fixture(kind: str, dest: Path) -> None:

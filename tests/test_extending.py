@@ -1,18 +1,24 @@
 """docs/EXTENDING.md's recipes, tried for real: a toy dataset (one loader file, one spec) and a toy fifth method (a
 folder of four files, one registration) are written into a temporary folder, outside the package, and the toy
 runs through the protocol (`Method.prepare` / `run`, `summarize`, `scores`) on the toy dataset with the fake LLM.
-Nothing inside the repository is edited; what the toy registered is taken out again at the end."""
+The code blocks of EXTENDING.md's recipes run as written (the dataset spec, the method protocol), with the toy's
+loader and classes bound to the names they use. Nothing inside the repository is edited (checked on the package,
+the notebooks and the test cases); what the toy registered is taken out again at the end."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import re
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.datasets import registry as dataset_registry
+from kgrag_utils.datasets.traits import KIND_DEFAULTS
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.llm import load_llm
 from kgrag_utils.methods import get_method
@@ -134,10 +140,34 @@ def _fake_reader(prompt: str) -> str:
     return first.split(" | ")[2] if " | " in first else ""
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def repository_files() -> dict[str, str]:
+    """sha256 of every file a new method or dataset could be tempted to edit: the package's modules, the
+    notebooks and the test cases."""
+    paths = [p for p in (ROOT / "kgrag_utils").rglob("*.py") if "__pycache__" not in p.parts]
+    paths += sorted((ROOT / "notebooks").glob("*.ipynb")) + [ROOT / "tests" / "cases.py"]
+    return {str(p.relative_to(ROOT)): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def recipe_blocks() -> dict[str, str]:
+    """EXTENDING.md's python code blocks, by the bold heading of the recipe they stand in ("A dataset.", ...)."""
+    text = (ROOT / "docs" / "EXTENDING.md").read_text(encoding="utf-8")
+    out = {}
+    for heading, body in re.findall(r"\*\*(A [^*]+)\*\*(.*?)(?=\n\*\*A |\Z)", text, re.S):
+        blocks = re.findall(r"```python\n(.*?)```", body, re.S)
+        if blocks:
+            out[heading.strip()] = blocks[0]
+    return out
+
+
 @pytest.fixture
 def toy_folder(tmp_path, monkeypatch):
     """The toy dataset's loader file and the toy method's folder in a temporary folder on sys.path; what they
-    register (the dataset spec, the method class, the modules) is removed afterwards."""
+    register (the dataset spec, the method class, the modules) is removed afterwards, and no file of the
+    repository changed meanwhile."""
+    before = repository_files()
     (tmp_path / "toy_dataset.py").write_text(textwrap.dedent(TOY_DATASET))
     (tmp_path / "toy").mkdir()
     for name, text in TOY_METHOD.items():
@@ -153,6 +183,8 @@ def toy_folder(tmp_path, monkeypatch):
         del REGISTERED[name]
     for module in [m for m in sys.modules if m == "toy_dataset" or m == "toy" or m.startswith("toy.")]:
         del sys.modules[module]
+    after = repository_files()
+    assert after == before, f"the recipes edited the repository: {sorted(k for k in after if after[k] != before.get(k))}"
 
 
 def test_the_recipes_add_a_dataset_and_a_fifth_method_in_their_own_folder(toy_folder):
@@ -204,3 +236,35 @@ def test_a_taken_dataset_name_is_refused_in_one_line(toy_folder):
             name="toy-1hop", kind="kgqa", source="real", folder="", required=(), loader=lambda *a, **k: None,
             splits=("test",), description="another"))
     assert dataset_registry.get_spec("toy-1hop") is spec
+
+
+def test_the_dataset_recipe_code_registers_a_spec_with_its_traits(toy_folder):
+    """EXTENDING.md's dataset spec, run as written (its loader: the toy's): the name is registered, its traits are
+    what the spec says and otherwise its kind's defaults."""
+    toy_dataset = importlib.import_module("toy_dataset")
+    code = recipe_blocks()["A dataset."]
+    exec(compile(code, "EXTENDING.md (A dataset.)", "exec"), {"_load_mine": toy_dataset._load_toy})
+    [name] = re.findall(r'name="([^"]+)"', code)
+    spec = dataset_registry.get_spec(name)
+    assert spec.loader is toy_dataset._load_toy and spec.kind == "kgqa"
+    assert spec.traits.question_style == "human"  # the one trait the recipe sets
+    assert spec.traits == KIND_DEFAULTS["kgqa"].replace(question_style="human")
+
+
+def test_the_method_recipe_code_runs_the_toy_through_the_protocol_and_records_it(toy_folder):
+    """EXTENDING.md's protocol, run as written on the toy (`Mine` is the toy's class): config from the notebook's
+    globals, prepare, a recorded run, the summary, the finished run record with its score rows."""
+    from kgrag_utils.records import RunRecorder, read_run
+
+    importlib.import_module("toy_dataset")
+    toy = importlib.import_module("toy")
+    ds = load_dataset("toy-1hop")
+    rec = RunRecorder("toy", {"dataset": "toy-1hop", "llm_preset": "fake"}, run_name="toy-recipe")
+    namespace = {"MineConfig": toy.ToyConfig, "Mine": toy.Toy, "summarize": toy.summarize, "items": ds.items,
+                 "rec": rec, "max_facts": 2}  # a notebook's globals: one knob set in its parameters cell
+    exec(compile(recipe_blocks()["A method."], "EXTENDING.md (A method.)", "exec"), namespace)
+    assert namespace["config"].max_facts == 2 and isinstance(namespace["method"], toy.Toy)
+    assert [r["id"] for r in namespace["records"]] == ["t1", "t2", "t3"]
+    run = read_run(rec.run_dir)
+    assert run["status"] == "ok" and run["summary"]["n"] == 3
+    assert {r["variant"] for r in run["summary"]["rows"]} == {"toy reader"}

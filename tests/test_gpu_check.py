@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+def _module(name: str = "gpu_check"):
+    """The script, or its throughput part (`gpu_throughput`), imported from benchmarks/."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -27,7 +28,7 @@ def test_weight_bytes_count_the_actual_storage_and_the_bound_divides_bandwidth_b
     from kgrag_utils import random_models as rm
     from kgrag_utils.llm import load_llm
 
-    gc = _module()
+    gc = _module("gpu_throughput")
     shape = dict(gc.DRY_RUN_TINY)
     folder = rm.save_random_llama(tmp_path / "m", shape, rm.word_tokenizer(shape["vocab_size"]), dtype="bfloat16")
     llm = load_llm(str(folder), dtype="bfloat16", cache=False)
@@ -53,7 +54,7 @@ def test_nf4_weight_bytes_hold_packed_weights_and_quantization_state(tmp_path):
     from kgrag_utils import random_models as rm
     from kgrag_utils.llm import load_llm
 
-    gc = _module()
+    gc = _module("gpu_throughput")
     shape = dict(gc.DRY_RUN_TINY)
     folder = rm.save_random_llama(tmp_path / "m", shape, rm.word_tokenizer(shape["vocab_size"]), dtype="bfloat16")
     llm = load_llm(str(folder), quantization="4bit", cache=False)

@@ -8,6 +8,7 @@ import pytest
 from test_course import assert_solutions_ran
 
 from kgrag_utils import runner, settings
+from kgrag_utils.methods import figure_name
 
 NOTEBOOK = "04_kgp.ipynb"
 
@@ -32,6 +33,9 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm():
     assert 0.0 <= out.summary["recall@30"] <= 1.0
     run = json.loads((settings.results_dir() / "kgp-nb-test" / "run.json").read_text())
     assert set(run["variants"]) >= {"tfidf", "entity/nollm"} and run["branching_sweep"]
+    for name in ("stage_errors", "recall_curves"):  # figure names carry the dataset and the variant
+        fig = figure_name("kgp", "sample-passages", name, "entity-llm", run="kgp-nb-test")
+        assert (settings.figures_dir() / f"{fig}.png").exists(), fig
 
 
 @pytest.mark.slow

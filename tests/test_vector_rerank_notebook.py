@@ -31,7 +31,7 @@ def test_notebook_runs_on_the_sample_with_the_fake_llm():
     assert summary["variants"]["rerank-padded"]["n_rerank_failed"] == 3 and summary["variants"]["rerank-filled"]["n_failed"] == 0
     assert summary["rerank_graph"]["entity_sources"] == {"lexical": 3}
     figs = settings.figures_dir()
-    for name in ("worked_example", "recall_at_k", "expansion_vs_degree"):  # figure names carry the dataset
+    for name in ("worked_example", "recall_at_k", "expansion_vs_degree", "stage_errors"):  # figure names carry the dataset
         assert (figs / f"{figure_name('vector_rerank', 'sample-passages', name, run='vr-notebook-smoke')}.png").exists(), name
 
 
@@ -53,5 +53,5 @@ def test_notebook_runs_on_kg_questions_with_the_fake_llm():
     examples = [json.loads(line) for line in (settings.results_dir() / "vr-notebook-kgqa-smoke" / "examples.jsonl").open()]
     assert len(examples) == 3 and all(e["graph"]["rerank"]["query_entities"] == e["topic_entities"] for e in examples)
     figs = settings.figures_dir()
-    for name in ("worked_example", "kgqa_scores", "expansion_vs_degree"):
+    for name in ("worked_example", "kgqa_scores", "expansion_vs_degree", "stage_errors"):
         assert (figs / f"{figure_name('vector_rerank', 'sample-movies-2hop', name, run='vr-notebook-kgqa-smoke')}.png").exists(), name

@@ -11,33 +11,34 @@ import io
 import pickle
 
 from ..errors import ConfigError
+from ..text_table import table_rows
 
 TYPE_RELATION = "22-rdf-syntax-ns#type"
 
 # ----------------------------------------------------------------------------- FactKG
 
 #: (head, relation, tail) facts of the fixture's DBpedia world, stored in both directions.
-_FACTS = (
-    ("Adam_McQuaid", "weight", '"94802.4"'),
-    ("Adam_McQuaid", "birthPlace", "Cape_Breton_Island"),
-    ("Adam_McQuaid", "team", "Boston_Bruins"),
-    ("Boston_Bruins", "city", "Boston"),
-    ("Boston", "country", "United_States"),
-    ("Alan_Shepard", "birthPlace", "New_Hampshire"),
-    ("Alan_Shepard", "mission", "Apollo_14"),
-    ("Alan_Shepard", "birthDate", '"1923-11-18"'),
-    ("Apollo_14", "operator", "NASA"),
-    ("Apollo_14", "crewMember", "Edgar_Mitchell"),
-    ("Edgar_Mitchell", "birthPlace", "Hereford,_Texas"),
-    ("Hereford,_Texas", "country", "United_States"),
-    ("Korea", "language", "Korean_language"),
-    ("Korea", "capital", "Seoul"),
-    ("Seoul", "country", "Korea"),
-    ("Elliot_See", "almaMater", "University_of_Texas_at_Austin"),
-    ("Elliot_See", "deathPlace", "St._Louis"),
-    ("University_of_Texas_at_Austin", "city", "Austin,_Texas"),
-    ("Austin,_Texas", "country", "United_States"),
-)
+_FACTS = table_rows("""
+Adam_McQuaid                  | weight     | "94802.4"
+Adam_McQuaid                  | birthPlace | Cape_Breton_Island
+Adam_McQuaid                  | team       | Boston_Bruins
+Boston_Bruins                 | city       | Boston
+Boston                        | country    | United_States
+Alan_Shepard                  | birthPlace | New_Hampshire
+Alan_Shepard                  | mission    | Apollo_14
+Alan_Shepard                  | birthDate  | "1923-11-18"
+Apollo_14                     | operator   | NASA
+Apollo_14                     | crewMember | Edgar_Mitchell
+Edgar_Mitchell                | birthPlace | Hereford,_Texas
+Hereford,_Texas               | country    | United_States
+Korea                         | language   | Korean_language
+Korea                         | capital    | Seoul
+Seoul                         | country    | Korea
+Elliot_See                    | almaMater  | University_of_Texas_at_Austin
+Elliot_See                    | deathPlace | St._Louis
+University_of_Texas_at_Austin | city       | Austin,_Texas
+Austin,_Texas                 | country    | United_States
+""")
 #: A fact stored only forward and one stored only in its reverse ('~') form.
 _FORWARD_ONLY = (("NASA", "headquarter", "Washington,_D.C."),)
 _REVERSE_ONLY = (("Edgar_Mitchell", "nationality", "United_States"),)
@@ -168,57 +169,57 @@ def _q(qid, question, answer, q_entity, a_entity, graph) -> dict:
             "graph": [list(t) for t in graph], "choices": []}
 
 
-_BIEBER = (
-    ("Justin Bieber", "people.person.sibling_s", "m.0gxnnwc"),
-    ("m.0gxnnwc", "people.sibling_relationship.sibling", "Jaxon Bieber"),
-    ("m.0gxnnwc", "people.sibling_relationship.sibling", "Justin Bieber"),
-    ("Justin Bieber", "people.person.parents", "Jeremy Bieber"),
-    ("Jaxon Bieber", "people.person.parents", "Jeremy Bieber"),
-    ("Justin Bieber", "people.person.gender", "Male"),
-    ("Jaxon Bieber", "people.person.gender", "Male"),
-    ("Justin Bieber", "music.artist.genre", "Pop music"),
-)
-_BAHAMA = (
-    ("Grand Bahama", "location.location.containedby", "Bahamas"),
-    ("Bahamas", "location.location.contains", "Grand Bahama"),
-    ("Bahamas", "location.country.capital", "Nassau"),
-    ("Nassau", "location.location.containedby", "Bahamas"),
-    ("Bahamas", "location.country.official_language", "English Language"),
-)
-_POLK = (
-    ("James K. Polk", "people.person.profession", "Lawyer"),
-    ("James K. Polk", "government.politician.government_positions_held", "m.04j5sk8"),
-    ("m.04j5sk8", "government.government_position_held.office_position_or_title", "President of the United States"),
-    ("James K. Polk", "people.person.place_of_birth", "Pineville"),
-)
-_JAMAICA = (
-    ("Jamaica", "location.country.languages_spoken", "Jamaican English"),
-    ("Jamaica", "location.country.languages_spoken", "Jamaican Creole English Language"),
-    ("Jamaica", "location.country.official_language", "Jamaican English"),
-    ("Jamaica", "location.country.capital", "Kingston"),
-    ("Kingston", "location.location.containedby", "Jamaica"),
-)
-_OBAMA = (
-    ("Barack Obama", "people.person.education", "m.02nqgmw"),
-    ("m.02nqgmw", "education.education.institution", "Columbia University"),
-    ("Barack Obama", "people.person.education", "m.02nqgp6"),
-    ("m.02nqgp6", "education.education.institution", "Harvard Law School"),
-    ("Barack Obama", "people.person.education", "m.0nbyhqc"),
-    ("m.0nbyhqc", "education.education.institution", "Punahou School"),
-    ("Columbia University", "location.location.containedby", "New York City"),
-    ("Harvard Law School", "location.location.containedby", "Cambridge"),
-    ("Barack Obama", "people.person.spouse_s", "m.02h98gq"),
-    ("m.02h98gq", "people.marriage.spouse", "Michelle Obama"),
-    ("Michelle Obama", "people.person.education", "m.02wn0g2"),
-    ("m.02wn0g2", "education.education.institution", "Princeton University"),
-)
-_MIDWAY = (
-    ("Battle of Midway", "time.event.locations", "Midway Atoll"),
-    ("Midway Atoll", "location.location.containedby", "Pacific Ocean"),
-    ("Battle of Midway", "military.military_conflict.combatants", "m.049y2wr"),
-    ("m.049y2wr", "military.military_combatant_group.combatants", "Empire of Japan"),
-    ("Battle of Midway", "time.event.start_date", "1942-06-04"),
-)
+_BIEBER = table_rows("""
+Justin Bieber | people.person.sibling_s             | m.0gxnnwc
+m.0gxnnwc     | people.sibling_relationship.sibling | Jaxon Bieber
+m.0gxnnwc     | people.sibling_relationship.sibling | Justin Bieber
+Justin Bieber | people.person.parents               | Jeremy Bieber
+Jaxon Bieber  | people.person.parents               | Jeremy Bieber
+Justin Bieber | people.person.gender                | Male
+Jaxon Bieber  | people.person.gender                | Male
+Justin Bieber | music.artist.genre                  | Pop music
+""")
+_BAHAMA = table_rows("""
+Grand Bahama | location.location.containedby      | Bahamas
+Bahamas      | location.location.contains         | Grand Bahama
+Bahamas      | location.country.capital           | Nassau
+Nassau       | location.location.containedby      | Bahamas
+Bahamas      | location.country.official_language | English Language
+""")
+_POLK = table_rows("""
+James K. Polk | people.person.profession                                     | Lawyer
+James K. Polk | government.politician.government_positions_held              | m.04j5sk8
+m.04j5sk8     | government.government_position_held.office_position_or_title | President of the United States
+James K. Polk | people.person.place_of_birth                                 | Pineville
+""")
+_JAMAICA = table_rows("""
+Jamaica  | location.country.languages_spoken  | Jamaican English
+Jamaica  | location.country.languages_spoken  | Jamaican Creole English Language
+Jamaica  | location.country.official_language | Jamaican English
+Jamaica  | location.country.capital           | Kingston
+Kingston | location.location.containedby      | Jamaica
+""")
+_OBAMA = table_rows("""
+Barack Obama        | people.person.education         | m.02nqgmw
+m.02nqgmw           | education.education.institution | Columbia University
+Barack Obama        | people.person.education         | m.02nqgp6
+m.02nqgp6           | education.education.institution | Harvard Law School
+Barack Obama        | people.person.education         | m.0nbyhqc
+m.0nbyhqc           | education.education.institution | Punahou School
+Columbia University | location.location.containedby   | New York City
+Harvard Law School  | location.location.containedby   | Cambridge
+Barack Obama        | people.person.spouse_s          | m.02h98gq
+m.02h98gq           | people.marriage.spouse          | Michelle Obama
+Michelle Obama      | people.person.education         | m.02wn0g2
+m.02wn0g2           | education.education.institution | Princeton University
+""")
+_MIDWAY = table_rows("""
+Battle of Midway | time.event.locations                         | Midway Atoll
+Midway Atoll     | location.location.containedby                | Pacific Ocean
+Battle of Midway | military.military_conflict.combatants        | m.049y2wr
+m.049y2wr        | military.military_combatant_group.combatants | Empire of Japan
+Battle of Midway | time.event.start_date                        | 1942-06-04
+""")
 
 
 def rog_questions(kind: str) -> dict[str, list[dict]]:

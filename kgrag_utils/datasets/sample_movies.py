@@ -19,6 +19,7 @@ import math
 import random
 from collections import defaultdict
 
+from ..text_table import table_rows
 from .metaqa import TYPE_RELATION  # the files written here are read by that module
 
 __all__ = ["TYPE_RELATION", "QTYPES", "generate_movies", "build_movie_kb", "follow_qtype"]
@@ -68,71 +69,73 @@ _VOTES = ("famous", "well known", "little known")
 # ---------------------------------------------------------------------------------------------
 # Question templates: a question is (phrase describing a movie set) + (phrase asking for a type)
 # ---------------------------------------------------------------------------------------------
-_ONE_HOP: dict[str, tuple[str, ...]] = {
-    "movie_to_director": ("who directed [{e}]", "[{e}] was directed by whom", "who is the director of [{e}]",
-                          "name the person who directed the film [{e}]"),
-    "movie_to_writer": ("who wrote [{e}]", "who wrote the screenplay for [{e}]", "[{e}] was written by whom",
-                        "which screenwriter is credited on [{e}]"),
-    "movie_to_actor": ("who acted in [{e}]", "which actors appear in [{e}]", "who is in the cast of [{e}]",
-                       "the film [{e}] starred which actors"),
-    "movie_to_year": ("when was [{e}] released", "in what year did [{e}] come out",
-                      "what is the release year of [{e}]"),
-    "movie_to_language": ("what language is [{e}] in", "in which language was [{e}] made",
-                          "the film [{e}] is spoken in which language"),
-    "movie_to_genre": ("what genre is [{e}]", "what kind of film is [{e}]", "[{e}] belongs to which genre"),
-    "movie_to_tags": ("what words describe [{e}]", "which tags does [{e}] have",
-                      "how would viewers label the film [{e}]"),
-    "movie_to_imdbrating": ("how is [{e}] rated", "what rating did [{e}] get from viewers",
-                            "how well was [{e}] received"),
-    "movie_to_imdbvotes": ("how popular is [{e}]", "how well known is the film [{e}]",
-                           "how many people know [{e}]"),
-    "actor_to_movie": ("what films did [{e}] act in", "which movies feature [{e}]",
-                       "[{e}] appeared in which films", "in which movies does [{e}] star"),
-    "director_to_movie": ("which films did [{e}] direct", "what movies were directed by [{e}]",
-                          "[{e}] is the director of which films"),
-    "writer_to_movie": ("which films did [{e}] write", "what movies were written by [{e}]",
-                        "[{e}] wrote the screenplays of which films"),
-    "tag_to_movie": ("which films are tagged [{e}]", "what movies can be described as [{e}]",
-                     "name films labelled [{e}]"),
-}
+def _phrasings(table: str) -> dict[str, tuple[str, ...]]:
+    """A template table: per row, a key and its phrasings."""
+    return {row[0]: row[1:] for row in table_rows(table)}
 
-_SET_FROM_PERSON = {
-    "actor": ("the movies [{e}] acted in", "the films starring [{e}]", "the films featuring [{e}]"),
-    "director": ("the movies directed by [{e}]", "the films [{e}] directed", "the films made by director [{e}]"),
-    "writer": ("the movies written by [{e}]", "the films [{e}] wrote", "the films with screenplays by [{e}]"),
-}
-_SET_FROM_MOVIE = {
-    "actor": ("the films sharing an actor with [{e}]", "the other movies of the cast of [{e}]",
-              "the films in which actors from [{e}] also appear"),
-    "director": ("the films sharing a director with [{e}]", "the other films by the director of [{e}]",
-                 "the movies made by whoever directed [{e}]"),
-    "writer": ("the films sharing a writer with [{e}]", "the other films by the screenwriter of [{e}]",
-               "the movies written by whoever wrote [{e}]"),
-}
-_ASK = {
-    "director": ("who directed {s}", "{s} were directed by whom", "name the directors of {s}"),
-    "writer": ("who wrote {s}", "who are the screenwriters of {s}", "{s} were written by whom"),
-    "actor": ("who acted in {s}", "which actors appear in {s}", "{s} starred whom"),
-    "genre": ("what genres are {s}", "{s} belong to which genres", "what kinds of films are {s}"),
-    "language": ("what languages are {s} in", "in which languages were {s} made", "{s} are spoken in which languages"),
-    "year": ("when were {s} released", "in which years did {s} come out", "{s} were released in which years"),
-}
-_CO_PERSON = {
-    "actor": ("who has acted alongside [{e}]", "which actors shared the screen with [{e}]",
-              "who appeared in films together with [{e}]"),
-    "director": ("who co-directed a film with [{e}]", "which directors worked on a film together with [{e}]",
-                 "who shared directing credit with [{e}]"),
-    "writer": ("who co-wrote a film with [{e}]", "which writers shared a screenplay credit with [{e}]",
-               "who wrote films together with [{e}]"),
-}
-_MOVIE_TO_PERSON_TO_MOVIE = {
-    "actor": ("which other films share an actor with [{e}]", "what movies feature someone from the cast of [{e}]",
-              "the actors of [{e}] also appear in which films"),
-    "director": ("what else did the director of [{e}] direct", "which other films share a director with [{e}]",
-                 "the director of [{e}] also made which films"),
-    "writer": ("what else did the writer of [{e}] write", "which other films share a screenwriter with [{e}]",
-               "the screenwriter of [{e}] also wrote which films"),
-}
+
+_ONE_HOP = _phrasings("""
+movie_to_director   | who directed [{e}] | [{e}] was directed by whom | who is the director of [{e}]
+                    | name the person who directed the film [{e}]
+movie_to_writer     | who wrote [{e}] | who wrote the screenplay for [{e}] | [{e}] was written by whom
+                    | which screenwriter is credited on [{e}]
+movie_to_actor      | who acted in [{e}] | which actors appear in [{e}] | who is in the cast of [{e}]
+                    | the film [{e}] starred which actors
+movie_to_year       | when was [{e}] released | in what year did [{e}] come out | what is the release year of [{e}]
+movie_to_language   | what language is [{e}] in | in which language was [{e}] made
+                    | the film [{e}] is spoken in which language
+movie_to_genre      | what genre is [{e}] | what kind of film is [{e}] | [{e}] belongs to which genre
+movie_to_tags       | what words describe [{e}] | which tags does [{e}] have
+                    | how would viewers label the film [{e}]
+movie_to_imdbrating | how is [{e}] rated | what rating did [{e}] get from viewers | how well was [{e}] received
+movie_to_imdbvotes  | how popular is [{e}] | how well known is the film [{e}] | how many people know [{e}]
+actor_to_movie      | what films did [{e}] act in | which movies feature [{e}] | [{e}] appeared in which films
+                    | in which movies does [{e}] star
+director_to_movie   | which films did [{e}] direct | what movies were directed by [{e}]
+                    | [{e}] is the director of which films
+writer_to_movie     | which films did [{e}] write | what movies were written by [{e}]
+                    | [{e}] wrote the screenplays of which films
+tag_to_movie        | which films are tagged [{e}] | what movies can be described as [{e}]
+                    | name films labelled [{e}]
+""")
+
+_SET_FROM_PERSON = _phrasings("""
+actor    | the movies [{e}] acted in | the films starring [{e}] | the films featuring [{e}]
+director | the movies directed by [{e}] | the films [{e}] directed | the films made by director [{e}]
+writer   | the movies written by [{e}] | the films [{e}] wrote | the films with screenplays by [{e}]
+""")
+_SET_FROM_MOVIE = _phrasings("""
+actor    | the films sharing an actor with [{e}] | the other movies of the cast of [{e}]
+         | the films in which actors from [{e}] also appear
+director | the films sharing a director with [{e}] | the other films by the director of [{e}]
+         | the movies made by whoever directed [{e}]
+writer   | the films sharing a writer with [{e}] | the other films by the screenwriter of [{e}]
+         | the movies written by whoever wrote [{e}]
+""")
+_ASK = _phrasings("""
+director | who directed {s} | {s} were directed by whom | name the directors of {s}
+writer   | who wrote {s} | who are the screenwriters of {s} | {s} were written by whom
+actor    | who acted in {s} | which actors appear in {s} | {s} starred whom
+genre    | what genres are {s} | {s} belong to which genres | what kinds of films are {s}
+language | what languages are {s} in | in which languages were {s} made | {s} are spoken in which languages
+year     | when were {s} released | in which years did {s} come out | {s} were released in which years
+""")
+_CO_PERSON = _phrasings("""
+actor    | who has acted alongside [{e}] | which actors shared the screen with [{e}]
+         | who appeared in films together with [{e}]
+director | who co-directed a film with [{e}] | which directors worked on a film together with [{e}]
+         | who shared directing credit with [{e}]
+writer   | who co-wrote a film with [{e}] | which writers shared a screenplay credit with [{e}]
+         | who wrote films together with [{e}]
+""")
+_MOVIE_TO_PERSON_TO_MOVIE = _phrasings("""
+actor    | which other films share an actor with [{e}] | what movies feature someone from the cast of [{e}]
+         | the actors of [{e}] also appear in which films
+director | what else did the director of [{e}] direct | which other films share a director with [{e}]
+         | the director of [{e}] also made which films
+writer   | what else did the writer of [{e}] write | which other films share a screenwriter with [{e}]
+         | the screenwriter of [{e}] also wrote which films
+""")
 
 
 def _templates(qtype: str) -> tuple[str, ...]:

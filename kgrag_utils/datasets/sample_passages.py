@@ -20,6 +20,8 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from ..text_table import table_rows
+
 __all__ = ["generate_passages", "build_world", "PARAGRAPHS_PER_QUESTION"]
 
 PARAGRAPHS_PER_QUESTION = 10
@@ -188,32 +190,32 @@ def _documents(world: dict, rng: random.Random) -> list[_Doc]:
     return docs
 
 
-# Bridge questions: (kind of first entity, attribute leading to the bridge entity, its kind, attribute
-# of the bridge entity that is the answer, question, first sub-question, second sub-question).
-_BRIDGES = (
-    ("film", "director", "person", "born_in", "Where was the director of {x} born?",
-     "Who directed {x}?", "Where was #1 born?"),
-    ("company", "founder", "person", "born", "In what year was the founder of {x} born?",
-     "Who founded {x}?", "When was #1 born?"),
-    ("novel", "author", "person", "born_in", "In which town was the author of {x} born?",
-     "Who wrote {x}?", "Where was #1 born?"),
-    ("company", "headquarters", "town", "province", "In which province are the headquarters of {x}?",
-     "Where are the headquarters of {x}?", "In which province is #1?"),
-    ("film", "filmed_in", "town", "river", "Which river flows through the town where {x} was filmed?",
-     "Where was {x} filmed?", "Which river flows through #1?"),
-    ("person", "born_in", "town", "founded", "When was the birthplace of {x} founded?",
-     "Where was {x} born?", "When was #1 founded?"),
-    ("novel", "set_in", "town", "province", "In which province is the town where {x} is set?",
-     "Where is {x} set?", "In which province is #1?"),
-)
-# Comparison questions: (kind, attribute, question, sub-question, pick the larger value?)
-_COMPARISONS = (
-    ("company", "founded", "Which company was founded first, {x} or {y}?", "When was {x} founded?", False),
-    ("person", "born", "Who was born first, {x} or {y}?", "When was {x} born?", False),
-    ("film", "released", "Which film came out earlier, {x} or {y}?", "When was {x} released?", False),
-    ("town", "founded", "Which town is older, {x} or {y}?", "When was {x} founded?", False),
-    ("town", "population", "Which town has more inhabitants, {x} or {y}?", "How many people live in {x}?", True),
-)
+# Bridge questions: kind of first entity | attribute leading to the bridge entity | its kind | attribute
+# of the bridge entity that is the answer | question | first sub-question | second sub-question.
+_BRIDGES = table_rows("""
+film    | director     | person | born_in  | Where was the director of {x} born?
+        | Who directed {x}? | Where was #1 born?
+company | founder      | person | born     | In what year was the founder of {x} born?
+        | Who founded {x}? | When was #1 born?
+novel   | author       | person | born_in  | In which town was the author of {x} born?
+        | Who wrote {x}? | Where was #1 born?
+company | headquarters | town   | province | In which province are the headquarters of {x}?
+        | Where are the headquarters of {x}? | In which province is #1?
+film    | filmed_in    | town   | river    | Which river flows through the town where {x} was filmed?
+        | Where was {x} filmed? | Which river flows through #1?
+person  | born_in      | town   | founded  | When was the birthplace of {x} founded?
+        | Where was {x} born? | When was #1 founded?
+novel   | set_in       | town   | province | In which province is the town where {x} is set?
+        | Where is {x} set? | In which province is #1?
+""")
+# Comparison questions: kind | attribute | question | sub-question | which value wins (the smaller or the larger).
+_COMPARISONS = tuple((kind, attr, q, sq, wins == "larger") for kind, attr, q, sq, wins in table_rows("""
+company | founded    | Which company was founded first, {x} or {y}? | When was {x} founded?        | smaller
+person  | born       | Who was born first, {x} or {y}?              | When was {x} born?           | smaller
+film    | released   | Which film came out earlier, {x} or {y}?     | When was {x} released?       | smaller
+town    | founded    | Which town is older, {x} or {y}?             | When was {x} founded?        | smaller
+town    | population | Which town has more inhabitants, {x} or {y}? | How many people live in {x}? | larger
+"""))
 
 
 def _fmt(attr: str, value) -> str:

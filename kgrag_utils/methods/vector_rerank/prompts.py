@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
+from ...text_table import table_rows
+
 __all__ = ["entity_prompt", "rerank_prompt", "openie_prompt", "answer_prompt", "format_candidates", "PROMPT_VERSION",
            "DEMO_ANSWER_VERSION", "OPENIE_PROMPT_VERSION", "ANSWER_PROMPT_VERSION", "ENTITY_SCHEMA", "RERANK_SCHEMA", "OPENIE_SCHEMA", "ANSWER_SCHEMA"]
 
@@ -210,22 +212,32 @@ _OPENIE_INSTRUCTIONS = (
     "pronouns with the names they refer to), keep predicates short, and include dates and numbers as objects. "
     "Answer with a JSON list of triples only."
 )
-_OPENIE_SHOTS = (
+_OPENIE_SHOTS = (  # (title, passage, its triples: subject | predicate | object)
     (
         "Marl Bridge",
         "Marl Bridge is a stone bridge over the river Tolle in Dunmere. It was designed by the engineer "
         "Cosima Fairweather and opened in 1872.",
-        [["Marl Bridge", "is a", "stone bridge"], ["Marl Bridge", "crosses", "Tolle"],
-         ["Marl Bridge", "located in", "Dunmere"], ["Marl Bridge", "designed by", "Cosima Fairweather"],
-         ["Cosima Fairweather", "occupation", "engineer"], ["Marl Bridge", "opened in", "1872"]],
+        table_rows("""
+            Marl Bridge        | is a        | stone bridge
+            Marl Bridge        | crosses     | Tolle
+            Marl Bridge        | located in  | Dunmere
+            Marl Bridge        | designed by | Cosima Fairweather
+            Cosima Fairweather | occupation  | engineer
+            Marl Bridge        | opened in   | 1872
+        """),
     ),
     (
         "The Paper Lantern",
         "The Paper Lantern is a 1958 drama film directed by Jasper Rookwood. He was born in Halden and was "
         "married to the actress Tove Lund.",
-        [["The Paper Lantern", "is a", "drama film"], ["The Paper Lantern", "released in", "1958"],
-         ["The Paper Lantern", "directed by", "Jasper Rookwood"], ["Jasper Rookwood", "born in", "Halden"],
-         ["Jasper Rookwood", "spouse", "Tove Lund"], ["Tove Lund", "occupation", "actress"]],
+        table_rows("""
+            The Paper Lantern | is a        | drama film
+            The Paper Lantern | released in | 1958
+            The Paper Lantern | directed by | Jasper Rookwood
+            Jasper Rookwood   | born in     | Halden
+            Jasper Rookwood   | spouse      | Tove Lund
+            Tove Lund         | occupation  | actress
+        """),
     ),
 )
 

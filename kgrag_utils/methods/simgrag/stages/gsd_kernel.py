@@ -324,23 +324,29 @@ def _copy_item(top, a, b):
 
 
 @nb.njit(cache=True)
+def _take_child(c, depth, steps, has, cur, pool):
+    """Step `depth` takes pool child c: its fact, relation term and direction; a tree step also maps
+    the node it reaches (and that node's term, where the node has candidates)."""
+    mapping, nterm, has_nterm, chosen, eterm, revs = cur
+    j, w = steps[depth, 2], steps[depth, 1]
+    chosen[j], eterm[j], revs[j] = pool[3][c], pool[1][c], pool[9][c] != 0
+    if steps[depth, 3] == 1:
+        mapping[w] = pool[5][c]
+        if has[w]:
+            nterm[w], has_nterm[w] = pool[2][c], True
+
+
+@nb.njit(cache=True)
 def _offer_leaves(depth, start, end, steps, has, cur, pool, comp_nodes, comp_edges, distinct, top_k, top, key):
     """Offer the last step's children in pool order, each ranked as if they came sorted (see _offer)."""
-    mapping, nterm, has_nterm, chosen, eterm, revs = cur
-    c_cost, c_rel, c_node, c_eid, c_tie, c_nbr, c_rank = pool[:7]
-    c_rev = pool[9]
-    j, w, tree = steps[depth, 2], steps[depth, 1], steps[depth, 3] == 1
+    c_cost, c_tie, c_rank = pool[0], pool[4], pool[6]
     top[9][1] += 1
     major = top[9][1]
     for c in range(start, end):
         t_cost, t_tie = _threshold(top, top_k)
         if c_cost[c] > t_cost or (c_cost[c] == t_cost and c_tie[c] > t_tie):
             continue
-        chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c] != 0
-        if tree:
-            mapping[w] = c_nbr[c]
-            if has[w]:
-                nterm[w], has_nterm[w] = c_node[c], True
+        _take_child(c, depth, steps, has, cur, pool)
         _offer(c_cost[c], c_tie[c], major, c_rank[c], c - start, cur, comp_nodes, comp_edges, distinct, top_k, top,
                key)
 
@@ -350,9 +356,8 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
                flags, comp_nodes, comp_edges, distinct, top_k, deadline, top, pool, counters):
     """Depth-first enumeration from each root candidate (nearest first) while its bound is admitted;
     counters = [nodes expanded, timed out]."""
-    mapping, nterm, has_nterm, chosen, eterm, revs = cur
-    c_cost, c_rel, c_node, c_eid, c_tie, c_nbr, c_rank, c_ord = pool[:8]
-    c_rev = pool[9]
+    mapping, nterm, has_nterm, chosen = cur[:4]
+    c_cost, c_tie, c_ord = pool[0], pool[4], pool[7]
     n_steps = steps.shape[0]
     d_end, d_cur = np.zeros(n_steps + 1, np.int64), np.zeros(n_steps + 1, np.int64)
     key = np.empty(top[8].shape[1], np.int64)  # a fact set, as the top k stores it
@@ -396,11 +401,7 @@ def _enumerate(root, root_ids, root_dist, steps, lb_rest, inc, rel_dist, al_ptr,
             if not _admits(c_cost[c] + lb_rest[depth + 1], c_tie[c], t_cost, t_tie):
                 d_cur[depth] = d_end[depth]  # children come by (cost, tie): no later one is admitted
                 continue
-            chosen[j], eterm[j], revs[j] = c_eid[c], c_rel[c], c_rev[c] != 0
-            if tree:
-                mapping[w] = c_nbr[c]
-                if has[w]:
-                    nterm[w], has_nterm[w] = c_node[c], True
+            _take_child(c, depth, steps, has, cur, pool)
             depth, partial, tie = depth + 1, c_cost[c], c_tie[c]
             d_cur[depth] = -1
         mapping[root], has_nterm[root] = -1, False
