@@ -249,8 +249,7 @@ def test_one_module_map_names_every_module_and_the_other_docs_link_to_it():
 MAX_FILE_LINES, MAX_FUNCTION_LINES = 600, 80
 #: files other work is cutting below the limits at the time of writing (the test fails once one is within them,
 #: so that it leaves this list): path -> what it is over
-PENDING = {"benchmarks/results_tables.py": "file", "benchmarks/simgrag_e2e.py": "function main",
-           "tests/test_demos.py": "file"}
+PENDING: dict[str, str] = {}  # "path": "file" or "function NAME" over the limits, while another change cuts it
 
 
 def size_problems(path: Path, max_file: int = MAX_FILE_LINES, max_function: int = MAX_FUNCTION_LINES) -> list[str]:
