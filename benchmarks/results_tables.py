@@ -410,6 +410,11 @@ TABLES += [
            for hop in DEMO_HOPS for key, label in _TYPE_WORDINGS]),
 ]
 
+TABLES += [Table("llm-prefill", "docs/CPU.md", ("questions (seeded 200)", "order", "batch", "prompt tokens / q",
+                  "prefilled tokens / q", "vs the sample's order"), [Rows("llm_prefill.json", "rows", "{dataset}", "{order}",
+                  "{batch_size}", "{prompt_tokens_per_question:,.0f}", "{prefill_tokens_per_question:,.0f}", "{prefill_vs_sample_order:.2f}x")])]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(ap)

@@ -152,6 +152,23 @@ def test_reset_stats_and_count_tokens(cache):
     assert all(v == 0 for v in llm.stats.values())
 
 
+def test_prefill_tokens_are_counted_only_where_the_backend_reports_them(cache):
+    """A backend that reuses a prompt prefix (llama.cpp) reports the tokens it evaluated: stats sum them; the others
+    report nothing, and stats then have no prefill key rather than a misleading 0."""
+    import dataclasses
+
+    llm = load_llm("fake", responses=["x y"], cache=cache)
+    llm.generate(["a b c", "d e"])
+    assert "prefill_tokens" not in llm.stats
+    raw_of = llm._generate_batch
+    llm._generate_batch = lambda chats, config: [dataclasses.replace(r, prefill_tokens=2, prefill_seconds=0.25)
+                                                 for r in raw_of(chats, config)]
+    llm.generate(["f g", "h i j", "f g"])  # a repeat inside the call is answered once
+    assert llm.stats["prefill_tokens"] == 4 and llm.stats["prefill_seconds"] == 0.5
+    llm.generate(["f g"])  # a cache hit evaluates nothing
+    assert llm.stats["prefill_tokens"] == 4
+
+
 def test_generation_config_defaults_are_greedy():
     c = GenerationConfig()
     assert (c.max_new_tokens, c.temperature, c.top_p, c.seed, c.stop) == (256, 0.0, 1.0, 0, ())

@@ -94,4 +94,10 @@ def test_llamacpp_on_packaged_gguf(tmp_path):
     r = llm.chat("List five animals, one per line.", max_new_tokens=40, stop=["\n"])
     assert "\n" not in r.text
     assert llm.count_tokens("hello world") >= 2
+    prefill = llm.stats["prefill_tokens"]  # llama.cpp's own count of evaluated prompt tokens
+    assert 0 < prefill <= llm.stats["prompt_tokens"]
+    again = [[{"role": "user", "content": "List five animals, one per line."}], [{"role": "user", "content": "List five animals, one per line, please."}]]
+    llm.generate(again, max_new_tokens=4, stop=["\n"])  # the second prompt shares the first one's prefix
+    fresh = llm.stats["prefill_tokens"] - prefill
+    assert 0 < fresh < llm.count_tokens("List five animals, one per line, please.") + llm.count_tokens("List five animals, one per line.")
     llm.close()

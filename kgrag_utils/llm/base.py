@@ -125,6 +125,10 @@ class RawGeneration:
     finish_reason: str | None
     error: str | None = None
     structured: str | None = None
+    #: prompt tokens the backend actually evaluated (the rest reused from its KV cache) and the seconds it took;
+    #: None where the backend does not say (only llama.cpp does)
+    prefill_tokens: int | None = None
+    prefill_seconds: float | None = None
 
 
 PROMPT_TOO_LONG = "prompt_too_long"
@@ -199,7 +203,9 @@ class LLM(ABC):
     `stats` counts prompts (`calls`), cache hits/misses, and tokens: `prompt_tokens` and
     `completion_tokens` are those actually processed by the backend in this session, while tokens of
     answers served from the cache go to `cached_prompt_tokens` / `cached_completion_tokens`, so a
-    fully cached rerun reports 0 new tokens. `generate_seconds` is backend time only.
+    fully cached rerun reports 0 new tokens. `generate_seconds` is backend time only. A backend that reuses
+    the KV cache of a shared prompt prefix (llama.cpp) adds `prefill_tokens` and `prefill_seconds`: the prompt
+    tokens it really evaluated, a count that does not depend on the machine's load.
     """
 
     backend_name: str = "base"
@@ -391,6 +397,9 @@ class LLM(ABC):
             self._stats["schema_fallbacks"] += 1
         self._stats["prompt_tokens"] += res.prompt_tokens
         self._stats["completion_tokens"] += res.completion_tokens
+        if raw.prefill_tokens is not None:  # a backend that reuses a prompt prefix says what it evaluated
+            self._stats["prefill_tokens"] = self._stats.get("prefill_tokens", 0) + int(raw.prefill_tokens)
+            self._stats["prefill_seconds"] = self._stats.get("prefill_seconds", 0.0) + float(raw.prefill_seconds or 0.0)
         entry = {
             "text": res.text,
             "prompt_tokens": res.prompt_tokens,

@@ -96,6 +96,7 @@ class LlamaCppLLM(LLM):
         out = []
         grammar = self.grammar(config.schema) if config.schema is not None else None
         for chat in chats:
+            self._reset_perf()
             try:
                 resp = self.llama.create_chat_completion(
                     messages=chat,
@@ -120,6 +121,7 @@ class LlamaCppLLM(LLM):
                 continue
             choice = resp["choices"][0]
             usage = resp.get("usage") or {}
+            prefill_tokens, prefill_seconds = self._prefill()
             out.append(
                 RawGeneration(
                     text=choice["message"].get("content") or "",
@@ -127,9 +129,24 @@ class LlamaCppLLM(LLM):
                     completion_tokens=int(usage.get("completion_tokens", 0)),
                     finish_reason=choice.get("finish_reason"),
                     structured="schema" if grammar is not None else None,
+                    prefill_tokens=prefill_tokens,
+                    prefill_seconds=prefill_seconds,
                 )
             )
         return out
+
+    def _reset_perf(self) -> None:
+        import llama_cpp
+
+        llama_cpp.llama_perf_context_reset(self.llama.ctx)
+
+    def _prefill(self) -> tuple[int, float]:
+        """llama.cpp's own count of the prompt tokens it evaluated in the last call (after the reused prefix) and
+        their seconds (`llama_perf_context`: n_p_eval, t_p_eval_ms)."""
+        import llama_cpp
+
+        perf = llama_cpp.llama_perf_context(self.llama.ctx)
+        return int(perf.n_p_eval), round(float(perf.t_p_eval_ms) / 1000.0, 4)
 
     def close(self) -> None:
         super().close()

@@ -334,7 +334,7 @@ class Method:
         hooks = self.summary_hooks()
         items = list(items)
         done = set(recorder.done_ids) if recorder is not None else set()
-        todo = [it for it in items if self.item_id(it) not in done]
+        todo = self.run_order([it for it in items if self.item_id(it) not in done])
         size = max(1, int(getattr(self.config, "batch_size", 1) or 1))
         bar = progress_bar(total=len(items), desc=self.progress_label(), unit="q", initial=len(items) - len(todo),
                            enabled=progress)
@@ -373,6 +373,13 @@ class Method:
         known = {r.get("id"): r for r in (recorder.examples if recorder is not None else [])}
         known.update(fresh)
         return [known[i] for i in (self.item_id(it) for it in items) if i in known]
+
+    def run_order(self, items: list) -> list:
+        """The order in which `run` processes the questions still to do (their records keep their ids; `run` returns
+        them in the sample's order). The protocol keeps the sample's order; a method whose LLM prompts share long
+        prefixes between some questions orders those questions next to each other, so that a backend which reuses
+        the KV cache of the previous prompt (llama.cpp) prefills only what differs. Results do not depend on it."""
+        return items
 
     def _run_batch(self, items: Sequence) -> list[dict]:
         raise NotImplementedError

@@ -67,7 +67,7 @@ class SimGRAGConfig(KGQuestionConfig):
     task: Literal["auto", "qa", "verify"] = "auto"  # "qa", "verify" (claims -> True/False); "auto": the dataset's task (DatasetTraits: verify for FactKG)
     type_topk: int = 16                 # entity types per UNKNOWN node when a pattern names no entity (KGs with types)
     reader: bool = True                 # False: retrieval only (no answer call; the top-1 subgraph's answer node is the prediction)
-    batch_size: int = 8                 # questions per LLM batch (records are written after each batch)
+    batch_size: int = 32                # questions per LLM batch (records are written after each batch; sorted by their demonstrations, neighbours share prompt prefixes: docs/CPU.md#prefill)
 
     def _check(self) -> None:
         if self.demo_types < 1 or not 0.0 <= float(self.demo_type_margin) <= 2.0:

@@ -164,6 +164,21 @@ class SimGRAG(SimGRAGStages, Method):
         return demo_shots(self.demo_pool, item, self.config.shots, self.family, self.config.demo_types,
                           self.config.demo_type_margin)
 
+    def run_order(self, items: list) -> list:
+        """With nearest demonstrations, the questions sorted by their chosen demonstrations (as the prompt lists them,
+        then the question): questions that share demonstrations come one after another, so llama.cpp prefills only
+        what differs from the previous prompt (docs/CPU.md#prefill). Otherwise the sample's order."""
+        if self.demos_mode != "nearest" or self.config.pattern_source != "llm" or self.demo_pool is None:
+            return items
+        return sorted(items, key=self._prompt_order_key)
+
+    def _prompt_order_key(self, item) -> tuple:
+        try:
+            demos, _ = self.pattern_demos(item)
+        except Exception:  # noqa: BLE001 - its error is recorded when the question runs; here it only goes last
+            return (1, (), "")
+        return (0, tuple(d["question"] for d in demos), str(item.question))
+
     def answer_demos(self, item) -> list[dict]:
         """Answer demonstrations "nearest": the `answer_shots` training questions nearest to `item` with the evidence their
         gold pattern retrieves and the gold answers at its answer node (nearest last; computed once per training question)."""
