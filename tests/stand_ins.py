@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import numpy as np
@@ -19,6 +20,25 @@ class HashBOW:
             for w in re.findall(r"\w+", t.lower()):
                 out[i, sum(map(ord, w)) * 2654435761 % self.dim] += 1.0
             out[i, 0] += 0.01
+        return out
+
+
+class WordsEmbedder:
+    """Unit bag-of-words vectors (each word hashed to a dimension): shared words make texts near."""
+
+    dim = 256
+    model_id = "test-words"
+
+    def __init__(self):
+        self.calls = 0
+
+    def encode(self, texts, progress=None):
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little") % self.dim] += 1
+            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
         return out
 
 

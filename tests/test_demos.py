@@ -7,7 +7,6 @@ one template are near each other and tests need no model; the LLM is the fake.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 
 import numpy as np
@@ -23,25 +22,7 @@ from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
 from kgrag_utils.methods.simgrag.stages.demos import pattern_demo, pattern_demo_pool, requested_answer_demos, requested_demos
 from kgrag_utils.methods.simgrag.prompts import load_prompt_file, render_pattern_answer
 from kgrag_utils.methods.simgrag.stages.samples import merge_samples, vote
-
-
-class WordsEmbedder:
-    """Unit bag-of-words vectors (each word hashed to a dimension): shared words make texts near."""
-
-    dim = 256
-    model_id = "test-words"
-
-    def __init__(self):
-        self.calls = 0
-
-    def encode(self, texts, progress=None):
-        self.calls += 1
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in t.lower().split():
-                out[i, int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little") % self.dim] += 1
-            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
-        return out
+from stand_ins import WordsEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -175,31 +156,6 @@ def test_nearest_demos_follow_the_fixed_shots_and_are_recorded(movies2, retrieve
     fixed_run = SimGRAG(SimGRAGConfig(shots=3), movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name)
     [plain] = fixed_run.run(items[:1], progress=False)
     assert plain["pattern_demos"] == [] and len([m for m in plain["pattern_prompt"] if m["role"] == "user"]) == 4
-
-
-def test_nearest_demos_run_questions_sorted_by_their_demonstrations_and_records_do_not_change(movies2, retriever):
-    """run_order puts questions that chose the same demonstrations next to each other (llama.cpp then reuses their
-    shared prompt prefix); the records are the same as in the sample's order and come back in the sample's order."""
-    items = movies2.items[:12]
-    pool = pattern_demo_pool(movies2, WordsEmbedder())
-    config = SimGRAGConfig(demos="nearest", shots=3, fixed_shots=2, dataset=movies2.name, batch_size=5)
-    seen = {}
-    for mode in ("sample", "sorted"):
-        method = SimGRAG(config, movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name, demo_pool=pool)
-        if mode == "sample":
-            method.run_order = lambda todo: todo
-        order = []
-        batch = method._run_batch
-        method._run_batch = lambda qs, batch=batch, order=order: (order.extend(q.qid for q in qs), batch(qs))[1]
-        records = method.run(items, progress=False)
-        assert [r["id"] for r in records] == [q.qid for q in items]
-        seen[mode] = (order, {r["id"]: (r["pattern_demos"], r["answers"], r["hits@1"]) for r in records})
-    assert seen["sample"][0] == [q.qid for q in items]
-    assert seen["sorted"][1] == seen["sample"][1]
-    keys = [tuple(pool.items[pool.ids.index(i)].question for i in seen["sorted"][1][qid][0]) for qid in seen["sorted"][0]]
-    assert keys == sorted(keys) and seen["sorted"][0] != seen["sample"][0]
-    fixed = SimGRAG(SimGRAGConfig(shots=3), movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name)
-    assert fixed.run_order(list(items)) == list(items)  # fixed shots: nothing to share beyond the prefix
 
 
 def test_prepare_builds_the_pool_and_nearest_without_a_pool_says_how(movies2, retriever):
