@@ -4,7 +4,7 @@
     kgrag grid demo [--workers 2] [--force] [--validate-only] [-p limit=2] [--shard 0/4]
     kgrag report demo                      # after the shards: the final notebook once, the whole summary
     kgrag data list | kgrag data fetch metaqa [--force] | kgrag data verify [NAME] [--accept] | kgrag data samples
-    kgrag reproduce benchmarks/results/X.json [--limit 10]   # re-run its first questions, compare one by one
+    kgrag reproduce docs/records/RUN [--limit 10]   # re-run a record's first questions, compare one by one
     kgrag repro --list | kgrag repro headline [--limit 20] [--shard 0/2] [--workers 2]   # a table from its config
     kgrag tables [--check] [--show NAME]   # the docs' tables read from benchmarks/results/*.json, written or checked
     kgrag compare BEFORE_RESULTS AFTER_RESULTS --out FILE.json   # same records and scores, run by run?
@@ -142,14 +142,17 @@ def _cmd_data(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
+    from . import settings
+    from .record_rerun import is_run_record, reproduce_record
     from .reproduce import reproduce
 
-    comparisons, log = reproduce(args.file, limit=args.limit)
+    record = is_run_record(args.file) or is_run_record(settings.repo_root() / args.file)
+    comparisons, kept = (reproduce_record if record else reproduce)(args.file, limit=args.limit)
     for c in comparisons:
         print(c.line())
     same = all(c.same == c.n for c in comparisons)
     print(f"{'reproduced' if same else 'NOT reproduced'}: the first {args.limit} question(s) of {args.file}"
-          + (f"; re-run log: {log}" if log else " (its scratch folder is removed)"))
+          + (f"; re-run kept in: {kept}" if kept else " (its scratch folder is removed)"))
     return 0 if same else 1
 
 
@@ -239,8 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="verify: take the files as they are now as their reference (after a change made on purpose)")
     d.set_defaults(func=_cmd_data)
 
-    rr = sub.add_parser("reproduce", help="re-run a result file's first questions and compare them one by one")
-    rr.add_argument("file", help="a result JSON with provenance and outcomes (benchmarks/results/...)")
+    rr = sub.add_parser("reproduce", help="re-run a run record's (or a result file's) first questions and compare "
+                                          "them one by one")
+    rr.add_argument("file", help="a run record (docs/records/RUN/ or results/RUN/, or its run.json), or a result JSON "
+                                 "with provenance and outcomes (benchmarks/results/...)")
     rr.add_argument("--limit", type=int, default=10, help="how many of its first questions to re-run")
     rr.set_defaults(func=_cmd_reproduce)
 

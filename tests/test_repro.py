@@ -290,6 +290,37 @@ def test_repro_limit_2_gives_the_executed_notebook_its_figures_and_the_table_row
 
 
 @pytest.mark.slow
+def test_kgrag_reproduce_reruns_a_record_and_finds_the_question_whose_score_changed(tiny_run, tmp_path, capsys):
+    """`kgrag reproduce RECORD --limit 2`: the record's notebook again on the first 2 of its sample, compared question
+    by question; a recorded score edited by hand is the one difference it names."""
+    import shutil
+
+    name = tiny_run["plan"].names["tiny-simgrag-1hop"]
+    record = tmp_path / name
+    shutil.copytree(settings.results_dir() / name, record)
+    rows = [json.loads(line) for line in (record / "examples.jsonl").read_text().splitlines()]
+    rows[0]["scores"]["pattern=llm"]["hits@1"] = 0.0
+    (record / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli.main(["reproduce", str(record), "--limit", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "pattern=llm: 1/2 questions give the same outcome; first difference " + rows[0]["id"] in out
+    assert "NOT reproduced" in out and "re-run kept in:" in out
+
+
+def test_a_record_rerun_takes_the_first_n_of_the_same_sample_and_compares_each_variant():
+    from kgrag_utils.record_rerun import compare_scores, rerun_parameters
+
+    rec = {"params": {"dataset": "d", "limit": 100, "take": 50, "seed": 0, "run_name": "x", "batch_size": 8}}
+    assert rerun_parameters(rec, 5) == {"dataset": "d", "limit": 100, "take": 5, "seed": 0}
+    assert rerun_parameters({"params": {"limit": 100, "take": 0}}, 5)["take"] == 5
+    assert rerun_parameters({"params": {"limit": 100, "take": 3}}, 5)["take"] == 3
+    old = {"a": {"v": {"hits@1": 1.0}}, "b": {"v": {"hits@1": 0.0}}, "c": None}
+    new = {"a": {"v": {"hits@1": 1.0}}, "b": {"v": {"hits@1": 1.0}}, "c": None, "z": {"v": {"hits@1": 1.0}}}
+    [c] = compare_scores(old, new)
+    assert (c.label, c.n, c.same) == ("v", 3, 2) and c.differ == [("b", {"hits@1": 0.0}, {"hits@1": 1.0})]
+
+
+@pytest.mark.slow
 def test_the_glued_numbers_of_the_executed_notebook_are_its_run_record(tiny_run):
     from kgrag_utils.glue import glued
 

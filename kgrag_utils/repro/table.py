@@ -172,8 +172,8 @@ def write(p: Plan, into: str | Path | None = None, publish: bool = False) -> Pat
         if analysis.run_status(results / name) == "ok":
             (published_records() / name).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(results / name / RUN_FILE, published_records() / name / RUN_FILE)
-            if p.spec.kind != "scores":
-                analysis.write_outcomes(results / name, published_records() / name)
+            # per question: what analysis tables read and what `kgrag reproduce docs/records/RUN` compares with
+            analysis.write_outcomes(results / name, published_records() / name)
     text = render(p, records=published_records(), base=path.parent)  # what `check` reads back
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     path.write_text(blocks.splice(old, "repro", p.spec.table, text, append=True), encoding="utf-8")
