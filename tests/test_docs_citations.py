@@ -149,3 +149,64 @@ def test_slugs_follow_github():
     assert _slug("Strict Hits@1") == "strict-hits1"
     assert _slug("Recall@k (set-based)") == "recallk-set-based"
     assert _slug("Vector retrieval + LLM rerank") == "vector-retrieval--llm-rerank"
+
+
+JOURNAL = DOCS / "journal"
+#: a journal file's name: the date its text gives (YYYY-MM-DD, or YYYY-MM where it spans several days) and a topic
+_JOURNAL_NAME = re.compile(r"(\d{4}-\d{2})(?:-(\d{2}))?-[a-z0-9-]+\.md")
+
+
+def _journal_files() -> list[Path]:
+    return sorted(p for p in JOURNAL.glob("*.md") if p.name != "README.md")
+
+
+def _journal_index() -> list[str]:
+    """The files docs/journal/README.md lists, in its order (one `- [name](name): ...` line each)."""
+    lines = (JOURNAL / "README.md").read_text(encoding="utf-8").splitlines()
+    return [m.group(1) for line in lines if (m := re.match(r"- \[[^\]]+\]\(([^)#\s]+)\)", line))]
+
+
+def journal_problems(files: list[Path], index: list[str]) -> list[str]:
+    """Journal files missing from the index, dead or repeated index entries, the index not newest first,
+    misnamed files, and files whose opening paragraph does not name the doc they came from."""
+    names = [p.name for p in files]
+    problems = [f"docs/journal/{n} is not listed in docs/journal/README.md" for n in names if n not in index]
+    problems += [f"docs/journal/README.md lists {n}, which is not in docs/journal/" for n in index if n not in names]
+    problems += [f"docs/journal/README.md lists {n} twice" for n in sorted(set(index)) if index.count(n) > 1]
+    keys = []
+    for n in index:
+        m = _JOURNAL_NAME.fullmatch(n)
+        keys.append(m.group(1) + "-" + (m.group(2) or "32") if m else "")  # a month counts as its end
+    if keys != sorted(keys, reverse=True):
+        problems.append("docs/journal/README.md is not newest first: " + ", ".join(index))
+    for p in files:
+        if not _JOURNAL_NAME.fullmatch(p.name):
+            problems.append(f"docs/journal/{p.name}: name it YYYY-MM-DD-topic.md (or YYYY-MM-topic.md)")
+        paragraphs = p.read_text(encoding="utf-8").split("\n\n")
+        opening = paragraphs[1] if len(paragraphs) > 1 and paragraphs[0].startswith("# ") else ""
+        sources = [s for s in re.findall(r"docs/([\w.-]+\.md)", opening) if (DOCS / s).is_file()]
+        if not sources:
+            problems.append(f"docs/journal/{p.name}: no '# title' then a paragraph naming the docs/<FILE>.md it came from")
+    return problems
+
+
+def test_the_journal_index_lists_every_journal_file_and_each_says_where_it_came_from():
+    files = _journal_files()
+    assert files, "docs/journal/ holds no journal file"
+    problems = journal_problems(files, _journal_index())
+    problems += [p for d in [JOURNAL / "README.md", *files] for p in link_problems(d)]
+    problems += [p for d in files for p in citation_problems(d, bare_ok=True)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_journal_checker_catches_a_missing_a_dead_and_an_unordered_entry(tmp_path):
+    old, new = tmp_path / "2026-12-01-a.md", tmp_path / "2026-12-06-b.md"
+    old.write_text("# A\n\nMoved from docs/RESULTS.md on 2026-12-07.\n", encoding="utf-8")
+    new.write_text("# B\n\nNo source named here.\n", encoding="utf-8")
+    found = journal_problems([old, new], ["2026-12-01-a.md", "2026-12-09-gone.md"])
+    assert any("2026-12-06-b.md is not listed" in p for p in found), found
+    assert any("lists 2026-12-09-gone.md, which is not" in p for p in found), found
+    assert any("not newest first" in p for p in found), found
+    assert any("2026-12-06-b.md: no '# title'" in p for p in found), found
+    assert not any("2026-12-01-a.md: no" in p for p in found), found
+    assert journal_problems([old], ["2026-12-01-a.md"]) == []
