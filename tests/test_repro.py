@@ -164,6 +164,17 @@ def test_a_model_the_setup_did_not_install_is_named_with_its_install_command(tmp
     assert not p.folder.exists()
 
 
+def test_the_cell_timeout_grows_with_a_runs_estimated_llm_time(tmp_path, monkeypatch):
+    """A method notebook runs all its questions in one cell: its timeout is the config's, or 10x the run's estimated
+    LLM time where that is longer (4 questions x 2 calls x 500 s = 4000 s -> 40000 s)."""
+    monkeypatch.setattr(cost, "seconds_per_call", lambda preset: cost.Measured(preset, 10, 500.0 * 10, 1))
+    p = plan(load_spec(tiny_config(tmp_path, **{"llm_preset: fake": "llm_preset: qwen2.5-coder-0.5b"})))
+    assert plan_mod.cell_timeout(p) == 10 * 4 * 2 * 500
+    monkeypatch.setattr(cost, "seconds_per_call", lambda preset: cost.Measured(preset, 0, 0.0, 0))  # never measured
+    assert plan_mod.cell_timeout(p) == p.spec.timeout == 3600
+    assert plan_mod.cell_timeout(plan(load_spec(tiny_config(tmp_path)))) == 3600  # the fake LLM costs nothing
+
+
 # ----------------------------------------------------------------------------- --list and the cost estimate
 def test_seconds_per_call_come_from_run_records_and_result_files(tmp_path):
     results, bench = tmp_path / "results", tmp_path / "bench"

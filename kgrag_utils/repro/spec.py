@@ -6,7 +6,7 @@
     sample: {limit: 100, take: 50, seed: 0}   # the sample, defined ONCE: the first `take` of the seeded `limit`
     llm_calls_per_question: 2            # for the cost estimate (`kgrag repro --list`); a run may say otherwise
     defaults: {llm_preset: ...}          # parameters of every run (only where its notebook has them)
-    timeout: 3600                        # seconds per cell
+    timeout: 3600                        # seconds per cell, at least (longer where a run needs it: repro.plan.cell_timeout)
     final: 05_report.ipynb               # optional: the report, executed after the runs
     runs:                                # one notebook run each, named (results/<name>/ is its record)
       - {name: simgrag-metaqa-1hop, notebook: 01_simgrag.ipynb, parameters: {dataset: metaqa-1hop}}
