@@ -1,4 +1,4 @@
-"""SimGRAG end to end: pattern (LLM or oracle) -> top-k subgraphs by GSD -> answer (LLM), one record per question.
+"""SimGRAG end to end: pattern (LLM, oracle or a copied demonstration) -> top-k subgraphs by GSD -> answer (LLM), one record per question.
 
 Each record keeps every intermediate artifact (prompts, raw outputs, parsed and validated
 pattern, candidates, subgraphs with GSD terms, answers), the scores (strict Hits@1 and lenient
@@ -162,7 +162,7 @@ class SimGRAG(SimGRAGStages, Method):
             raise ConfigError("demos='nearest' needs the training questions: build the method with "
                               "SimGRAG.prepare(config, dataset), or pass demo_pool=simgrag.demos.pattern_demo_pool(...).")
         return demo_shots(self.demo_pool, item, self.config.shots, self.family, self.config.demo_types,
-                          self.config.demo_type_margin)
+                          self.config.demo_type_margin, self.config.demo_wording)
 
     def answer_demos(self, item) -> list[dict]:
         """Answer demonstrations "nearest": the `answer_shots` training questions nearest to `item` with the evidence their

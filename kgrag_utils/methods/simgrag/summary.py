@@ -14,15 +14,31 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ...metrics import ACCURACY, CONTAINMENT, HITS1
+from ...metrics import ACCURACY, CONTAINMENT, FACT_HIT, HITS1
 from ...metrics import summarize as summarize_rows
 from .. import summary as shared
 from ..scoring import cost, mean
 from ..summary import SummaryHooks, answerable, record_value
+from .config import PATTERN_SOURCES
 from .record import STAGES
+from .stages.demos import own_type_counts
 
-__all__ = ["HOOKS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of",
+__all__ = ["HOOKS", "METRICS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of",
            "variant_of", "uses_llm"]
+
+#: SimGRAG's own score-row metrics beside the shared ones (questions with a gold pattern; the demonstration ones where
+#: the run chose demonstrations per question), with their definitions
+METRICS = {
+    "gold_relations": "the top-1 subgraph's facts use exactly the gold chain's KG relations (no subgraph: 0)",
+    "pattern_miss": "the gold pattern's evidence holds a gold answer and this pattern's does not (the pattern's loss)",
+    "demo_own_type": "share of the chosen pattern demonstrations whose question type is the question's own",
+    "demo_all_own_type": "every chosen pattern demonstration has the question's own type",
+    "demo_none_own_type": "no chosen pattern demonstration has the question's own type",
+}
+_FACT_HIT = "fact-level: a top-k subgraph holds a gold answer (the evidence's retrieval hit, before any answer)"
+DEFINITIONS = {(f"pattern={source}", metric): text for source in PATTERN_SOURCES
+               for metric, text in {**METRICS, FACT_HIT: _FACT_HIT}.items()}
+
 
 def variant_of(records: Sequence[Mapping] = (), run: Mapping | None = None) -> str:
     sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
@@ -99,6 +115,32 @@ def extras(records: Sequence[Mapping]) -> dict:
     sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
     out["pattern_source"] = sources.pop() if len(sources) == 1 else ("mixed" if sources else None)
     out["uses_llm"] = uses_llm("", records)
+    out.update(demonstration_extras(records))
+    return out
+
+
+def demonstration_extras(records: Sequence[Mapping]) -> dict:
+    """Runs that chose demonstrations per question: `demonstrations_own_type` (`demos.own_type_counts`: how many
+    chosen demonstrations have the question's own type, and strict Hits@1 of the questions whose demonstrations all /
+    some / none have it, plus how many questions were respelt for the choice); every run with gold patterns:
+    `relation_swaps` ("gold -> used": pattern edges whose top-1 fact uses another KG relation, edge by edge where
+    the pattern has the gold pattern's edges in order, as oracle and copied patterns do)."""
+    out: dict = {}
+    chosen = [r for r in records if r.get("pattern_demo_types") and r.get("pattern_demo_own_type") is not None]
+    if chosen:  # each demonstration as True when of the question's own type (`pattern_demo_own_type` of them)
+        counts = own_type_counts([(True, [i < r["pattern_demo_own_type"] for i in range(len(r["pattern_demo_types"]))],
+                                   r.get("hits@1") == 1.0) for r in chosen])
+        counts["questions_respelt"] = sum(bool(r.get("pattern_demo_respelt")) for r in chosen)
+        out["demonstrations_own_type"] = counts
+    swaps: dict[str, int] = {}
+    for r in records:
+        gold = [t[1] for t in ((r.get("gold_pattern") or {}).get("triples") or [])]
+        used = r.get("top1_relations") or []
+        if gold and len(used) == len(gold):
+            for g, u in zip(gold, used):
+                if g != u:
+                    swaps[f"{g} -> {u}"] = swaps.get(f"{g} -> {u}", 0) + 1
+    out["relation_swaps"] = dict(sorted(swaps.items(), key=lambda kv: -kv[1]))
     return out
 
 
@@ -114,6 +156,15 @@ def record_scores(r: Mapping) -> dict:
     scores = {HITS1: hits, CONTAINMENT: record_value(r, CONTAINMENT)}
     if r.get("task") == "verify":
         scores[ACCURACY] = hits
+    else:  # retrieval: the evidence, the top subgraph's relations, what the pattern lost against the gold one
+        oracle, gold_rel = r.get("oracle_retrieval_hit"), r.get("top1_gold_relations")
+        scores[FACT_HIT] = record_value(r, "retrieval_hit", failed_key=None)
+        scores["gold_relations"] = float("nan") if gold_rel is None else float(bool(gold_rel))
+        scores["pattern_miss"] = float("nan") if oracle is None else float(bool(oracle) and not r.get("retrieval_hit"))
+    types, own = r.get("pattern_demo_types") or [], r.get("pattern_demo_own_type")
+    if types and own is not None:
+        scores.update({"demo_own_type": own / len(types), "demo_all_own_type": float(own == len(types)),
+                       "demo_none_own_type": float(own == 0)})
     return {f"pattern={r.get('pattern_source')}": scores}
 
 
@@ -127,7 +178,7 @@ def stage_errors(records: Sequence[Mapping]) -> dict:
 
 
 HOOKS = SummaryHooks(record_scores=record_scores, cost=lambda records: cost_of(records), stage_errors=stage_errors,
-                     extras=extras, uses_llm=uses_llm, answerable_rows=True)
+                     extras=extras, uses_llm=uses_llm, answerable_rows=True, definitions=DEFINITIONS)
 
 
 def summarize(records: Sequence[Mapping]) -> dict:
