@@ -758,19 +758,6 @@ TABLES += [
            "'starred in' - 'acted in'", "right only with 'starred in' / only with 'acted in'", "exact sign test p",
            "wrong at pattern: 'acted in' / 'starred in'"),
           [PairedRow(f"{hop}-hop", _ACTEDIN.format(hop=hop), _NEAREST.format(hop=hop)) for hop in DEMO_HOPS]),
-    Table("demos-simgrag-own-type", DEMOS_DOC,
-          ("hop", "questions asked", "chosen demonstrations of the question's own type",
-           "questions: all 8 of its type / none of its type (of 200)",
-           "respelt for the choice: own type", "respelt: all 8 / none", "questions respelt"),
-          [Row("simgrag_demo_types.json", f"{hop}-hop", label,
-               f"{{hops/metaqa-{hop}hop/wordings/{key}/share:%.1f}}%",
-               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_all_own_type}} / "
-               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_none_own_type}}",
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/share:%.1f}}%",
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_all_own_type}} / "
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_none_own_type}}",
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_respelt}}")
-           for hop in DEMO_HOPS for key, label in _TYPE_WORDINGS]),
     Table("demos-simgrag-rules-by-type", DEMOS_DOC,
           ("hop", "asked", "8 of its own type: questions, strict Hits@1", "some: questions, strict Hits@1",
            "none: questions, strict Hits@1"),
