@@ -162,6 +162,16 @@ def test_nearest_demos_follow_the_fixed_shots_and_are_recorded(movies2, retrieve
         by_id = dict(zip(pool.ids, pool.items))
         assert users[2:5] == [f"Question: {by_id[i].question}" for i in rec["pattern_demos"]]
         assert rec["hits@1"] == 1.0
+        types = [str(by_id[i].qtype) for i in rec["pattern_demos"]]
+        assert rec["pattern_demo_types"] == types
+        same = sum(t == str(q.qtype) for t in types)
+        assert rec["demo_own_type"] == ("all" if same == 3 else "some" if same else "none")
+    from kgrag_utils.methods.simgrag import summarize
+
+    own = summarize(records)["demonstrations"]["own_type"]  # the run's summary extra, from its records
+    assert own["questions"] == 5 and own["demonstrations"] == 15
+    assert own["of_own_type"] == sum(t == str(q.qtype) for r, q in zip(records, items) for t in r["pattern_demo_types"])
+    assert sum(g["n"] for g in own["by_own_type"].values()) == 5
     fixed_run = SimGRAG(SimGRAGConfig(shots=3), movies2.kg, retriever, _gold_pattern_llm(movies2), dataset=movies2.name)
     [plain] = fixed_run.run(items[:1], progress=False)
     assert plain["pattern_demos"] == [] and len([m for m in plain["pattern_prompt"] if m["role"] == "user"]) == 4
@@ -232,95 +242,27 @@ def test_wilson_interval():
     assert wilson_interval(0, 0)["rate"] is None
 
 
-@pytest.mark.slow
-def test_simgrag_e2e_benchmark_writes_the_setting_and_its_report(tmp_path, monkeypatch):
-    """The benchmark end to end on the sample with the gold-replaying fake: nearest demos, 2 samples, the report."""
-    import json
+def test_the_summary_counts_demonstrations_of_the_questions_type_and_llm_seconds_of_computed_calls():
+    """SimGRAG's summary extras `demonstrations` (own-type counts per demonstration and per question, records without
+    demonstrations left out) and `llm_seconds` (only questions whose calls were all computed, none cached)."""
+    from kgrag_utils.methods.simgrag.summary import demonstrations, llm_seconds
 
-    from stand_ins import benchmark_module
+    def rec(qtype, types, hits, cached=False, seconds=(2.0, 1.0)):
+        return {"qtype": qtype, "pattern_demos": [f"{t}{i}" for i, t in enumerate(types)], "pattern_demo_types": types,
+                "pattern_demo_tokens": 10 * len(types), "hits@1": hits, "pattern_prompt": [{"role": "user"}],
+                "tokens": {"pattern_cached": cached, "answer_cached": False},
+                "timings": {"pattern_s": seconds[0], "answer_s": seconds[1]}}
 
-    bench = benchmark_module("simgrag_e2e")
-    out = tmp_path / "e2e.json"
-    args = ["--dataset", "sample-movies-2hop", "--limit", "4", "--preset", "fake", "--demos", "nearest",
-            "--shots", "2", "--samples", "2", "--out", str(out)]
-    bench.main(args + ["--chunk", "3"])  # a first locked piece: 3 of the 4 questions
-    part = json.loads(out.read_text())
-    assert part["n_questions"] == 3 and part["n_planned"] == 4 and not part["complete"]
-    bench.main(args + ["--report-only"])  # rewrites the report of what is recorded, computes nothing
-    assert json.loads(out.read_text())["n_questions"] == 3
-    bench.main(args)  # resumes from the records: the 4th question only
-    result = json.loads(out.read_text())
-    assert result["complete"] and result["seconds"]["questions_this_session"] == 1
-    # --answer-demos left at "": the answer prompt follows the pattern demonstrations (3 fixed + 3 nearest)
-    assert result["setting"] == ("nearest 2 (after 4 fixed), questions respelt for the choice, answer + nearest 3, "
-                                 "samples 2 (T=0.7), off")
-    assert result["n_questions"] == 4 and result["settings"]["answer_demos"] == "nearest"
-    report = result["report"]
-    assert report["intervals_95"]["all.hits@1"]["n"] == 4 and set(report["by_qtype"])
-    assert sum(row["n"] for row in report["by_qtype"].values()) == 4
-    assert report["demonstrations"]["demo_tokens_per_question"] > 0
-    assert result["settings"]["demos"] == "nearest" and result["settings"]["samples"] == 2
-    from kgrag_utils import settings
-
-    lines = (settings.results_dir() / result["run"] / "examples.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
-    assert len(records) == 4 and all(len(r["pattern_demos"]) == 2 and len(r["samples"]) == 2 for r in records)
-    assert all(len(r["answer_demos"]) == 3 for r in records)
-    assert all(r["hits@1"] == 1.0 for r in records)  # gold patterns replayed: the plumbing loses nothing
-    from kgrag_utils.datasets.registry import training_dataset
-
-    train_types = {q.qid: q.qtype for q in training_dataset(load_dataset("sample-movies-2hop", split="test")).items}
-    own = report["demonstrations"]["own_type"]
-    assert own["questions"] == 4 and own["demonstrations"] == 8
-    assert own["of_own_type"] == sum(train_types[d] == r["qtype"] for r in records for d in r["pattern_demos"])
-    from kgrag_utils.methods.simgrag.stages.demos import wording_key
-
-    run = json.loads((settings.results_dir() / result["run"] / "run.json").read_text())
-    assert run["params"]["demo_wording"] == wording_key("movies")  # in the resume key
-
-
-def test_own_type_share_counts_demonstrations_of_the_questions_type():
-    """The report's own-type count: per demonstration and per question, records without demonstrations left out."""
-    from stand_ins import benchmark_module
-
-    bench = benchmark_module("simgrag_e2e")
-    records = [{"qtype": "a", "pattern_demos": ["d1", "d2"], "hits@1": 1.0},
-               {"qtype": "b", "pattern_demos": ["d3", "d1"], "hits@1": 0.0},
-               {"qtype": "b", "pattern_demos": ["d1", "d2"], "hits@1": 1.0},
-               {"qtype": "a", "pattern_demos": []}, {"qtype": None, "pattern_demos": ["d1"]}]
-    share = bench.own_type_share(records, {"d1": "a", "d2": "a", "d3": "b"})
-    assert share == {"questions": 3, "demonstrations": 6, "of_own_type": 3, "share": 0.5, "questions_all_own_type": 1,
-                     "by_own_type": {"all": {"n": 1, "hits@1": 1}, "some": {"n": 1, "hits@1": 0},
-                                     "none": {"n": 1, "hits@1": 1}}}
-    assert "own_type" not in bench.run_report(records)["demonstrations"]  # no pool: nothing claimed
-
-
-@pytest.mark.slow
-def test_simgrag_e2e_on_rewritten_questions(tmp_path):
-    """--paraphrase: the same ids and gold answers asked in other words; the kind is in the run key and the JSON."""
-    from stand_ins import benchmark_module
-
-    from kgrag_utils import settings
-    from kgrag_utils.datasets.paraphrase import noisy_questions
-
-    bench = benchmark_module("simgrag_e2e")
-    out = tmp_path / "para.json"
-    args = ["--dataset", "sample-movies-1hop", "--limit", "6", "--preset", "fake", "--demos", "nearest", "--shots", "2",
-            "--out", str(out)]
-    bench.main(args + ["--paraphrase", "rules"])
-    result = json.loads(out.read_text())
-    assert result["paraphrase"] == {"kind": "rule", "noise": ["synonym", "drop", "misspell"], "seed": 0, "asked": 6,
-                                    "kept": 6}
-    run = json.loads((settings.results_dir() / result["run"] / "run.json").read_text())
-    assert run["params"]["paraphrase"] == "rules"
-    records = [json.loads(x) for x in (settings.results_dir() / result["run"] / "examples.jsonl").read_text().splitlines()]
-    items = load_dataset("sample-movies-1hop", split="test", limit=6, seed=0).items
-    rewritten = {q.qid: q.question for q in noisy_questions(items, seed=0)}
-    assert {r["id"]: r["question"] for r in records} == rewritten  # asked as rewritten, under the same ids
-    assert sum(rewritten[q.qid] != q.question for q in items) >= 3
-    assert result["n_questions"] == 6
-    with pytest.raises(SystemExit, match="needs a real LLM"):
-        bench.main(args + ["--paraphrase", "llm"])
+    records = [rec("a", ["a", "a"], 1.0), rec("b", ["b", "a"], 0.0, cached=True), rec("b", ["a", "a"], 1.0, seconds=(4.0, 2.0)),
+               rec("a", [], 1.0), {**rec(None, ["a"], 1.0), "failed": True}]
+    out = demonstrations(records)
+    assert out["own_type"] == {"questions": 3, "demonstrations": 6, "of_own_type": 3, "share": 0.5,
+                               "questions_all_own_type": 1, "by_own_type": {"all": {"n": 1, "hits@1": 1},
+                                                                            "some": {"n": 1, "hits@1": 0},
+                                                                            "none": {"n": 1, "hits@1": 1}}}
+    assert out["demo_tokens_per_question"] == (20 + 20 + 20 + 0 + 10) / 5 and out["distinct_demo_sets"] == 3
+    assert llm_seconds(records) == {"per_uncached_question": (3.0 + 6.0 + 3.0 + 3.0) / 4, "n_uncached": 4, "n_called": 5}
+    assert demonstrations([{"pattern_demos": []}]) is None and llm_seconds([{"pattern_prompt": None}]) is None
 
 
 def test_vector_rerank_nearest_demos_on_kg_questions(movies2):

@@ -16,7 +16,7 @@ import pytest
 from kgrag_utils.datasets import load_dataset
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
-from kgrag_utils.methods.simgrag.stages.demos import copied_pattern, demo_fields, demo_type, pattern_demo
+from kgrag_utils.methods.simgrag.stages.demos import copied_pattern, demo_fields, pattern_demo
 from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
 from kgrag_utils.methods.simgrag.summary import record_scores, summarize
 from test_demos import WordsEmbedder
@@ -38,7 +38,7 @@ def test_a_copied_demonstration_is_the_demonstrations_gold_chain_in_its_words(mo
     demo = _item(base, "d1", "Tobias Wrenfield", chain, "director_to_movie_to_actor")
     question = _item(base, "q1", "Mirela Castaway", chain, "director_to_movie_to_actor")
     shot = pattern_demo(demo)
-    assert shot["topic"] == "Tobias Wrenfield" and shot["type"] == "director_to_movie_to_actor"
+    assert shot["topic"] == "Tobias Wrenfield"
     p = copied_pattern(question, shot)
     # the demonstration's triples, word for word, on the question's topic entity
     assert [list(t) for t in p.triples()] == [[question.topic_entities[0] if x == "Tobias Wrenfield" else x for x in t]
@@ -74,33 +74,29 @@ def test_demo_wording_is_checked_where_it_is_given():
 
 def test_own_type_fields_count_the_demonstrations_of_the_questions_type(movies2):
     q = _item(movies2.items[0], "q", "A", [("directed_by", True)], "movie_to_director")
-    shots = [{"type": "movie_to_director"}, {"type": "movie_to_writer"}, {"type": "movie_to_director"}]
+    shots = [{"qtype": "movie_to_director"}, {"qtype": "movie_to_writer"}, {"qtype": "movie_to_director"}]
     assert demo_fields(q, shots, None) == {"pattern_demo_types": ["movie_to_director", "movie_to_writer",
                                                                   "movie_to_director"],
-                                           "pattern_demo_own_type": 2, "pattern_demo_respelt": None}
-    assert demo_fields(q, [], None)["pattern_demo_own_type"] is None
-    untyped = dataclasses.replace(q, qtype=None)
-    assert demo_type(untyped) == "directed_by" and demo_fields(untyped, [{"type": "directed_by"}], None)[
-        "pattern_demo_own_type"] == 1  # no question type: the gold chain is the type
-    # the score rows and the summary's counts: 3 questions, 8 demonstrations, 3 of the question's type
-    recs = [{"id": str(i), "pattern_source": "copied", "hits@1": h, "containment": h, "pattern_ok": True,
-             "retrieval_hit": True, "oracle_retrieval_hit": True, "top1_gold_relations": True,
-             "pattern_demo_types": ["t"] * k, "pattern_demo_own_type": own, "pattern_demo_respelt": i == 0}
+                                           "demo_own_type": "some", "pattern_demo_respelt": None}
+    assert demo_fields(q, [], None)["demo_own_type"] is None
+    # the score rows: each question's share of its type, and whether all / none are; 3 questions, 8 demonstrations
+    recs = [{"id": str(i), "qtype": "t", "pattern_source": "copied", "hits@1": h, "containment": h, "pattern_ok": True,
+             "retrieval_hit": True, "oracle_retrieval_hit": True, "top1_gold_relations": True, "pattern_demos": ["d"] * k,
+             "pattern_demo_types": ["t"] * own + ["u"] * (k - own), "pattern_demo_respelt": i == 0}
             for i, (k, own, h) in enumerate([(2, 2, 1.0), (3, 1, 0.0), (3, 0, 0.0)])]
     scores = record_scores(recs[1])["pattern=copied"]
-    assert scores["demo_own_type"] == pytest.approx(1 / 3) and scores["demo_all_own_type"] == 0.0
-    assert scores["demo_none_own_type"] == 0.0
+    assert scores["own_type_share"] == pytest.approx(1 / 3) and scores["own_type_all"] == 0.0
+    assert scores["own_type_none"] == 0.0
     s = summarize(recs)
-    own = s["demonstrations_own_type"]
+    own = s["demonstrations"]["own_type"]
     assert (own["questions"], own["demonstrations"], own["of_own_type"], own["questions_all_own_type"]) == (3, 8, 3, 1)
-    assert own["by_own_type"] == {"all": {"n": 1, "hits@1": 1}, "some": {"n": 1, "hits@1": 0},
-                                  "none": {"n": 1, "hits@1": 0}} and own["questions_respelt"] == 1
+    assert own["by_own_type"]["none"] == {"n": 1, "hits@1": 0} and s["questions_respelt"] == 1
     rows = {r["metric"]: r["value"] for r in s["rows"] if r["variant"] == "pattern=copied"}
-    assert rows["demo_own_type"] == pytest.approx((1 + 1 / 3 + 0) / 3)  # the mean of each question's share
-    assert rows["demo_all_own_type"] == pytest.approx(1 / 3) and rows["demo_none_own_type"] == pytest.approx(1 / 3)
-    assert "the question's own" in next(r["definition"] for r in s["rows"] if r["metric"] == "demo_own_type")
+    assert rows["own_type_share"] == pytest.approx((1 + 1 / 3 + 0) / 3)  # the mean of each question's share
+    assert rows["own_type_all"] == pytest.approx(1 / 3) and rows["own_type_none"] == pytest.approx(1 / 3)
+    assert "the question's own" in next(r["definition"] for r in s["rows"] if r["metric"] == "own_type_share")
     fixed = summarize([{k: v for k, v in r.items() if not k.startswith("pattern_demo")} for r in recs])
-    assert "demonstrations_own_type" not in fixed and not any(r["metric"].startswith("demo_") for r in fixed["rows"])
+    assert "questions_respelt" not in fixed and not any(r["metric"].startswith("own_type") for r in fixed["rows"])
 
 
 def test_retrieval_rows_say_what_the_pattern_lost_against_the_gold_one():
@@ -129,15 +125,17 @@ def test_a_copied_run_records_its_demonstrations_and_retrieves_their_copy_withou
         nearest = [d.id for d in method.demo_pool.nearest(q, 3)][::-1]
         assert rec["pattern_demos"] == nearest and rec["pattern_prompt"] is None  # chosen as an LLM run's, no prompt
         assert rec["pattern_triples"] == [list(t) for t in copied_pattern(q, pattern_demo(by_id[nearest[-1]])).triples()]
-        types = [demo_type(by_id[i]) for i in nearest]
-        assert rec["pattern_demo_types"] == types and rec["pattern_demo_own_type"] == sum(t == q.qtype for t in types)
+        types = [by_id[i].qtype for i in nearest]
+        own = sum(t == q.qtype for t in types)
+        assert rec["pattern_demo_types"] == types
+        assert rec["demo_own_type"] == ("all" if own == 3 else "some" if own else "none")
         gold = sorted(r for _, r, _ in oracle_pattern(q).triples())
         assert rec["top1_gold_relations"] == (rec["top1_relations"] is not None and sorted(rec["top1_relations"]) == gold)
         assert rec["hits@1"] == float(bool(rec["top1_hit"]))  # retrieval only: the top-1 answer node is the prediction
     assert method._llm is None  # nothing loaded an LLM
     s = summarize(records)
     rows = {r["metric"]: r for r in s["rows"] if r["variant"] == "pattern=copied"}
-    assert not rows["hits@1"]["uses_llm"] and rows["demo_own_type"]["n"] == len(items)
-    assert rows["demo_own_type"]["value"] == pytest.approx(
-        sum(r["pattern_demo_own_type"] / 3 for r in records) / len(records))
+    assert not rows["hits@1"]["uses_llm"] and rows["own_type_share"]["n"] == len(items)
+    assert rows["own_type_share"]["value"] == pytest.approx(
+        sum(sum(t == r["qtype"] for t in r["pattern_demo_types"]) / 3 for r in records) / len(records))
     assert rows["fact_hit"]["value"] == pytest.approx(sum(r["retrieval_hit"] for r in records) / len(records))

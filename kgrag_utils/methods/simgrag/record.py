@@ -38,14 +38,19 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     pattern_warnings: list[str]
     pattern_demos: list[str]     # demos="nearest": ids of the training questions shown as shots (nearest last)
     pattern_demo_scores: list[float]  # their cosine similarity to the question, same order
+    pattern_demo_types: list[str | None]  # their question types, same order
+    demo_own_type: str | None    # how many of them have the question's own type: all | some | none (stages.demos.own_type_group)
     pattern_demo_tokens: int     # tokens of those shots' turns (the prompt's part no other question shares)
     pattern: dict | None         # the pattern used for retrieval
+    pattern_demo_respelt: bool | None  # nearest demos: the respelling changed the question before the choice (None: no pool)
     candidates: dict | None      # entity / relation / type candidates per pattern node and edge
     subgraphs: list[dict]        # the top-k subgraphs with their GSD terms
     nodes_expanded: int
     timed_out: bool
     top1_answer: str | None      # the top-1 subgraph's answer node
     top1_hit: bool | None
+    top1_relations: list[str] | None  # the KG relation of each fact of the top-1 subgraph, in pattern edge order
+    top1_gold_relations: bool | None  # they are the gold pattern's relations (as a multiset; None: no gold pattern)
     retrieval_hit: bool          # the evidence holds a gold answer (verify: every claim entity)
     oracle_retrieval_hit: bool | None
     evidence: list[str]          # "graph [i]: (h, r, t), ..." lines given to the answer prompt

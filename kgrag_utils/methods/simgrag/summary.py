@@ -23,21 +23,22 @@ from .config import PATTERN_SOURCES
 from .record import STAGES
 from .stages.demos import own_type_counts
 
-__all__ = ["HOOKS", "METRICS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of",
-           "variant_of", "uses_llm"]
+__all__ = ["HOOKS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of",
+           "variant_of", "uses_llm", "demonstrations", "llm_seconds"]
 
 #: SimGRAG's own score-row metrics beside the shared ones (questions with a gold pattern; the demonstration ones where
 #: the run chose demonstrations per question), with their definitions
 METRICS = {
     "gold_relations": "the top-1 subgraph's facts use exactly the gold chain's KG relations (no subgraph: 0)",
     "pattern_miss": "the gold pattern's evidence holds a gold answer and this pattern's does not (the pattern's loss)",
-    "demo_own_type": "share of the chosen pattern demonstrations whose question type is the question's own",
-    "demo_all_own_type": "every chosen pattern demonstration has the question's own type",
-    "demo_none_own_type": "no chosen pattern demonstration has the question's own type",
+    "own_type_share": "share of the chosen pattern demonstrations whose question type is the question's own",
+    "own_type_all": "every chosen pattern demonstration has the question's own type",
+    "own_type_none": "no chosen pattern demonstration has the question's own type",
 }
 _FACT_HIT = "fact-level: a top-k subgraph holds a gold answer (the evidence's retrieval hit, before any answer)"
 DEFINITIONS = {(f"pattern={source}", metric): text for source in PATTERN_SOURCES
                for metric, text in {**METRICS, FACT_HIT: _FACT_HIT}.items()}
+__all__ += ["METRICS", "relation_extras"]
 
 
 def variant_of(records: Sequence[Mapping] = (), run: Mapping | None = None) -> str:
@@ -74,6 +75,27 @@ def _p95(values: list[float]) -> float | None:
     return float(np.percentile(values, 95)) if values else None
 
 
+def relation_extras(records: Sequence[Mapping]) -> dict:
+    """`relation_swaps` ("gold -> used": pattern edges whose top-1 fact uses another KG relation than the gold
+    pattern's, edge by edge where the pattern has the gold pattern's number of edges, in order as oracle and copied
+    patterns have them) and, where the demonstrations were chosen per question, `questions_respelt` (how many
+    questions the respelling changed before the choice)."""
+    out: dict = {}
+    chosen = [r for r in records if r.get("pattern_demo_respelt") is not None]
+    if chosen:
+        out["questions_respelt"] = sum(bool(r["pattern_demo_respelt"]) for r in chosen)
+    swaps: dict[str, int] = {}
+    for r in records:
+        gold = [t[1] for t in ((r.get("gold_pattern") or {}).get("triples") or [])]
+        used = r.get("top1_relations") or []
+        if gold and len(used) == len(gold):
+            for g, u in zip(gold, used):
+                if g != u:
+                    swaps[f"{g} -> {u}"] = swaps.get(f"{g} -> {u}", 0) + 1
+    out["relation_swaps"] = dict(sorted(swaps.items(), key=lambda kv: -kv[1]))
+    return out
+
+
 def extras(records: Sequence[Mapping]) -> dict:
     """SimGRAG's own summary keys: scores on all questions and on the answerable subset (`all`,
     `answerable`: `metrics.summarize`), the task and, for claims, accuracy, verdicts and accuracy per
@@ -95,6 +117,7 @@ def extras(records: Sequence[Mapping]) -> dict:
     out["retrieval_hit_rate"] = sum(bool(r.get("retrieval_hit")) for r in records) / n if n else float("nan")
     top1 = [r["top1_hit"] for r in records if r.get("top1_hit") is not None]
     out["top1_subgraph_hits@1"] = float(np.mean(top1)) if top1 else None
+    out.update(relation_extras(records))
     for key in ("failed_stage", "failed_stage_lenient"):
         counts = {s: 0 for s in STAGES}
         for r in records:
@@ -115,33 +138,38 @@ def extras(records: Sequence[Mapping]) -> dict:
     sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
     out["pattern_source"] = sources.pop() if len(sources) == 1 else ("mixed" if sources else None)
     out["uses_llm"] = uses_llm("", records)
-    out.update(demonstration_extras(records))
+    for key, value in (("demonstrations", demonstrations(records)), ("llm_seconds", llm_seconds(records))):
+        if value is not None:
+            out[key] = value
     return out
 
 
-def demonstration_extras(records: Sequence[Mapping]) -> dict:
-    """Runs that chose demonstrations per question: `demonstrations_own_type` (`demos.own_type_counts`: how many
-    chosen demonstrations have the question's own type, and strict Hits@1 of the questions whose demonstrations all /
-    some / none have it, plus how many questions were respelt for the choice); every run with gold patterns:
-    `relation_swaps` ("gold -> used": pattern edges whose top-1 fact uses another KG relation, edge by edge where
-    the pattern has the gold pattern's edges in order, as oracle and copied patterns do)."""
-    out: dict = {}
-    chosen = [r for r in records if r.get("pattern_demo_types") and r.get("pattern_demo_own_type") is not None]
-    if chosen:  # each demonstration as True when of the question's own type (`pattern_demo_own_type` of them)
-        counts = own_type_counts([(True, [i < r["pattern_demo_own_type"] for i in range(len(r["pattern_demo_types"]))],
-                                   r.get("hits@1") == 1.0) for r in chosen])
-        counts["questions_respelt"] = sum(bool(r.get("pattern_demo_respelt")) for r in chosen)
-        out["demonstrations_own_type"] = counts
-    swaps: dict[str, int] = {}
-    for r in records:
-        gold = [t[1] for t in ((r.get("gold_pattern") or {}).get("triples") or [])]
-        used = r.get("top1_relations") or []
-        if gold and len(used) == len(gold):
-            for g, u in zip(gold, used):
-                if g != u:
-                    swaps[f"{g} -> {u}"] = swaps.get(f"{g} -> {u}", 0) + 1
-    out["relation_swaps"] = dict(sorted(swaps.items(), key=lambda kv: -kv[1]))
+def demonstrations(records: Sequence[Mapping]) -> dict | None:
+    """Nearest demonstrations (None when no question had any): their tokens per question (mean over all questions),
+    the distinct sets chosen, and `own_type`: how many of the chosen have the question's own type, and the questions
+    (with strict Hits@1) whose demonstrations all / some / none have it (`stages.demos.own_type_counts`; records
+    written before they held `pattern_demo_types` leave it out)."""
+    chosen = [r for r in records if r.get("pattern_demos")]
+    if not chosen:
+        return None
+    out: dict = {"demo_tokens_per_question": mean(float(r.get("pattern_demo_tokens") or 0) for r in records),
+                 "distinct_demo_sets": len({tuple(r["pattern_demos"]) for r in chosen})}
+    typed = [r for r in chosen if r.get("pattern_demo_types")]
+    if typed:
+        out["own_type"] = own_type_counts([(r.get("qtype"), r["pattern_demo_types"], record_value(r, HITS1) == 1.0)
+                                           for r in typed])
     return out
+
+
+def llm_seconds(records: Sequence[Mapping]) -> dict | None:
+    """LLM seconds per question over the questions whose LLM calls were all computed here (none served from the
+    response cache, which keeps no times): their mean, and how many; None when no question called an LLM."""
+    called = [r for r in records if uses_llm("", [r])]
+    if not called:
+        return None
+    fresh = [r for r in called if not any((r.get("tokens") or {}).get(k) for k in ("pattern_cached", "answer_cached"))]
+    seconds = [sum(float((r.get("timings") or {}).get(k) or 0.0) for k in ("pattern_s", "answer_s")) for r in fresh]
+    return {"per_uncached_question": mean(seconds) if seconds else None, "n_uncached": len(fresh), "n_called": len(called)}
 
 
 def uses_llm(variant: str, records: Sequence[Mapping]) -> bool:
@@ -161,10 +189,11 @@ def record_scores(r: Mapping) -> dict:
         scores[FACT_HIT] = record_value(r, "retrieval_hit", failed_key=None)
         scores["gold_relations"] = float("nan") if gold_rel is None else float(bool(gold_rel))
         scores["pattern_miss"] = float("nan") if oracle is None else float(bool(oracle) and not r.get("retrieval_hit"))
-    types, own = r.get("pattern_demo_types") or [], r.get("pattern_demo_own_type")
-    if types and own is not None:
-        scores.update({"demo_own_type": own / len(types), "demo_all_own_type": float(own == len(types)),
-                       "demo_none_own_type": float(own == 0)})
+    types, qtype = r.get("pattern_demo_types") or [], r.get("qtype")
+    if types and qtype is not None:  # the demonstrations chosen for it (`demos.own_type_group`)
+        own = sum(t == str(qtype) for t in types)
+        scores.update({"own_type_share": own / len(types), "own_type_all": float(own == len(types)),
+                       "own_type_none": float(own == 0)})
     return {f"pattern={r.get('pattern_source')}": scores}
 
 

@@ -18,9 +18,8 @@ from .oracle import oracle_pattern, qtype_node_types
 from .pattern import Pattern
 from ..prompts import load_prompt_file
 
-__all__ = ["own_type_counts", "usable_for_pattern", "demo_type", "pattern_demo", "merged_wording", "copied_pattern",
-           "demo_fields", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
-           "DEMO_NEED", "demo_wording", "wording_key"]
+__all__ = ["own_type_counts", "own_type_group", "usable_for_pattern", "demo_type", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
+           "DEMO_NEED", "demo_wording", "wording_key", "merged_wording", "copied_pattern", "demo_fields"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
 DEMO_NEED = "a gold relation chain and a topic entity"
@@ -74,7 +73,7 @@ def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None)
     the KG fact of the step is (prev, r, next) forward or (next, r, prev) backward, then written with
     the family's wording of r (in the KG's direction with the name's underscores as spaces when the
     family has none). `wording` (config demo_wording) replaces the prompt file's entries of those relations,
-    key by key (`merged_wording`). `topic`: the topic entity's name as the triples write it; `type`: `demo_type`."""
+    key by key (`merged_wording`). `topic`: the topic entity's name as the triples write it."""
     relations, type_names = merged_wording(family, wording)
     chain = list(item.chain)
     kinds = [type_names.get(k, k) for k in qtype_node_types(getattr(item, "qtype", None), len(chain))]
@@ -92,7 +91,7 @@ def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None)
         triples.append([tail, words["words"], head] if words["subject"] == "tail" else [head, words["words"], tail])
         phrases.append(words["forward" if forward else "backward"].format(x=subjects[i - 1]))
     return {"id": str(item.qid), "question": item.question, "phrases": phrases, "triples": triples,
-            "topic": names[0], "type": demo_type(item)}
+            "topic": names[0]}
 
 
 def copied_pattern(item: Any, shot: dict) -> Pattern:
@@ -108,12 +107,11 @@ def copied_pattern(item: Any, shot: dict) -> Pattern:
 
 
 def demo_fields(item: Any, shots: Sequence[dict], pool: DemoPool | None) -> dict:
-    """A record's fields about its chosen demonstrations: their types (`demo_type`), how many have the question's
-    own type (None without demonstrations) and whether the question was respelt for the choice (None: no pool)."""
-    types = [d.get("type") for d in shots]
-    own = sum(t == demo_type(item) for t in types) if shots else None
-    return {"pattern_demo_types": types, "pattern_demo_own_type": own,
-            "pattern_demo_respelt": pool.respelt(item) if pool is not None else None}
+    """A record's fields about its chosen demonstrations (`demo_shots`' shots): their question types, how many have
+    the question's own (`own_type_group`: all / some / none) and whether the question was respelt for the choice."""
+    types = [d.get("qtype") for d in shots]
+    return {"pattern_demo_types": types, "demo_own_type": own_type_group(getattr(item, "qtype", None), types),
+            "pattern_demo_respelt": pool.respelt(item) if shots and pool is not None else None}
 
 
 def requested_demos(config) -> str:
@@ -180,7 +178,12 @@ def demo_shots(pool: DemoPool, item: Any, k: int, family: str, types: int = 1,
     similarities in the same order. `types` > 1: at least that many question types where the nearest are ambiguous
     (config demo_types, `kgrag_utils.demos.cover_types`). `wording`: config demo_wording (`merged_wording`)."""
     chosen = pool.nearest(item, k, type_of=demo_type if types > 1 else None, cover=types, margin=margin)[::-1]
-    return [pattern_demo(d.item, family, wording) for d in chosen], [d.score for d in chosen]
+    return [{**pattern_demo(d.item, family, wording), "qtype": _qtype(d.item)} for d in chosen], [d.score for d in chosen]
+
+
+def _qtype(item: Any) -> str | None:
+    qtype = getattr(item, "qtype", None)
+    return None if qtype is None else str(qtype)
 
 
 def shots_of(demos: Sequence[dict]) -> list[dict]:
@@ -214,6 +217,15 @@ def answer_demo(item: Any, retrieve, kg, evidence_lines, max_answers: int = 5) -
             "answer": " | ".join(found)}
 
 
+def own_type_group(qtype: Any, demo_types: Sequence[Any]) -> str | None:
+    """How many of a question's chosen demonstrations have its own question type: "all", "some" or "none"; None for a
+    question without a type or without demonstrations (a record's `demo_own_type`)."""
+    if qtype is None or not demo_types:
+        return None
+    same = sum(t == str(qtype) for t in demo_types)
+    return "all" if same == len(demo_types) else "some" if same else "none"
+
+
 def own_type_counts(rows: Sequence[tuple[Any, Sequence[Any], bool]]) -> dict:
     """Of the demonstrations chosen for each question, how many have the question's own type (MetaQA: its
     template's relation chain). `rows`: (question type, the chosen demonstrations' types, right?) per question;
@@ -221,13 +233,12 @@ def own_type_counts(rows: Sequence[tuple[Any, Sequence[Any], bool]]) -> dict:
     chosen = own = 0
     groups = {g: {"n": 0, "hits@1": 0} for g in ("all", "some", "none")}
     for qtype, demo_types, right in rows:
-        if qtype is None or not demo_types:
+        group = own_type_group(qtype, demo_types)
+        if group is None:
             continue
-        same = sum(t == qtype for t in demo_types)
-        chosen, own = chosen + len(demo_types), own + same
-        group = groups["all" if same == len(demo_types) else "some" if same else "none"]
-        group["n"] += 1
-        group["hits@1"] += int(bool(right))
+        chosen, own = chosen + len(demo_types), own + sum(t == str(qtype) for t in demo_types)
+        groups[group]["n"] += 1
+        groups[group]["hits@1"] += int(bool(right))
     return {"questions": sum(g["n"] for g in groups.values()), "demonstrations": chosen, "of_own_type": own,
             "share": round(own / chosen, 4) if chosen else None, "questions_all_own_type": groups["all"]["n"],
             "by_own_type": groups}

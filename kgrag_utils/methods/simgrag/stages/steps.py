@@ -13,6 +13,7 @@ from ....metrics import containment, hits_at_1, normalize_answer
 from ..prompts import build_answer_prompt, build_verify_prompt
 from .demos import copied_pattern, demo_fields
 from .generate import ANSWER_SCHEMA, evidence_lines, parse_answer, parse_verdict
+from .demos import own_type_group
 from .gsd_search import SearchResult
 from .oracle import oracle_pattern
 from .pattern import Pattern, marked_entities, parse_pattern_output, validate_pattern
@@ -142,7 +143,9 @@ class SimGRAGStages:
                                          and marked_entities(w.q.question)),
                 "pattern_relation_enum": bool(self.relation_vocabulary),
                 "demos": self.demos_mode, "pattern_demos": [d["id"] for d in demos], "pattern_demo_scores": scores,
-                **demo_fields(w.q, demos, self.demo_pool if demos else None),
+                "pattern_demo_types": [d.get("qtype") for d in demos],
+                "demo_own_type": own_type_group(w.q.qtype, [d.get("qtype") for d in demos]),
+                "pattern_demo_respelt": self.demo_pool.respelt(w.q) if demos and self.demo_pool is not None else None,
                 "pattern_demo_tokens": self._demo_tokens(prompt, len(demos)),
                 "timings": {"pattern_s": res.seconds},
                 "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
