@@ -65,7 +65,7 @@ class SimGRAG(SimGRAGStages, Method):
     """The three stages over one KG: `SimGRAG(config, kg, retriever, llm=None)`, or `SimGRAG.prepare(config,
     dataset)` which embeds and indexes the KG. `llm=None`: the config's preset, loaded on first use (the
     "fake" preset replays the gold patterns of the prepared dataset's questions: plumbing only). With
-    `pattern_source="oracle"` and `reader=False` no LLM is needed (retrieval only)."""
+    `pattern_source="oracle"` or `"copied"` and `reader=False` no LLM is needed (retrieval only)."""
 
     name = "simgrag"
     notebook = "01_simgrag.ipynb"

@@ -27,7 +27,7 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     hops: int
     qtype: str
     answerable: bool | None      # every gold answer is reached by the gold chain in this KB
-    pattern_source: str          # "llm" or "oracle"
+    pattern_source: str          # "llm", "oracle" or "copied"
     gold_pattern: dict | None    # the oracle pattern of the gold chain
     pattern_prompt: list | None  # the chat messages of the pattern call (None for oracle patterns)
     pattern_raw: str | None      # the LLM's reply
