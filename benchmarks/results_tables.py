@@ -385,31 +385,6 @@ TABLES += [
 ]
 
 
-# ----------------------------------------------------------------------------- demonstrations (docs/DEMONSTRATIONS.md)
-# the tables of benchmarks/simgrag_e2e.py's runs (removed in issue 44) are `kgrag repro demos-simgrag-*` now, their
-# measured numbers in docs/journal/2026-12-demonstrations.md; left here: the LLM-free own-type count
-# (benchmarks/simgrag_demo_types.py)
-DEMOS_DOC = "docs/DEMONSTRATIONS.md"
-DEMO_HOPS = ("1", "2", "3")
-_TYPE_WORDINGS = (("templated", "templated (the dataset's own)"), ("rules", "rule noise (all three)"),
-                  ("synonym", "synonym swaps only"), ("drop", "one dropped function word only"),
-                  ("misspell", "one misspelling only"))
-TABLES += [
-    Table("demos-simgrag-own-type", DEMOS_DOC,
-          ("hop", "questions asked", "chosen demonstrations of the question's own type",
-           "questions: all 8 of its type / none of its type (of 200)",
-           "respelt for the choice: own type", "respelt: all 8 / none", "questions respelt"),
-          [Row("simgrag_demo_types.json", f"{hop}-hop", label,
-               f"{{hops/metaqa-{hop}hop/wordings/{key}/share:%.1f}}%",
-               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_all_own_type}} / "
-               f"{{hops/metaqa-{hop}hop/wordings/{key}/questions_none_own_type}}",
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/share:%.1f}}%",
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_all_own_type}} / "
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_none_own_type}}",
-               f"{{hops/metaqa-{hop}hop/respelt/{key}/questions_respelt}}")
-           for hop in DEMO_HOPS for key, label in _TYPE_WORDINGS]),
-]
-
 TABLES += [Table("llm-prefill", "docs/CPU.md", ("questions (seeded 200)", "order", "batch", "prompt tokens / q",
                   "prefilled tokens / q", "vs the sample's order"), [Rows("llm_prefill.json", "rows", "{dataset}", "{order}",
                   "{batch_size}", "{prompt_tokens_per_question:,.0f}", "{prefill_tokens_per_question:,.0f}", "{prefill_vs_sample_order:.2f}x")])]

@@ -153,6 +153,10 @@ class DemoPool:
         text = self._text_of(item)
         return self.respell(text) if self.respell is not None else text
 
+    def respelt(self, item: Any) -> bool:
+        """Whether the respelling (`spelling`) changed the text `item` is compared by."""
+        return self.respell is not None and self.query_text(item) != self._text_of(item)
+
     @classmethod
     def from_training(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
                       split: str | None = None, limit: int | None = None,

@@ -24,7 +24,7 @@ def test_the_same_runs_compare_equal_and_a_changed_answer_is_named(tmp_path):
     assert cli.main(["compare", str(before), str(after), "--out", str(tmp_path / "same.json")]) == 0
     out = json.loads((tmp_path / "same.json").read_text())
     assert out["verdict"]["example_values_differ"] == 0 and out["verdict"]["score_rows_same"]
-    assert out["verdict"]["score_rows_compared"] == 4 and out["provenance"]["arguments"]["before"] == str(before)
+    assert out["verdict"]["score_rows_compared"] == 6 and out["provenance"]["arguments"]["before"] == str(before)  # hits@1, containment, fact_hit; all and answerable
 
     changed = [_simgrag_example(i) for i in range(4)]
     changed[1]["hits@1"] = 0.0  # one answer scored differently

@@ -78,7 +78,7 @@ def test_a_demonstration_is_written_from_the_gold_chain_like_the_fixed_shots(mov
                                qtype="director_to_movie_to_actor", hops=2)
     demo = pattern_demo(item)
     # the fixed shot's shape and nodes; `starred_actors` in the demonstrations' words, "starred in" (the fixed shots
-    # say "acted in", which the MiniLM relation match sent to directed_by: benchmarks/simgrag_demo_wording.py)
+    # say "acted in", which the MiniLM relation match sent to directed_by: configs/reproduce/demos-simgrag-wording.yaml)
     assert demo["triples"] == [[h, "starred in" if r == "acted in" else r, t] for h, r, t in acted["triples"]]
     assert demo["triples"][1] == ["UNKNOWN actor 2", "starred in", "UNKNOWN movie 1"]
     assert demo["phrases"] == ["movies directed by Tobias Wrenfield", "actors of those movies"]
@@ -517,27 +517,6 @@ def test_the_packaged_presets_default_demonstrations_are_the_measured_ones():
     assert requested_answer_demos(config) == "nearest"  # the answer prompt follows the pattern demonstrations
     assert requested_answer_demos(config.replace(demos="fixed")) == "fixed"
     assert requested_answer_demos(config.replace(answer_demos="fixed")) == "fixed"
-
-
-def test_demo_types_counts_the_chosen_demonstrations_of_the_questions_type(tmp_path):
-    """benchmarks/simgrag_demo_types.py: per question, how many of the k chosen demonstrations share its type."""
-    import types
-
-    from stand_ins import benchmark_module
-
-    bench = benchmark_module("simgrag_demo_types")
-    demo = lambda qtype: types.SimpleNamespace(item=types.SimpleNamespace(qtype=qtype))  # noqa: E731
-    chosen = {"q1": [demo("a"), demo("a")], "q2": [demo("a"), demo("b")], "q3": [demo("a"), demo("a")]}
-    pool = types.SimpleNamespace(nearest=lambda q, k: chosen[q.qid][:k])
-    items = [types.SimpleNamespace(qid=qid, qtype=t) for qid, t in (("q1", "a"), ("q2", "b"), ("q3", "b"), ("q4", None))]
-    assert bench.type_counts(pool, items, 2) == {"questions": 3, "demonstrations": 6, "of_own_type": 3, "share": 0.5,
-                                                 "questions_all_own_type": 1, "questions_none_own_type": 1}
-    out = tmp_path / "types.json"
-    bench.main(["--datasets", "sample-movies-1hop", "--limit", "6", "--shots", "2", "--wordings", "templated", "rules",
-                "--out", str(out)])
-    hop = json.loads(out.read_text())["hops"]["sample-movies-1hop"]
-    assert set(hop["wordings"]) == {"templated", "rules"} and hop["pool"]["split"] == "dev"
-    assert all(w["questions"] == 6 and w["demonstrations"] == 12 for w in hop["wordings"].values())
 
 
 def test_a_questions_samples_are_generated_back_to_back_for_the_prefix_cache(movies2, retriever):

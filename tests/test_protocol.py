@@ -110,7 +110,7 @@ def test_a_renamed_parameter_names_its_new_name():
 
 
 def test_a_choice_field_names_its_choices_and_the_closest():
-    with pytest.raises(ConfigError, match=r"'llm' or 'oracle' \(did you mean 'oracle'\?\)"):
+    with pytest.raises(ConfigError, match=r"'llm', 'oracle' or 'copied' \(did you mean 'oracle'\?\)"):
         get_method("simgrag").config_class(pattern_source="orcale")
 
 

@@ -14,9 +14,11 @@ from ...errors import ConfigError
 from ..questions import KGQuestionConfig
 from .stages.gsd_search import GSDConfig
 
-__all__ = ["SimGRAGConfig", "PATTERN_SOURCES", "TASKS", "PRESET_DEMOS", "resolve_task"]
+__all__ = ["SimGRAGConfig", "PATTERN_SOURCES", "WORDING_KEYS", "TASKS", "PRESET_DEMOS", "resolve_task"]
 
-PATTERN_SOURCES = ("llm", "oracle")
+PATTERN_SOURCES = ("llm", "oracle", "copied")
+#: the keys of one `demo_wording` entry (the prompt file's `demonstrations:` entries have the same)
+WORDING_KEYS = ("words", "subject", "forward", "backward")
 TASKS = ("auto", "qa", "verify")
 
 
@@ -48,6 +50,7 @@ class SimGRAGConfig(KGQuestionConfig):
     fixed_shots: int = 4                # nearest demos: the fixed shots kept first (shared by all questions: prefix-cached)
     demo_types: int = 1                 # nearest demos: guarantee this many question types when the nearest are ambiguous (1: off; kgrag_utils.demos.cover_types)
     demo_type_margin: float = DEMO_TYPE_MARGIN  # demo_types > 1: the similarity gap under which the nearest count as ambiguous
+    demo_wording: dict[str, dict[str, str]] = {}  # nearest demos: {KG relation: {"words", "subject" (head|tail: whose name comes first), "forward", "backward" (phrases with {x})}} replacing the prompt file's demonstration wording key by key; {}: the file's
     samples: int = 1                    # patterns per question; n > 1: n-1 sampled ones, each retrieved and answered, a GSD-weighted vote
     sample_temperature: float = 0.7     # samples > 1: temperature of the sampled patterns (seeds 1..n-1; the first is greedy)
     answer_shots: int = 3               # worked examples in the answer prompt
@@ -55,7 +58,7 @@ class SimGRAGConfig(KGQuestionConfig):
     top_k: int = 3                      # subgraphs handed to the LLM
     entity_topk: int = 16               # entity candidates per known pattern node
     relation_topk: int = 16             # relation candidates per pattern relation
-    pattern_source: Literal["llm", "oracle"] = "llm"  # "llm" or "oracle" (gold pattern from the gold relation chain)
+    pattern_source: Literal["llm", "oracle", "copied"] = "llm"  # "llm"; "oracle" (gold pattern from the gold relation chain); "copied" (the nearest demonstration's pattern copied perfectly onto the question's topic entity: no LLM)
     injective: bool = False             # True: no KG entity or fact serves two pattern nodes/edges (no walks)
     direction: Literal["any", "same"] = "any"  # "any": a pattern edge matches a fact either way; "same": only its own way
     time_limit_s: float = 2.0           # retrieval time limit per question (s); the best subgraphs found so far are kept
@@ -80,7 +83,22 @@ class SimGRAGConfig(KGQuestionConfig):
                               f"{self.sample_temperature}).")
         if self.samples > 1 and self.pattern_source != "llm":
             raise ConfigError("SimGRAGConfig: samples > 1 samples LLM patterns; set pattern_source='llm' or samples=1.")
+        if self.pattern_source == "copied" and self.demos == "fixed":
+            raise ConfigError("SimGRAGConfig: pattern_source='copied' copies the nearest demonstration; set "
+                              "demos='nearest' (or '') or another pattern_source.")
+        self._check_wording()
         self.gsd_config()  # validates the search parameters
+
+    def _check_wording(self) -> None:
+        for relation, entry in self.demo_wording.items():
+            bad = sorted(set(entry) - set(WORDING_KEYS))
+            if bad or entry.get("subject", "head") not in ("head", "tail") or not str(entry.get("words", "x")).strip():
+                raise ConfigError(f"SimGRAGConfig.demo_wording[{relation!r}] = {entry!r}: its keys are {WORDING_KEYS} "
+                                  "(subject 'head' or 'tail', words not empty); e.g. {'starred_actors': {'words': "
+                                  "'acted in', 'subject': 'tail'}}.")
+            if any("{x}" not in entry[k] for k in ("forward", "backward") if k in entry):
+                raise ConfigError(f"SimGRAGConfig.demo_wording[{relation!r}]: its forward and backward phrases name "
+                                  "the subject as {x} (e.g. 'movies {x} acted in').")
 
     @property
     def needs_llm(self) -> bool:

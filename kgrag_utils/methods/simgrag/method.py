@@ -1,4 +1,4 @@
-"""SimGRAG end to end: pattern (LLM or oracle) -> top-k subgraphs by GSD -> answer (LLM), one record per question.
+"""SimGRAG end to end: pattern (LLM, oracle or a copied demonstration) -> top-k subgraphs by GSD -> answer (LLM), one record per question.
 
 Each record keeps every intermediate artifact (prompts, raw outputs, parsed and validated
 pattern, candidates, subgraphs with GSD terms, answers), the scores (strict Hits@1 and lenient
@@ -65,7 +65,7 @@ class SimGRAG(SimGRAGStages, Method):
     """The three stages over one KG: `SimGRAG(config, kg, retriever, llm=None)`, or `SimGRAG.prepare(config,
     dataset)` which embeds and indexes the KG. `llm=None`: the config's preset, loaded on first use (the
     "fake" preset replays the gold patterns of the prepared dataset's questions: plumbing only). With
-    `pattern_source="oracle"` and `reader=False` no LLM is needed (retrieval only)."""
+    `pattern_source="oracle"` or `"copied"` and `reader=False` no LLM is needed (retrieval only)."""
 
     name = "simgrag"
     notebook = "01_simgrag.ipynb"
@@ -162,7 +162,7 @@ class SimGRAG(SimGRAGStages, Method):
             raise ConfigError("demos='nearest' needs the training questions: build the method with "
                               "SimGRAG.prepare(config, dataset), or pass demo_pool=simgrag.demos.pattern_demo_pool(...).")
         return demo_shots(self.demo_pool, item, self.config.shots, self.family, self.config.demo_types,
-                          self.config.demo_type_margin)
+                          self.config.demo_type_margin, self.config.demo_wording)
 
     def run_order(self, items: list) -> list:
         """With nearest demonstrations, the questions sorted by their chosen demonstrations (as the prompt lists them,

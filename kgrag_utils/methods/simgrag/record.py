@@ -27,7 +27,7 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     hops: int
     qtype: str
     answerable: bool | None      # every gold answer is reached by the gold chain in this KB
-    pattern_source: str          # "llm" or "oracle"
+    pattern_source: str          # "llm", "oracle" or "copied"
     gold_pattern: dict | None    # the oracle pattern of the gold chain
     pattern_prompt: list | None  # the chat messages of the pattern call (None for oracle patterns)
     pattern_raw: str | None      # the LLM's reply
@@ -42,12 +42,15 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     demo_own_type: str | None    # how many of them have the question's own type: all | some | none (stages.demos.own_type_group)
     pattern_demo_tokens: int     # tokens of those shots' turns (the prompt's part no other question shares)
     pattern: dict | None         # the pattern used for retrieval
+    pattern_demo_respelt: bool | None  # nearest demos: the respelling changed the question before the choice (None: no pool)
     candidates: dict | None      # entity / relation / type candidates per pattern node and edge
     subgraphs: list[dict]        # the top-k subgraphs with their GSD terms
     nodes_expanded: int
     timed_out: bool
     top1_answer: str | None      # the top-1 subgraph's answer node
     top1_hit: bool | None
+    top1_relations: list[str] | None  # the KG relation of each fact of the top-1 subgraph, in pattern edge order
+    top1_gold_relations: bool | None  # they are the gold pattern's relations (as a multiset; None: no gold pattern)
     retrieval_hit: bool          # the evidence holds a gold answer (verify: every claim entity)
     oracle_retrieval_hit: bool | None
     evidence: list[str]          # "graph [i]: (h, r, t), ..." lines given to the answer prompt

@@ -14,16 +14,32 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ...metrics import ACCURACY, CONTAINMENT, HITS1
+from ...metrics import ACCURACY, CONTAINMENT, FACT_HIT, HITS1
 from ...metrics import summarize as summarize_rows
 from .. import summary as shared
 from ..scoring import cost, mean
 from ..summary import SummaryHooks, answerable, record_value
+from .config import PATTERN_SOURCES
 from .record import STAGES
 from .stages.demos import own_type_counts
 
 __all__ = ["HOOKS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of",
            "variant_of", "uses_llm", "demonstrations", "llm_seconds"]
+
+#: SimGRAG's own score-row metrics beside the shared ones (questions with a gold pattern; the demonstration ones where
+#: the run chose demonstrations per question), with their definitions
+METRICS = {
+    "gold_relations": "the top-1 subgraph's facts use exactly the gold chain's KG relations (no subgraph: 0)",
+    "pattern_miss": "the gold pattern's evidence holds a gold answer and this pattern's does not (the pattern's loss)",
+    "own_type_share": "share of the chosen pattern demonstrations whose question type is the question's own",
+    "own_type_all": "every chosen pattern demonstration has the question's own type",
+    "own_type_none": "no chosen pattern demonstration has the question's own type",
+}
+_FACT_HIT = "fact-level: a top-k subgraph holds a gold answer (the evidence's retrieval hit, before any answer)"
+DEFINITIONS = {(f"pattern={source}", metric): text for source in PATTERN_SOURCES
+               for metric, text in {**METRICS, FACT_HIT: _FACT_HIT}.items()}
+__all__ += ["METRICS", "relation_extras"]
+
 
 def variant_of(records: Sequence[Mapping] = (), run: Mapping | None = None) -> str:
     sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
@@ -59,6 +75,27 @@ def _p95(values: list[float]) -> float | None:
     return float(np.percentile(values, 95)) if values else None
 
 
+def relation_extras(records: Sequence[Mapping]) -> dict:
+    """`relation_swaps` ("gold -> used": pattern edges whose top-1 fact uses another KG relation than the gold
+    pattern's, edge by edge where the pattern has the gold pattern's number of edges, in order as oracle and copied
+    patterns have them) and, where the demonstrations were chosen per question, `questions_respelt` (how many
+    questions the respelling changed before the choice)."""
+    out: dict = {}
+    chosen = [r for r in records if r.get("pattern_demo_respelt") is not None]
+    if chosen:
+        out["questions_respelt"] = sum(bool(r["pattern_demo_respelt"]) for r in chosen)
+    swaps: dict[str, int] = {}
+    for r in records:
+        gold = [t[1] for t in ((r.get("gold_pattern") or {}).get("triples") or [])]
+        used = r.get("top1_relations") or []
+        if gold and len(used) == len(gold):
+            for g, u in zip(gold, used):
+                if g != u:
+                    swaps[f"{g} -> {u}"] = swaps.get(f"{g} -> {u}", 0) + 1
+    out["relation_swaps"] = dict(sorted(swaps.items(), key=lambda kv: -kv[1]))
+    return out
+
+
 def extras(records: Sequence[Mapping]) -> dict:
     """SimGRAG's own summary keys: scores on all questions and on the answerable subset (`all`,
     `answerable`: `metrics.summarize`), the task and, for claims, accuracy, verdicts and accuracy per
@@ -80,6 +117,7 @@ def extras(records: Sequence[Mapping]) -> dict:
     out["retrieval_hit_rate"] = sum(bool(r.get("retrieval_hit")) for r in records) / n if n else float("nan")
     top1 = [r["top1_hit"] for r in records if r.get("top1_hit") is not None]
     out["top1_subgraph_hits@1"] = float(np.mean(top1)) if top1 else None
+    out.update(relation_extras(records))
     for key in ("failed_stage", "failed_stage_lenient"):
         counts = {s: 0 for s in STAGES}
         for r in records:
@@ -146,6 +184,16 @@ def record_scores(r: Mapping) -> dict:
     scores = {HITS1: hits, CONTAINMENT: record_value(r, CONTAINMENT)}
     if r.get("task") == "verify":
         scores[ACCURACY] = hits
+    else:  # retrieval: the evidence, the top subgraph's relations, what the pattern lost against the gold one
+        oracle, gold_rel = r.get("oracle_retrieval_hit"), r.get("top1_gold_relations")
+        scores[FACT_HIT] = record_value(r, "retrieval_hit", failed_key=None)
+        scores["gold_relations"] = float("nan") if gold_rel is None else float(bool(gold_rel))
+        scores["pattern_miss"] = float("nan") if oracle is None else float(bool(oracle) and not r.get("retrieval_hit"))
+    types, qtype = r.get("pattern_demo_types") or [], r.get("qtype")
+    if types and qtype is not None:  # the demonstrations chosen for it (`demos.own_type_group`)
+        own = sum(t == str(qtype) for t in types)
+        scores.update({"own_type_share": own / len(types), "own_type_all": float(own == len(types)),
+                       "own_type_none": float(own == 0)})
     return {f"pattern={r.get('pattern_source')}": scores}
 
 
@@ -159,7 +207,7 @@ def stage_errors(records: Sequence[Mapping]) -> dict:
 
 
 HOOKS = SummaryHooks(record_scores=record_scores, cost=lambda records: cost_of(records), stage_errors=stage_errors,
-                     extras=extras, uses_llm=uses_llm, answerable_rows=True)
+                     extras=extras, uses_llm=uses_llm, answerable_rows=True, definitions=DEFINITIONS)
 
 
 def summarize(records: Sequence[Mapping]) -> dict:

@@ -15,10 +15,11 @@ from typing import Any, Sequence
 
 from ....demos import DEMO_SPELLING, DEMO_TYPE_MARGIN, DemoPool
 from .oracle import oracle_pattern, qtype_node_types
+from .pattern import Pattern
 from ..prompts import load_prompt_file
 
 __all__ = ["own_type_counts", "own_type_group", "usable_for_pattern", "demo_type", "pattern_demo", "pattern_demo_pool", "answer_demo", "requested_demos", "requested_answer_demos", "default_pool",
-           "DEMO_NEED", "demo_wording", "wording_key"]
+           "DEMO_NEED", "demo_wording", "wording_key", "merged_wording", "copied_pattern", "demo_fields"]
 
 #: what a pattern demonstration is written from (named in the refusal when a training split has none)
 DEMO_NEED = "a gold relation chain and a topic entity"
@@ -49,18 +50,31 @@ def wording_key(family: str) -> str:
     return params_hash({"relations": relations, "types": types})[:8]
 
 
+def merged_wording(family: str, wording: dict | None = None) -> tuple[dict, dict]:
+    """The demonstration wording of one family: the prompt file's, with `wording` ({KG relation: {"words",
+    "subject", "forward", "backward"}}, config demo_wording) replacing its entries key by key. A relation the file
+    has no entry for needs all four keys."""
+    from ....errors import ConfigError
+
+    relations, type_names = demo_wording(family)
+    merged = {**relations, **{r: {**relations.get(r, {}), **spec} for r, spec in (wording or {}).items()}}
+    for relation in wording or {}:
+        missing = [k for k in ("words", "subject", "forward", "backward") if k not in merged[relation]]
+        if missing:
+            raise ConfigError(f"demo_wording[{relation!r}]: the prompt file's {family!r} demonstrations have no entry "
+                              f"for it, so give all of words, subject, forward, backward (missing: {', '.join(missing)}).")
+    return merged, type_names
+
+
 def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None) -> dict:
-    """{"id", "question", "phrases", "triples"} of one training question, in the fixed shots' form.
+    """{"id", "question", "phrases", "triples", "topic", "type"} of one training question, in the fixed shots' form.
 
     Step i of the chain goes from node i-1 (the topic, then `UNKNOWN <type> i-1`) to `UNKNOWN <type> i`;
     the KG fact of the step is (prev, r, next) forward or (next, r, prev) backward, then written with
     the family's wording of r (in the KG's direction with the name's underscores as spaces when the
-    family has none). `wording` ({KG relation: {"words", "subject", "forward", "backward"}}) replaces the
-    prompt file's entries of those relations, key by key (benchmarks/simgrag_demo_wording.py compares
-    wordings this way, without editing the file)."""
-    relations, type_names = demo_wording(family)
-    if wording:
-        relations = {**relations, **{r: {**relations.get(r, {}), **spec} for r, spec in wording.items()}}
+    family has none). `wording` (config demo_wording) replaces the prompt file's entries of those relations,
+    key by key (`merged_wording`). `topic`: the topic entity's name as the triples write it."""
+    relations, type_names = merged_wording(family, wording)
     chain = list(item.chain)
     kinds = [type_names.get(k, k) for k in qtype_node_types(getattr(item, "qtype", None), len(chain))]
     names = [str(item.topic_entities[0])] + [f"UNKNOWN {k} {i}" for i, k in enumerate(kinds, 1)]
@@ -76,7 +90,28 @@ def pattern_demo(item: Any, family: str = "movies", wording: dict | None = None)
             continue
         triples.append([tail, words["words"], head] if words["subject"] == "tail" else [head, words["words"], tail])
         phrases.append(words["forward" if forward else "backward"].format(x=subjects[i - 1]))
-    return {"id": str(item.qid), "question": item.question, "phrases": phrases, "triples": triples}
+    return {"id": str(item.qid), "question": item.question, "phrases": phrases, "triples": triples,
+            "topic": names[0]}
+
+
+def copied_pattern(item: Any, shot: dict) -> Pattern:
+    """The pattern a model writes for `item` by copying the demonstration `shot` (a `pattern_demo`) perfectly (config
+    pattern_source="copied"): the shot's triples with its topic entity replaced by the question's; the answer node is
+    the shot's last UNKNOWN, as `pattern_demo` numbers them. A shot of the question's own type gives the question's
+    own gold chain in the demonstrations' words."""
+    topic = str(item.topic_entities[0]) if getattr(item, "topic_entities", None) else shot["topic"]
+    triples = [[topic if x == shot["topic"] else x for x in t] for t in shot["triples"]]
+    last = f" {len(shot['triples'])}"
+    answer = next((x for t in triples for x in (t[0], t[2]) if x.startswith("UNKNOWN ") and x.endswith(last)), None)
+    return Pattern.from_triples(triples, answer=answer, source="copied")
+
+
+def demo_fields(item: Any, shots: Sequence[dict], pool: DemoPool | None) -> dict:
+    """A record's fields about its chosen demonstrations (`demo_shots`' shots): their question types, how many have
+    the question's own (`own_type_group`: all / some / none) and whether the question was respelt for the choice."""
+    types = [d.get("qtype") for d in shots]
+    return {"pattern_demo_types": types, "demo_own_type": own_type_group(getattr(item, "qtype", None), types),
+            "pattern_demo_respelt": pool.respelt(item) if shots and pool is not None else None}
 
 
 def requested_demos(config) -> str:
@@ -84,6 +119,8 @@ def requested_demos(config) -> str:
     "fixed" for presets it does not list, such as the fake test double)."""
     from ..config import PRESET_DEMOS
 
+    if config.pattern_source == "copied":  # copies a nearest demonstration (SimGRAGConfig refuses demos="fixed")
+        return "nearest"
     return config.demos or PRESET_DEMOS.get(config.llm_preset, "fixed")
 
 
@@ -96,7 +133,8 @@ def requested_answer_demos(config) -> str:
 def _asked_explicitly(config) -> bool:
     """Whether the config itself (not its preset) asks for nearest demonstrations in a stage that uses them."""
     answer = config.answer_demos or config.demos  # "" -> as the pattern demonstrations, before any preset
-    return (config.demos == "nearest" and config.pattern_source == "llm") or (answer == "nearest" and config.reader)
+    return (config.demos == "nearest" and config.pattern_source == "llm") or config.pattern_source == "copied" or \
+        (answer == "nearest" and config.reader)
 
 
 def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | None, str]:
@@ -108,8 +146,8 @@ def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | Non
     from ....errors import ConfigError
 
     mode = requested_demos(config)
-    wants = (mode == "nearest" and config.pattern_source == "llm") or (requested_answer_demos(config) == "nearest"
-                                                                        and config.reader)
+    wants = (mode == "nearest" and config.pattern_source in ("llm", "copied")) or \
+        (requested_answer_demos(config) == "nearest" and config.reader)
     if not wants:
         return None, f"{mode} ({'set' if config.demos else 'the preset default'})"
     explicit = _asked_explicitly(config)
@@ -135,12 +173,12 @@ def demo_type(item: Any) -> str:
 
 
 def demo_shots(pool: DemoPool, item: Any, k: int, family: str, types: int = 1,
-               margin: float = DEMO_TYPE_MARGIN) -> tuple[list[dict], list[float]]:
+               margin: float = DEMO_TYPE_MARGIN, wording: dict | None = None) -> tuple[list[dict], list[float]]:
     """The `k` nearest training questions as pattern shots, nearest LAST (just before the question), and their
     similarities in the same order. `types` > 1: at least that many question types where the nearest are ambiguous
-    (config demo_types, `kgrag_utils.demos.cover_types`)."""
+    (config demo_types, `kgrag_utils.demos.cover_types`). `wording`: config demo_wording (`merged_wording`)."""
     chosen = pool.nearest(item, k, type_of=demo_type if types > 1 else None, cover=types, margin=margin)[::-1]
-    return [{**pattern_demo(d.item, family), "qtype": _qtype(d.item)} for d in chosen], [d.score for d in chosen]
+    return [{**pattern_demo(d.item, family, wording), "qtype": _qtype(d.item)} for d in chosen], [d.score for d in chosen]
 
 
 def _qtype(item: Any) -> str | None:

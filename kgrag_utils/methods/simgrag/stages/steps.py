@@ -11,12 +11,21 @@ from typing import Iterable, Sequence
 from ....llm.structured import wants_schema
 from ....metrics import containment, hits_at_1, normalize_answer
 from ..prompts import build_answer_prompt, build_verify_prompt
+from .demos import copied_pattern, demo_fields
 from .generate import ANSWER_SCHEMA, evidence_lines, parse_answer, parse_verdict
 from .demos import own_type_group
 from .gsd_search import SearchResult
 from .oracle import oracle_pattern
 from .pattern import Pattern, marked_entities, parse_pattern_output, validate_pattern
 from .samples import merge_samples
+
+
+def gold_relations(used: Sequence[str] | None, gold: Pattern | None) -> bool | None:
+    """Whether the top-1 subgraph's facts use exactly the gold pattern's KG relations (as a multiset; None without
+    a gold pattern, False without a top-1 subgraph)."""
+    if gold is None:
+        return None
+    return used is not None and sorted(used) == sorted(str(e.relation) for e in gold.edges)
 
 
 def _gold_hit(names: Iterable[str], golds: Sequence[str]) -> bool:
@@ -78,6 +87,8 @@ class SimGRAGStages:
                 "gold_pattern": (oracle_pattern(q).to_dict() if oracle_pattern(q) is not None else None),
             })
         typed = self.retriever.type_index is not None
+        if s.pattern_source == "copied":  # one run, as oracle patterns
+            return self._copied_patterns(chunk)
         if s.pattern_source == "oracle":  # one run: samples > 1 needs LLM patterns (SimGRAGConfig)
             for w in chunk:
                 p = oracle_pattern(w.q)
@@ -95,6 +106,23 @@ class SimGRAGStages:
         per_sample = self._generate_patterns(prompts, schemas, samples=len(runs))
         for run, results in zip(runs, per_sample):
             self._record_patterns(run, prompts, results, chosen)
+
+    def _copied_patterns(self, chunk: list[_Work]) -> None:
+        """pattern_source="copied": each question's nearest demonstration (the last shown) copied perfectly onto the
+        question's topic entity (`demos.copied_pattern`); the chosen demonstrations recorded as an LLM run's are."""
+        typed = self.retriever.type_index is not None
+        for w in chunk:
+            demos, scores = self.pattern_demos(w.q)
+            p = copied_pattern(w.q, demos[-1]) if demos else None
+            check = validate_pattern(p, typed_unknowns=typed)
+            w.pattern = check.pattern if check.ok else None
+            w.record.update({"pattern_prompt": None, "pattern_raw": None, "pattern_phrases": [],
+                             "pattern_triples": [list(t) for t in p.triples()] if p else [],
+                             "pattern_ok": w.pattern is not None,
+                             "pattern_error": check.error if p is not None else "no demonstration to copy",
+                             "pattern_warnings": check.warnings, "demos": self.demos_mode,
+                             "pattern_demos": [d["id"] for d in demos], "pattern_demo_scores": scores,
+                             **demo_fields(w.q, demos, self.demo_pool), "timings": {"pattern_s": 0.0}, "tokens": {}})
 
     def _record_patterns(self, chunk: list[_Work], prompts: list, results: list, chosen: list) -> None:
         """Parse and validate one sample's pattern replies into its works' records."""
@@ -117,6 +145,7 @@ class SimGRAGStages:
                 "demos": self.demos_mode, "pattern_demos": [d["id"] for d in demos], "pattern_demo_scores": scores,
                 "pattern_demo_types": [d.get("qtype") for d in demos],
                 "demo_own_type": own_type_group(w.q.qtype, [d.get("qtype") for d in demos]),
+                "pattern_demo_respelt": self.demo_pool.respelt(w.q) if demos and self.demo_pool is not None else None,
                 "pattern_demo_tokens": self._demo_tokens(prompt, len(demos)),
                 "timings": {"pattern_s": res.seconds},
                 "tokens": {"pattern_prompt": res.prompt_tokens, "pattern_completion": res.completion_tokens,
@@ -129,7 +158,7 @@ class SimGRAGStages:
             rec = w.record
             rec["pattern"] = w.pattern.to_dict() if w.pattern is not None else None
             rec.update({"candidates": None, "subgraphs": [], "nodes_expanded": 0, "timed_out": False,
-                        "top1_answer": None, "top1_hit": None})
+                        "top1_answer": None, "top1_hit": None, "top1_relations": None})
             if w.pattern is None:
                 continue
             res = self.retrieve(w.pattern)
@@ -141,6 +170,8 @@ class SimGRAGStages:
             rec["timed_out"] = res.timed_out
             rec["timings"].update({k: v for k, v in res.timings.items() if k.endswith("_ms")})
             rec["timings"]["known_nodes"] = res.timings.get("known_nodes", 0)
+            if res.best is not None:
+                rec["top1_relations"] = [str(t[1]) for t in res.best.triples(self.kg)]
             if w.pattern.answer is not None and res.best is not None and w.pattern.answer in res.best.nodes:
                 name = str(self.kg.entity_names[res.best.nodes[w.pattern.answer]])
                 rec["top1_answer"] = name
@@ -160,6 +191,7 @@ class SimGRAGStages:
             else:
                 w.record["oracle_retrieval_hit"] = None
             w.record["retrieval_hit"] = self._evidence_hit(w.result, w.q) if w.result is not None else False
+            w.record["top1_gold_relations"] = gold_relations(w.record.get("top1_relations"), gold)
 
     def _covers_claim(self, result: SearchResult | None, q) -> bool:
         """Every entity of the claim (FactKG's Entity_set) is a node of some retrieved subgraph."""
