@@ -74,8 +74,17 @@ def _fresh_folders(work: Path) -> Iterator[None]:
                 os.environ[var] = old
 
 
+def _recorded_part(old: Any, new: Any) -> Any:
+    """`new` cut to the metrics `old` records: a metric added to the method after the record was made is not a
+    difference (a metric the record has and the re-run lacks still is)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {k: new[k] for k in old if k in new}
+    return new
+
+
 def compare_scores(recorded: dict[str, Any], now: dict[str, Any]) -> list[Comparison]:
-    """One comparison per score variant over the re-run's questions (a question absent from the record is skipped)."""
+    """One comparison per score variant over the re-run's questions (a question absent from the record is skipped),
+    on the metrics the record holds."""
     ids = [i for i in now if i in recorded]
     variants = sorted({v for i in ids for s in (recorded[i], now[i]) if isinstance(s, dict) for v in s})
     out = []
@@ -83,7 +92,7 @@ def compare_scores(recorded: dict[str, Any], now: dict[str, Any]) -> list[Compar
         c = Comparison(variant, len(ids), 0)
         for qid in ids:
             old = (recorded[qid] or {}).get(variant) if variants else recorded[qid]
-            new = (now[qid] or {}).get(variant) if variants else now[qid]
+            new = _recorded_part(old, (now[qid] or {}).get(variant) if variants else now[qid])
             if _same(old, new):
                 c.same += 1
             else:

@@ -329,6 +329,11 @@ def test_a_record_rerun_takes_the_first_n_of_the_same_sample_and_compares_each_v
     new = {"a": {"v": {"hits@1": 1.0}}, "b": {"v": {"hits@1": 1.0}}, "c": None, "z": {"v": {"hits@1": 1.0}}}
     [c] = compare_scores(old, new)
     assert (c.label, c.n, c.same) == ("v", 3, 2) and c.differ == [("b", {"hits@1": 0.0}, {"hits@1": 1.0})]
+    # a metric the method gained after the record is not a difference; one the re-run lost is
+    [c] = compare_scores({"a": {"v": {"hits@1": 1.0}}}, {"a": {"v": {"hits@1": 1.0, "fact_hit": 1.0}}})
+    assert c.same == 1
+    [c] = compare_scores({"a": {"v": {"hits@1": 1.0, "x": 1.0}}}, {"a": {"v": {"hits@1": 1.0}}})
+    assert c.same == 0
 
 
 @pytest.mark.slow
