@@ -15,7 +15,9 @@ from kgrag_utils.datasets import load_dataset, metaqa
 from kgrag_utils.datasets.textfiles import read_lines
 from kgrag_utils.errors import DatasetFormatError, IntegrityError
 
-from test_datasets import QA_2HOP, QTYPE_2HOP, _write, data_root, metaqa_root  # noqa: F401 - fixtures
+from dataset_files import QA_2HOP, QTYPE_2HOP, data_root  # noqa: F401 - fixtures
+from dataset_files import write_lines as _write
+from test_datasets import metaqa_root  # noqa: F401 - fixtures
 
 
 def _latin1_at(path: Path, line: int) -> None:

@@ -60,7 +60,9 @@ from kgrag_utils.datasets import load_dataset  # noqa: E402
 from kgrag_utils.datasets.registry import training_dataset  # noqa: E402
 from kgrag_utils.errors import ConfigError  # noqa: E402
 
-from test_datasets import QA_2HOP, _write, data_root, metaqa_root  # noqa: E402,F401 - fixtures
+from dataset_files import QA_2HOP, data_root  # noqa: E402,F401 - fixtures
+from dataset_files import write_lines as _write  # noqa: E402
+from test_datasets import metaqa_root  # noqa: E402,F401 - fixtures
 
 
 @pytest.fixture
