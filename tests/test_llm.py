@@ -255,3 +255,30 @@ def test_corrupted_cache_row_is_detected_deleted_and_regenerated(cache):
     assert r.text == "good answer" and not r.cached and llm.prompts_seen == ["q"]
     assert cache.corrupted == 1
     assert llm.chat("q").cached
+
+
+def test_a_gguf_given_by_path_answers_from_its_own_cache_entries_not_the_presets(cache, tmp_path, monkeypatch):
+    """load_llm(preset, model_path=...) keys the cache by that file's checksum: another file's weights never
+    replay the packaged model's replies (both files stand in for GGUFs; llama.cpp is not started)."""
+    import hashlib
+
+    llama_cpp = pytest.importorskip("llama_cpp")
+
+    class NoModel:
+        def __init__(self, **kwargs):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(llama_cpp, "Llama", NoModel)
+    preset = get_preset("smollm2-135m")
+    one, two = tmp_path / "one.gguf", tmp_path / "two.gguf"
+    one.write_bytes(b"weights one")
+    two.write_bytes(b"weights two")
+    a = llamacpp_backend.LlamaCppLLM(preset, cache, model_path=one)
+    b = llamacpp_backend.LlamaCppLLM(preset, cache, model_path=two)
+    assert a._key_parts()["weights"] == hashlib.sha256(b"weights one").hexdigest() != preset.gguf.sha256
+    assert a.cache_key("Who directed Inception?") != b.cache_key("Who directed Inception?")
+    with pytest.raises(ConfigError, match="not a file"):
+        llamacpp_backend.LlamaCppLLM(preset, cache, model_path=tmp_path / "missing.gguf")

@@ -20,7 +20,7 @@ from .. import settings, threads
 from ..errors import ConfigError, MissingDependencyError
 from .base import LLM, Chat, GenerationConfig, RawGeneration, prompt_too_long
 from .cache import ResponseCache
-from .gguf_assets import assemble
+from .gguf_assets import assemble, sha256_file
 from .presets import Preset
 
 INSTALL_HINT = "`pip install -e '.[llamacpp]'` (compiles llama-cpp-python, about 5 minutes)"
@@ -52,6 +52,10 @@ class LlamaCppLLM(LLM):
             from llama_cpp import Llama
         except ImportError as exc:
             raise MissingDependencyError(f"the llamacpp backend needs llama-cpp-python: run {INSTALL_HINT}.") from exc
+        # a file given by path is keyed by its own checksum: it must not answer from the packaged file's cache entries
+        if model_path is not None and not Path(model_path).is_file():
+            raise ConfigError(f"model_path {str(model_path)!r} is not a file: pass the path of a .gguf file.")
+        self._weights = None if model_path is None else sha256_file(Path(model_path))
         if model_path is None:
             if not preset.packaged:
                 raise ConfigError(
@@ -88,6 +92,10 @@ class LlamaCppLLM(LLM):
                 raise ConfigError(f"llama.cpp cannot turn this JSON schema into a grammar ({exc}): simplify the schema.") from exc
             self._grammars[schema] = g
         return g
+
+    def _key_parts(self) -> dict:
+        parts = super()._key_parts()
+        return parts if self._weights is None else {**parts, "weights": self._weights}
 
     def count_tokens(self, text: str) -> int:
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
