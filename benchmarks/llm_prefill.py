@@ -31,6 +31,11 @@ PRESET = "qwen2.5-coder-1.5b"
 
 def recorded_prompts(hop: str, limit: int, seed: int, batch_size: int, ordered: bool) -> list[list[dict]]:
     """Every chat of one SimGRAG run, in the order the LLM backend receives them."""
+    return [chat for chat, _ in recorded_calls(hop, limit, seed, batch_size, ordered)]
+
+
+def recorded_calls(hop: str, limit: int, seed: int, batch_size: int, ordered: bool) -> list[tuple[list[dict], object]]:
+    """Every call of one SimGRAG run as (chat, GenerationConfig), in the order the LLM backend receives them."""
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
     from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
@@ -40,11 +45,11 @@ def recorded_prompts(hop: str, limit: int, seed: int, batch_size: int, ordered: 
 
     llm = replay_gold_llm(ds.items)
     llm.miss_order = LlamaCppLLM.miss_order  # the misses of one call reach the backend in llama.cpp's order
-    chats: list[list[dict]] = []
+    calls: list[tuple[list[dict], object]] = []
     generate = llm._generate_batch
 
     def recording(batch, config):
-        chats.extend(batch)
+        calls.extend((chat, config) for chat in batch)
         return generate(batch, config)
 
     llm._generate_batch = recording
@@ -53,7 +58,7 @@ def recorded_prompts(hop: str, limit: int, seed: int, batch_size: int, ordered: 
     if not ordered:
         method.run_order = lambda items: items
     method.run(ds.items, progress=False)
-    return chats
+    return calls
 
 
 def tokenizer():
