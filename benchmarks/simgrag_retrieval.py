@@ -42,19 +42,13 @@ from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, GSDRetrieve
 from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
 from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the node-search benchmark beside it
+from simgrag_node_search import stats, unit_rows  # noqa: E402
+
 
 #: the per-query timings of `GSDRetriever.retrieve` a row keeps
 TIMINGS = ("encode_ms", "node_search_ms", "node_search_cpu_ms", "relation_ms", "relation_cpu_ms", "enumerate_ms",
            "enumerate_cpu_ms")
-
-
-def stats(values, digits: int = 4) -> dict:
-    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    if arr.size == 0:
-        return {"n": 0}
-    return {"n": int(arr.size), "median": round(float(np.median(arr)), digits),
-            "p95": round(float(np.percentile(arr, 95)), digits), "mean": round(float(arr.mean()), digits),
-            "max": round(float(arr.max()), digits)}
 
 
 def machine() -> dict:
@@ -139,15 +133,6 @@ def latency(rows: list[dict]) -> dict:
 
 
 # ----------------------------------------------------------------------------- synthetic
-
-
-def unit_rows(rng, n, d, chunk=200_000) -> np.ndarray:
-    out = np.empty((n, d), dtype=np.float32)
-    for s in range(0, n, chunk):
-        x = rng.standard_normal((min(chunk, n - s), d), dtype=np.float32)
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-        out[s:s + x.shape[0]] = x
-    return out
 
 
 def random_walk_pattern(kg, incidence, rng, hops):
