@@ -285,9 +285,7 @@ def run_hop(hop, args, Retriever, cache) -> dict:
         rows.append({**clocks, "same_topk_gsd": bool(same),
                      "hit_ours": ours_pred is not None and normalize_answer(ours_pred) in gold,
                      "hit_ref": ref_pred is not None and normalize_answer(ref_pred) in gold,
-                     "qid": q.qid, "ours_pred": ours_pred, "ref_pred": ref_pred})
-        if args.progress and (i + 1) % 100 == 0:
-            print(f"  {hop}-hop {i + 1}/{len(data.items)}", flush=True)
+                     "ours_pred": ours_pred, "ref_pred": ref_pred})
     col = {k: [r[k] for r in rows] for k in CLOCKS}
     out = {"n": len(rows)}
     for k in CLOCKS:
@@ -304,8 +302,6 @@ def run_hop(hop, args, Retriever, cache) -> dict:
         "same_topk_gsd": round(float(np.mean([r["same_topk_gsd"] for r in rows])), 4),
         "top1_differs": sum(r["ours_pred"] != r["ref_pred"] for r in rows),
     })
-    if args.keep_rows:
-        out["rows"] = rows
     return out
 
 
@@ -320,8 +316,6 @@ def main(argv=None) -> int:
     ap.add_argument("--injective", action=argparse.BooleanOptionalAction, default=GSDConfig().injective)
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--index", default="flat", help="entity index for the shared candidates (flat: exact)")
-    ap.add_argument("--keep-rows", action="store_true")
-    ap.add_argument("--progress", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     Retriever = import_reference(args.reference)
@@ -332,7 +326,7 @@ def main(argv=None) -> int:
     for hop in [int(h) for h in args.hops.split(",")]:
         gc.collect()
         hops[f"{hop}hop"] = run_hop(hop, args, Retriever, cache)
-        print(hop, {k: v for k, v in hops[f"{hop}hop"].items() if k != "rows"}, flush=True)
+        print(hop, hops[f"{hop}hop"], flush=True)
     result = {
         "benchmark": "simgrag_enumeration_vs_reference",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

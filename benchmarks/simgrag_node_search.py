@@ -43,12 +43,17 @@ from kgrag_utils.vector_index import make_index
 
 
 def stats(values, digits: int = 4) -> dict:
-    arr = np.asarray(values, dtype=np.float64)
+    """n, median, p95, mean and max of the values that are not None (also benchmarks/simgrag_retrieval.py's)."""
+    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if arr.size == 0:
+        return {"n": 0}
     return {"n": int(arr.size), "median": round(float(np.median(arr)), digits),
-            "p95": round(float(np.percentile(arr, 95)), digits), "mean": round(float(arr.mean()), digits)}
+            "p95": round(float(np.percentile(arr, 95)), digits), "mean": round(float(arr.mean()), digits),
+            "max": round(float(arr.max()), digits)}
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int, chunk: int = 200_000) -> np.ndarray:
+    """n random unit vectors of size d (float32), drawn in chunks to bound the temporaries."""
     out = np.empty((n, d), dtype=np.float32)
     for s in range(0, n, chunk):
         block = rng.standard_normal((min(chunk, n - s), d), dtype=np.float32)

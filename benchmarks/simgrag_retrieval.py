@@ -1,17 +1,16 @@
-"""SimGRAG retrieval benchmark: oracle patterns on real KGQA data, or random patterns on a synthetic KG.
+"""SimGRAG retrieval latency: oracle patterns on real KGQA data, or random patterns on a synthetic KG.
 
 Real data (patterns from the gold relation chains, so the LLM is out of the loop):
 
-    python benchmarks/simgrag_retrieval.py --dataset metaqa-3hop --pattern-source oracle --limit 1000 \
+    python benchmarks/simgrag_retrieval.py --dataset metaqa-3hop --limit 1000 \
         --out benchmarks/results/simgrag_metaqa-3hop.json
 
 takes any registered KG-question dataset and its options (`--dataset wc2014-conj`, `--dataset pq-file
 --option path=PQL-2H.txt --option kb=PQL2-KB.txt`, `--option variant=ntm`); conjunctive questions get
-tree patterns. It reports Hits@1 of the top-1 subgraph's answer node on all questions and on the answerable subset
-(answers reachable in the loaded KB), whether any top-k subgraph holds a gold answer, and per query:
-vector search ms (FAISS over all entity names + exact re-scoring of the top-n; also per pattern node
-and amortised over one batched call for all queries), relation-distance ms, embedding-lookup ms,
-enumeration ms (median / p95) and search nodes expanded.
+tree patterns. It reports per query: vector search ms (FAISS over all entity names + exact re-scoring of
+the top-n; also per pattern node and amortised over one batched call for all queries), relation-distance
+ms, embedding-lookup ms, enumeration ms (median / p95) and search nodes expanded. The quality of the same
+retrieval (Hits@1 of the top-1 subgraph's answer node) is a method run: `kgrag repro simgrag-oracle`.
 
 Synthetic scale test (random unit embeddings, no model):
 
@@ -40,20 +39,16 @@ import numpy as np
 from kgrag_utils.datasets.arguments import add_dataset_arguments, check_dataset_arguments, dataset_from_args
 from kgrag_utils.records import write_result
 from kgrag_utils.methods.simgrag.stages.gsd_search import GSDConfig, GSDRetriever, embedding_text
-from kgrag_utils.methods.simgrag.stages.oracle import (MISS_CLASSES, gold_answer_ids, miss_class, oracle_pattern,
-                                                simple_gold_answer_ids)
+from kgrag_utils.methods.simgrag.stages.oracle import oracle_pattern
 from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
-from kgrag_utils.metrics import normalize_answer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the node-search benchmark beside it
+from simgrag_node_search import stats, unit_rows  # noqa: E402
 
 
-
-def stats(values, digits: int = 4) -> dict:
-    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    if arr.size == 0:
-        return {"n": 0}
-    return {"n": int(arr.size), "median": round(float(np.median(arr)), digits),
-            "p95": round(float(np.percentile(arr, 95)), digits), "mean": round(float(arr.mean()), digits),
-            "max": round(float(arr.max()), digits)}
+#: the per-query timings of `GSDRetriever.retrieve` a row keeps
+TIMINGS = ("encode_ms", "node_search_ms", "node_search_cpu_ms", "relation_ms", "relation_cpu_ms", "enumerate_ms",
+           "enumerate_cpu_ms")
 
 
 def machine() -> dict:
@@ -72,6 +67,7 @@ def config_from(args) -> GSDConfig:
 
 
 def run_real(args) -> dict:
+    """Per-query retrieval time from the gold pattern of each question (oracle patterns keep the LLM out)."""
     from kgrag_utils.embeddings import load_embedder
 
     t0 = time.perf_counter()
@@ -87,46 +83,12 @@ def run_real(args) -> dict:
                    {embedding_text(e.relation) for p in patterns if p for e in p.edges})
     embedder.encode(texts)
     rows = []
-    for q, p in zip(data.items, patterns):
-        row = {"id": q.qid, "answerable": bool(q.answerable), "hops": q.hops}
+    for p in patterns:
         if p is None:
-            row.update({"hit": 0.0, "evidence_hit": False, "no_pattern": True})
-            rows.append(row)
             continue
-        result, cand = retriever.retrieve(p, config)
-        gold = {normalize_answer(a) for a in q.answers}
-        best = result.best
-        pred = str(data.kg.entity_names[best.nodes[p.answer]]) if best is not None else None
-        evidence = {normalize_answer(str(data.kg.entity_names[x])) for x in result.evidence_entities()}
-        # is the top-1 answer a true answer of the gold chain in this KG (gold lists can be incomplete,
-        # e.g. MetaQA merges films of the same title into one entity)?
-        # (the reconstructed MetaQA KB lacks a few topics; conjunctive questions intersect their branches)
-        reached = gold_answer_ids(data.kg, q) or set()
-        on_chain = best is not None and int(best.nodes[p.answer]) in reached
-        simple = simple_gold_answer_ids(data.kg, q) if reached else set()
-        simple_names = {normalize_answer(str(data.kg.entity_names[x])) for x in (simple or ())}
-        reached_names = {normalize_answer(str(data.kg.entity_names[x])) for x in reached}
-        hit = float(pred is not None and normalize_answer(pred) in gold)
-        answerable_simple = bool(q.answerable) and simple is not None and bool(gold) and gold <= simple_names
-        # answerable, yet some gold answer is reached only by a walk that revisits an entity
-        needs_walk = bool(q.answerable) and simple is not None and not gold <= simple_names
-        row.update({
-            "answerable_simple": answerable_simple,
-            # the gold list names every entity the gold chain reaches in this KB (no extra KB answers)
-            "gold_is_kb_answer_set": bool(q.answerable) and bool(gold) and gold == reached_names,
-            "miss_class": None if hit or not q.answerable else miss_class(on_chain, needs_walk, best),
-            "hit": hit,
-            "top1_on_gold_chain": bool(on_chain),
-            "evidence_hit": bool(evidence & gold),
-            "gsd_top1": best.gsd if best is not None else None,
-            "n_subgraphs": len(result.subgraphs),
-            "timed_out": result.timed_out,
-            "nodes_expanded": result.nodes_expanded,
-            "known_nodes": len(p.known_nodes),
-            **{k: result.timings[k] for k in ("encode_ms", "node_search_ms", "node_search_cpu_ms", "relation_ms",
-                                              "relation_cpu_ms", "enumerate_ms", "enumerate_cpu_ms")},
-        })
-        rows.append(row)
+        result, _ = retriever.retrieve(p, config)
+        rows.append({"timed_out": result.timed_out, "nodes_expanded": result.nodes_expanded,
+                     "known_nodes": len(p.known_nodes), **{k: result.timings[k] for k in TIMINGS}})
     t3 = time.perf_counter()
     # one batched vector search for all known pattern nodes (the amortised cost per node)
     node_texts = [embedding_text(p.nodes[v].label) for p in patterns if p for v in p.known_nodes]
@@ -134,7 +96,11 @@ def run_real(args) -> dict:
     tb = time.perf_counter()
     retriever.index.search(vecs, args.entity_topk)
     batched_ms = (time.perf_counter() - tb) * 1e3
-    return summarize_rows(args, rows, {
+    return {
+        "benchmark": "simgrag_retrieval",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "params": {k: v for k, v in vars(args).items() if not k.startswith("_")},
+        "machine": machine(),
         "dataset": data.name, "split": data.split, "n_questions": len(data.items),
         "kg": {"entities": data.kg.num_entities, "relations": data.kg.num_relations, "facts": data.kg.num_edges},
         "seconds": {"load_dataset": round(t1 - t0, 2), "embed_and_index": round(t2 - t1, 2),
@@ -142,80 +108,31 @@ def run_real(args) -> dict:
         "batched_node_search_ms_per_node": round(batched_ms / max(len(node_texts), 1), 4),
         "batched_node_search_nodes": len(node_texts),
         "embedder": args.embedder, "index": retriever.index_kind, "index_from_cache": retriever.index_from_cache,
-        "answerable_rate": data.answerable_rate,
-    })
-
-
-def summarize_rows(args, rows, extra) -> dict:
-    answerable = [r for r in rows if r["answerable"]]
-    simple = [r for r in rows if r.get("answerable_simple")]
-    complete = [r for r in rows if r.get("gold_is_kb_answer_set")]
-    misses = {c: sum(r.get("miss_class") == c for r in answerable) for c in MISS_CLASSES}
-    timed = [r for r in rows if "enumerate_ms" in r]
-    per_node = [r["node_search_ms"] / r["known_nodes"] for r in timed if r.get("known_nodes")]
-    return {
-        "benchmark": "simgrag_retrieval",
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "params": {k: v for k, v in vars(args).items() if not k.startswith("_")},
-        "machine": machine(),
-        **extra,
-        "hits@1_top1_subgraph": {
-            "all": round(float(np.mean([r["hit"] for r in rows])), 4) if rows else None,
-            "answerable": round(float(np.mean([r["hit"] for r in answerable])), 4) if answerable else None,
-            "answerable_simple_paths": round(float(np.mean([r["hit"] for r in simple])), 4) if simple else None,
-            "answerable_gold_is_kb_answer_set": round(float(np.mean([r["hit"] for r in complete])), 4) if complete else None,
-            "n_all": len(rows), "n_answerable": len(answerable), "n_answerable_simple_paths": len(simple),
-            "n_answerable_gold_is_kb_answer_set": len(complete),
-            "note": "answerable: every gold answer is reached by walking the gold chain in this KB (the data "
-                    "layer's flag); answerable_simple_paths: ... by a path that repeats no entity, which is what "
-                    "an injective match can use; answerable_gold_is_kb_answer_set: answerable and the gold list "
-                    "equals the set of entities the gold chain reaches in this KB (no tie with a true KB answer "
-                    "missing from the gold list). The headline is `answerable`; the subsets explain its misses",
-        },
-        "answerable_misses_by_class": {**misses, "definitions": MISS_CLASSES},
-        "top1_answer_on_gold_chain": {
-            "all": round(float(np.mean([r.get("top1_on_gold_chain", False) for r in rows])), 4) if rows else None,
-            "answerable": round(float(np.mean([r.get("top1_on_gold_chain", False) for r in answerable])), 4)
-            if answerable else None,
-            "note": "the top-1 answer node is reached by following the gold chain from the topic in this KG "
-                    "(a correct KG answer even when the gold list omits it)",
-        },
-        "evidence_holds_gold": {
-            "all": round(float(np.mean([r["evidence_hit"] for r in rows])), 4) if rows else None,
-            "answerable": round(float(np.mean([r["evidence_hit"] for r in answerable])), 4) if answerable else None,
-        },
-        "no_pattern": sum(bool(r.get("no_pattern")) for r in rows),
-        "timed_out": sum(bool(r.get("timed_out")) for r in rows),
-        "ms_per_query": {
-            "vector_search": stats([r["node_search_ms"] for r in timed]),
-            "vector_search_cpu": stats([r["node_search_cpu_ms"] for r in timed]),
-            "vector_search_per_node": stats(per_node),
-            "relation_distances": stats([r["relation_ms"] for r in timed]),
-            "relation_distances_cpu": stats([r["relation_cpu_ms"] for r in timed]),
-            "encode_lookup": stats([r["encode_ms"] for r in timed]),
-            "enumeration": stats([r["enumerate_ms"] for r in timed]),
-            "enumeration_cpu": stats([r["enumerate_cpu_ms"] for r in timed]),
-            "retrieval_total": stats([r["node_search_ms"] + r["relation_ms"] + r["enumerate_ms"] for r in timed]),
-            "retrieval_total_cpu": stats([r["node_search_cpu_ms"] + r["relation_cpu_ms"] + r["enumerate_cpu_ms"]
-                                          for r in timed]),
-        },
+        "no_pattern": sum(p is None for p in patterns),
+        "timed_out": sum(r["timed_out"] for r in rows),
+        "ms_per_query": {**latency(rows), "vector_search_per_node": stats([r["node_search_ms"] / r["known_nodes"]
+                                                                          for r in rows if r["known_nodes"]]),
+                         "encode_lookup": stats([r["encode_ms"] for r in rows])},
         "timing_note": "wall-clock ms on a shared 2-core machine (load average in `machine`); the *_cpu rows are "
                        "process/thread CPU ms, which scheduling delays from other jobs do not inflate",
-        "nodes_expanded": stats([r["nodes_expanded"] for r in timed], 1),
-        "gsd_top1": stats([r.get("gsd_top1") for r in timed]),
+        "nodes_expanded": stats([r["nodes_expanded"] for r in rows], 1),
     }
 
 
-# ----------------------------------------------------------------------------- synthetic
-
-
-def unit_rows(rng, n, d, chunk=200_000) -> np.ndarray:
-    out = np.empty((n, d), dtype=np.float32)
-    for s in range(0, n, chunk):
-        x = rng.standard_normal((min(chunk, n - s), d), dtype=np.float32)
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-        out[s:s + x.shape[0]] = x
+def latency(rows: list[dict]) -> dict:
+    """Median / p95 / mean / max ms per query of each retrieval stage and of their sum, wall and CPU."""
+    out = {}
+    for name, key in (("vector_search", "node_search"), ("relation_distances", "relation"),
+                      ("enumeration", "enumerate")):
+        out[name] = stats([r[f"{key}_ms"] for r in rows])
+        out[f"{name}_cpu"] = stats([r[f"{key}_cpu_ms"] for r in rows])
+    out["retrieval_total"] = stats([r["node_search_ms"] + r["relation_ms"] + r["enumerate_ms"] for r in rows])
+    out["retrieval_total_cpu"] = stats([r["node_search_cpu_ms"] + r["relation_cpu_ms"] + r["enumerate_cpu_ms"]
+                                        for r in rows])
     return out
+
+
+# ----------------------------------------------------------------------------- synthetic
 
 
 def random_walk_pattern(kg, incidence, rng, hops):
@@ -290,8 +207,7 @@ def run_synthetic(args) -> dict:
                 "start_in_candidates": bool(walk[0] in set(cand.node_ids[0].tolist())),
                 "top1_le_walk_gsd": bool(best is not None and best.gsd <= walk_gsd + 1e-6),
                 "timed_out": result.timed_out, "nodes_expanded": result.nodes_expanded,
-                **{k: result.timings[k] for k in ("node_search_ms", "node_search_cpu_ms", "relation_ms", "relation_cpu_ms",
-                                                  "enumerate_ms", "enumerate_cpu_ms")},
+                **{k: result.timings[k] for k in TIMINGS[1:]},
             })
         total = [r["node_search_ms"] + r["relation_ms"] + r["enumerate_ms"] for r in rows]
         out["indexes"][kind] = {
@@ -300,18 +216,8 @@ def run_synthetic(args) -> dict:
             "start_entity_in_candidates": round(float(np.mean([r["start_in_candidates"] for r in rows])), 4),
             "top1_gsd_le_walk_gsd": round(float(np.mean([r["top1_le_walk_gsd"] for r in rows])), 4),
             "timed_out": sum(r["timed_out"] for r in rows),
-            "ms_per_query": {
-                "retrieval_total": stats(total),
-                "vector_search": stats([r["node_search_ms"] for r in rows]),
-                "relation_distances": stats([r["relation_ms"] for r in rows]),
-                "enumeration": stats([r["enumerate_ms"] for r in rows]),
-                "vector_search_cpu": stats([r["node_search_cpu_ms"] for r in rows]),
-                "relation_distances_cpu": stats([r["relation_cpu_ms"] for r in rows]),
-                "enumeration_cpu": stats([r["enumerate_cpu_ms"] for r in rows]),
-                "retrieval_total_cpu": stats([r["node_search_cpu_ms"] + r["relation_cpu_ms"] + r["enumerate_cpu_ms"]
-                                              for r in rows]),
-                "retrieval_total_by_hops": {h: stats([t for t, r in zip(total, rows) if r["hops"] == h]) for h in (1, 2, 3)},
-            },
+            "ms_per_query": {**latency(rows), "retrieval_total_by_hops": {
+                h: stats([t for t, r in zip(total, rows) if r["hops"] == h]) for h in (1, 2, 3)}},
             "nodes_expanded": stats([r["nodes_expanded"] for r in rows], 1),
         }
         print(json.dumps({kind: out["indexes"][kind]["ms_per_query"]["retrieval_total"]}), flush=True)
@@ -323,8 +229,6 @@ def run_synthetic(args) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_dataset_arguments(ap, kinds=("kgqa",))  # --dataset NAME (or 'synthetic'), --split, --option key=value
-    ap.add_argument("--pattern-source", default="oracle", choices=("oracle",),
-                    help="only oracle patterns here; LLM patterns run through the notebook")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--top-k", type=int, default=3)
@@ -356,8 +260,7 @@ def main(argv=None) -> int:
     result = run_synthetic(args) if args.dataset == "synthetic" else run_real(args)
     if args.out is not None:
         print(f"wrote {write_result(args.out, result)}")
-    keys = ("hits@1_top1_subgraph", "top1_answer_on_gold_chain", "evidence_holds_gold", "ms_per_query", "nodes_expanded")
-    print(json.dumps({k: result[k] for k in keys if k in result}, indent=1))
+    print(json.dumps({k: result[k] for k in ("ms_per_query", "nodes_expanded") if k in result}, indent=1))
     return 0
 
 

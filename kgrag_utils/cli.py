@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .repro.bench_tables import add_arguments as table_arguments
 
     tb = sub.add_parser("tables", help="write the docs' tables that are read from the benchmarks' JSON "
-                                      "(declared in benchmarks/results_tables.py), or --check them")
+                                      "(declared in configs/tables.py), or --check them")
     table_arguments(tb)
     tb.set_defaults(func=_cmd_tables)
 

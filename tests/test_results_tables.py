@@ -1,5 +1,5 @@
 """The result tables in the docs are generated from benchmarks/results/*.json (declared in
-benchmarks/results_tables.py, by kgrag_utils/repro/bench_tables.py).
+configs/tables.py, by kgrag_utils/repro/bench_tables.py).
 
 A committed table that disagrees with its JSON fails here: rerun `kgrag tables`.
 """
@@ -15,20 +15,19 @@ import pytest
 from kgrag_utils.errors import ConfigError
 from kgrag_utils.repro import bench_tables as bt
 from kgrag_utils.repro import blocks
-from stand_ins import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
-rt = benchmark_module("results_tables")
+TABLES = bt.tables()  # the declarations, loaded as `kgrag tables` loads them
 
 
 def test_every_committed_table_agrees_with_its_json():
-    assert bt.stale(rt.TABLES) == [], "stale tables: run `kgrag tables`"
+    assert bt.stale(TABLES) == [], "stale tables: run `kgrag tables`"
 
 
 def test_every_table_has_one_pair_of_markers():
-    names = [t.name for t in rt.TABLES]
+    names = [t.name for t in TABLES]
     assert len(names) == len(set(names))
-    for t in rt.TABLES:
+    for t in TABLES:
         text = (ROOT / t.doc).read_text(encoding="utf-8")
         start, end = blocks.markers(t.kind, t.name)
         assert text.count(start) == 1 and text.count(end) == 1, t.name
@@ -37,14 +36,14 @@ def test_every_table_has_one_pair_of_markers():
 def test_a_changed_json_makes_its_table_stale(tmp_path):
     results = tmp_path / "results"
     shutil.copytree(bt.results_dir(), results, ignore=shutil.ignore_patterns("*.png", "*.svg"))
-    assert bt.stale(rt.TABLES, results=results) == []
+    assert bt.stale(TABLES, results=results) == []
     path = results / "simgrag_metaqa-2hop.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["ms_per_query"]["vector_search_cpu"]["median"] = 12.345
     path.write_text(json.dumps(data), encoding="utf-8")
-    stale = bt.stale(rt.TABLES, results=results)
+    stale = bt.stale(TABLES, results=results)
     assert any(s.startswith("simgrag-oracle-latency ") for s in stale), stale
-    assert "| 12.35 |" in bt.rendered(rt.TABLES, results=results)["docs/RESULTS.md"]
+    assert "| 12.35 |" in bt.rendered(TABLES, results=results)["docs/RESULTS.md"]
 
 
 def test_a_number_in_prose_follows_its_json(tmp_path):
@@ -54,8 +53,8 @@ def test_a_number_in_prose_follows_its_json(tmp_path):
     data = json.loads(path.read_text(encoding="utf-8"))
     data["batched_node_search_ms_per_node"] = 7.77
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert [s for s in bt.stale(rt.TABLES, results=results) if s.startswith("sg-1hop-node-ms ")]
-    text = bt.rendered(rt.TABLES, results=results)["docs/RESULTS.md"]
+    assert [s for s in bt.stale(TABLES, results=results) if s.startswith("sg-1hop-node-ms ")]
+    text = bt.rendered(TABLES, results=results)["docs/RESULTS.md"]
     assert "<!-- value:sg-1hop-node-ms -->7.77<!-- /value:sg-1hop-node-ms --> ms per node" in text
 
 
@@ -63,7 +62,7 @@ def test_a_changed_published_number_makes_its_table_stale(monkeypatch):
     from kgrag_utils.methods.kgp import published
 
     monkeypatch.setitem(published.TABLE1_F1["KGP-T5"], "iirc", 99.99)
-    stale = bt.stale(rt.TABLES)
+    stale = bt.stale(TABLES)
     assert any(s.startswith("kgp-iirc-published ") for s in stale)
 
 
@@ -91,7 +90,7 @@ def test_the_readme_is_a_front_page():
 
 
 def test_every_table_in_the_results_doc_is_generated():
-    """docs/RESULTS.md holds no table typed by hand: declare it in benchmarks/results_tables.py instead."""
+    """docs/RESULTS.md holds no table typed by hand: declare it in configs/tables.py instead."""
     import re
 
     text = (ROOT / "docs" / "RESULTS.md").read_text(encoding="utf-8")

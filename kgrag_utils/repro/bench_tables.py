@@ -3,7 +3,7 @@
 Speed, scale, build and setup measurements, the peers' comparisons (benchmarks/peers/) and the papers' own numbers
 are read from the files the benchmark scripts write (benchmarks/results/); a method's quality table is not (it
 comes from run records: `kgrag repro TABLE --write`, `repro/table.py`). The tables are declared in
-benchmarks/results_tables.py (`TABLES`); this module reads, renders, writes and checks them:
+configs/tables.py (`TABLES`); this module reads, renders, writes and checks them:
 
     kgrag tables                 # rewrite every table between its markers
     kgrag tables --check         # exit 1, naming the tables, when a committed table differs from its JSON
@@ -19,7 +19,7 @@ Where a table lives: in a markdown file, between two marker comments (`repro/blo
     | ... written by `kgrag tables` ... |
     <!-- /table:simgrag-oracle -->
 
-How to add a table (a few declarative lines in benchmarks/results_tables.py):
+How to add a table (a few declarative lines in configs/tables.py):
 
     Table("my-table", "docs/RESULTS.md",
           header=("dataset", "Recall@5", "n"),
@@ -66,7 +66,7 @@ from . import blocks
 __all__ = ["Row", "Rows", "Table", "Value", "TableError", "lookup", "published", "fmt", "fill", "load", "scaled",
            "joined", "results_dir", "tables", "rendered", "stale", "add_arguments", "main"]
 
-SPEC = "benchmarks/results_tables.py"  # the declarations (TABLES), from the repository root
+SPEC = "configs/tables.py"  # the declarations (TABLES), from the repository root
 _FIELD = re.compile(r"\{([^{}:|]+)(?:\|([^{}:]*))?(?::([^{}]*))?\}")
 _CACHE: dict[tuple[Path, str], Any] = {}
 
@@ -240,7 +240,7 @@ class Value:
 
 # ----------------------------------------------------------------------------- writing and checking
 def tables() -> list[Table | Value]:
-    """The declared tables: `TABLES` of benchmarks/results_tables.py."""
+    """The declared tables: `TABLES` of configs/tables.py."""
     path = settings.repo_root() / SPEC
     spec = importlib.util.spec_from_file_location("results_tables", path)
     if spec is None or not path.is_file():
@@ -286,7 +286,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, declared: Sequence[Table | Value] | None = None) -> int:
-    """`kgrag tables [--check | --show NAME]` over the declared tables (default: benchmarks/results_tables.py)."""
+    """`kgrag tables [--check | --show NAME]` over the declared tables (default: configs/tables.py)."""
     declared = tables() if declared is None else declared
     if args.show:
         named = [t for t in declared if t.name == args.show]

@@ -53,6 +53,7 @@ class SimGRAGRecord(_SimGRAGRecordMetrics, total=False):
     top1_gold_relations: bool | None  # they are the gold pattern's relations (as a multiset; None: no gold pattern)
     retrieval_hit: bool          # the evidence holds a gold answer (verify: every claim entity)
     oracle_retrieval_hit: bool | None
+    miss_class: str              # oracle patterns, an answerable miss: why (stages.oracle.MISS_CLASSES)
     evidence: list[str]          # "graph [i]: (h, r, t), ..." lines given to the answer prompt
     answer_prompt: list | None
     answer_demos: list[str]      # answer_demos="nearest": ids of the training questions shown as answer shots

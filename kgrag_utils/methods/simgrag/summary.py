@@ -22,6 +22,7 @@ from ..summary import SummaryHooks, answerable, record_value
 from .config import PATTERN_SOURCES
 from .record import STAGES
 from .stages.demos import own_type_counts
+from .stages.oracle import MISS_CLASSES
 
 __all__ = ["HOOKS", "summarize", "scores", "extras", "record_scores", "stage_errors", "cost_of",
            "variant_of", "uses_llm", "demonstrations", "llm_seconds"]
@@ -100,7 +101,8 @@ def extras(records: Sequence[Mapping]) -> dict:
     """SimGRAG's own summary keys: scores on all questions and on the answerable subset (`all`,
     `answerable`: `metrics.summarize`), the task and, for claims, accuracy, verdicts and accuracy per
     reasoning type; pattern parse and retrieval hit rates, the top-1 subgraph's Hits@1, the strict and
-    lenient failed stages, timings (median, p95), time-outs, tokens, the pattern source, LLM use."""
+    lenient failed stages, timings (median, p95), time-outs, tokens, the pattern source, LLM use; with oracle
+    patterns, the answerable misses by class (`stages.oracle.MISS_CLASSES`)."""
     records = list(records)
     out: dict = {"all": summarize_rows(records, ["hits@1", "containment"])}
     out["answerable"] = summarize_rows(answerable(records), ["hits@1", "containment"])
@@ -138,6 +140,8 @@ def extras(records: Sequence[Mapping]) -> dict:
     sources = {r.get("pattern_source") for r in records if r.get("pattern_source")}
     out["pattern_source"] = sources.pop() if len(sources) == 1 else ("mixed" if sources else None)
     out["uses_llm"] = uses_llm("", records)
+    if out["pattern_source"] == "oracle":  # why retrieval alone missed answerable questions (records' miss_class)
+        out["answerable_misses_by_class"] = {c: sum(r.get("miss_class") == c for r in records) for c in MISS_CLASSES}
     for key, value in (("demonstrations", demonstrations(records)), ("llm_seconds", llm_seconds(records))):
         if value is not None:
             out[key] = value

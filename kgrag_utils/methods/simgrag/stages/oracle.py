@@ -17,10 +17,11 @@ from typing import Sequence
 import numpy as np
 
 from ....errors import ConfigError
+from ....metrics import normalize_answer
 from .pattern import Pattern, PatternEdge, PatternNode
 
 __all__ = ["oracle_pattern", "chain_pattern", "branches_pattern", "gold_answer_ids", "simple_gold_answer_ids",
-           "qtype_node_types", "simple_path_answers", "MISS_CLASSES", "miss_class"]
+           "qtype_node_types", "simple_path_answers", "MISS_CLASSES", "miss_class", "classify_miss"]
 
 
 def qtype_node_types(qtype: str | None, hops: int) -> list[str]:
@@ -164,3 +165,14 @@ def miss_class(on_chain: bool, needs_walk: bool, best) -> str:
     if best is None:
         return "no_match"
     return "other"
+
+
+def classify_miss(kg, question, best, answer_id: int | None) -> str:
+    """`miss_class` of an answerable question whose top-1 answer node (`answer_id` of subgraph `best`; None: no
+    match) is not a gold answer, with `on_chain` and `needs_walk` computed from the gold structure in `kg`."""
+    reached = gold_answer_ids(kg, question) or set()
+    simple = simple_gold_answer_ids(kg, question) if reached else set()
+    gold = {normalize_answer(a) for a in question.answers}
+    simple_names = {normalize_answer(str(kg.entity_names[x])) for x in simple or ()}
+    needs_walk = simple is not None and not gold <= simple_names
+    return miss_class(answer_id is not None and answer_id in reached, needs_walk, best)

@@ -15,7 +15,7 @@ from .demos import copied_pattern, demo_fields
 from .generate import ANSWER_SCHEMA, evidence_lines, parse_answer, parse_verdict
 from .demos import own_type_group
 from .gsd_search import SearchResult
-from .oracle import oracle_pattern
+from .oracle import classify_miss, oracle_pattern
 from .pattern import Pattern, marked_entities, parse_pattern_output, validate_pattern
 from .samples import merge_samples
 
@@ -192,6 +192,11 @@ class SimGRAGStages:
                 w.record["oracle_retrieval_hit"] = None
             w.record["retrieval_hit"] = self._evidence_hit(w.result, w.q) if w.result is not None else False
             w.record["top1_gold_relations"] = gold_relations(w.record.get("top1_relations"), gold)
+            if self.config.pattern_source == "oracle" and w.q.answerable and w.pattern is not None \
+                    and not w.record["top1_hit"]:  # why retrieval alone missed (oracle.MISS_CLASSES)
+                best = w.result.best
+                node = int(best.nodes[w.pattern.answer]) if best is not None else None
+                w.record["miss_class"] = classify_miss(self.kg, w.q, best, node)
 
     def _covers_claim(self, result: SearchResult | None, q) -> bool:
         """Every entity of the claim (FactKG's Entity_set) is a node of some retrieved subgraph."""

@@ -1,20 +1,17 @@
 """The tables of docs/ that are not a method's run records, declared: each cell read from benchmarks/results/*.json.
 
-`kgrag tables` writes them between their markers and `kgrag tables --check` (tests/test_results_tables.py) fails
-when a committed one differs from its JSON; `python benchmarks/results_tables.py [--check | --show NAME]` does the
-same. How to declare a table, and the cell templates: kgrag_utils/repro/bench_tables.py.
+A config, not code that measures: `kgrag tables` (kgrag_utils/repro/bench_tables.py, which loads this file) writes
+them between their markers and `kgrag tables --check` (tests/test_results_tables.py) fails when a committed one
+differs from its JSON. How to declare a table, and the cell templates: kgrag_utils/repro/bench_tables.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 from typing import Any, Callable
 
-from kgrag_utils.repro.bench_tables import (Row, Rows, Table, Value, add_arguments, fmt, joined, lookup,
-                                            results_dir, scaled)
+from kgrag_utils.repro.bench_tables import Row, Rows, Table, Value, fmt, joined, lookup, results_dir, scaled
 from kgrag_utils.repro.bench_tables import load as _load
-from kgrag_utils.repro.bench_tables import main as _main
 
 
 # ----------------------------------------------------------------------------- the tables
@@ -388,13 +385,3 @@ TABLES += [
 TABLES += [Table("llm-prefill", "docs/CPU.md", ("questions (seeded 200)", "order", "batch", "prompt tokens / q",
                   "prefilled tokens / q", "vs the sample's order"), [Rows("llm_prefill.json", "rows", "{dataset}", "{order}",
                   "{batch_size}", "{prompt_tokens_per_question:,.0f}", "{prefill_tokens_per_question:,.0f}", "{prefill_vs_sample_order:.2f}x")])]
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    add_arguments(ap)
-    return _main(ap.parse_args(argv), TABLES)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
