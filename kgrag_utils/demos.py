@@ -26,7 +26,14 @@ Rules the pool keeps:
   exploit there;
 * misspelt words of the question are respelt towards the pool's vocabulary before it is embedded
   (`spelling=True`, the default: kgrag_utils.spelling), so a typo does not move it off its template;
-  only the similarity text is respelt;
+  only the similarity text is respelt, and only towards the training questions as written (never towards
+  a rephrasing's misspellings);
+* `noise` (a SimGRAG run's `demo_pool_noise`; off by default) adds to the pool a rule-noise rewrite of each of its
+  own TRAINING questions (`rephrasings`: kgrag_utils.datasets.paraphrase, the evaluated questions' noise seed plus
+  `DEMO_POOL_NOISE_SEED_OFFSET`), with the gold chain of the question it rewrites, so a reworded question can
+  find a demonstration of its own type worded as loosely. A rewrite keeps its training question's lineage: it is
+  skipped wherever that question would be (its id, or its text, is the evaluated question's). A cross-fitted pool
+  (the evaluated questions themselves) takes no rewrites: they would be evaluated questions;
 * an item a demonstration cannot be written from (no gold chain, no supporting facts) is left out by
   the caller's `usable` test; a training split without any usable item is refused with the fix.
 
@@ -51,7 +58,8 @@ import numpy as np
 from .errors import ConfigError
 from .spelling import Respeller
 
-__all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "DEMO_TYPE_MARGIN", "CROSSFIT_FOLDS", "cover_types", "Demo", "DemoPool", "similarity_text",
+__all__ = ["DEMO_MODES", "DEMO_POOLS", "DEMO_SPELLING", "DEMO_POOL_NOISE", "DEMO_POOL_NOISES",
+           "DEMO_POOL_NOISE_SEED_OFFSET", "rephrasings", "check_demo_pool_noise", "DEMO_TYPE_MARGIN", "CROSSFIT_FOLDS", "cover_types", "Demo", "DemoPool", "similarity_text",
            "check_demo_mode", "check_demo_pool", "crossfit_fold"]
 
 #: "fixed": the prompt file's examples, the same for every question; "nearest": the training items nearest to it
@@ -64,6 +72,12 @@ DEMO_POOLS = ("train", "crossfit", "ircot")
 CROSSFIT_FOLDS = 2
 #: respell a question's out-of-vocabulary words towards the pool's words before choosing (kgrag_utils.spelling)
 DEMO_SPELLING = True
+#: rule noise that also rewrites the pool's own training questions (`rephrasings`): "" (off, the default), one rule
+#: noise kind or "rules" (all three), as `question_noise` names them
+DEMO_POOL_NOISE = ""
+DEMO_POOL_NOISES = ("", "synonym", "drop", "misspell", "rules")
+#: the rewrites' seed is the evaluated questions' noise seed plus this: never the draw that rewrote the evaluated ones
+DEMO_POOL_NOISE_SEED_OFFSET = 1000
 #: type coverage (`nearest(..., cover=n)`, off at 1): the similarity gap under which the nearest demonstrations count
 #: as ambiguous between types (the best item of another type is at most this far below the nearest item)
 DEMO_TYPE_MARGIN = 0.05
@@ -84,6 +98,38 @@ def check_demo_pool(pool: str, stage: str = "demo_pool") -> str:
     if pool not in DEMO_POOLS:
         raise ConfigError(f"{stage} must be one of {DEMO_POOLS}, got {pool!r}.")
     return pool
+
+
+def check_demo_pool_noise(noise: str, stage: str = "demo_pool_noise") -> str:
+    """`noise` when it is one of DEMO_POOL_NOISES, else a one-line ConfigError naming them."""
+    if noise not in DEMO_POOL_NOISES:
+        raise ConfigError(f"{stage} must be one of {DEMO_POOL_NOISES}, got {noise!r}.")
+    return noise
+
+
+def rephrasings(items: Sequence, noise: str, seed: int = 0) -> list:
+    """Rule-noise rewrites of training `items` (KGQuestions), one per item the noise changes, in item order.
+
+    `noise`: a rule noise kind or "rules" (all three); the rewrite is `paraphrase.noisy_questions`' at `seed` +
+    DEMO_POOL_NOISE_SEED_OFFSET (`seed`: the evaluated questions' noise seed). A rewrite keeps its item's gold
+    (chain, topic, answers, type); its id is `<item id>+<noise>@<seed used>` and `meta["demo_of"]` is the item's id,
+    the lineage `DemoPool.nearest` excludes by. An item the noise leaves unchanged gives no rewrite (a copy adds
+    nothing)."""
+    import dataclasses
+
+    from .datasets import paraphrase
+
+    if not check_demo_pool_noise(noise):
+        return []
+    used = int(seed) + DEMO_POOL_NOISE_SEED_OFFSET
+    kinds = paraphrase.NOISE_KINDS if noise == "rules" else (noise,)
+    out = []
+    for item, new in zip(items, paraphrase.noisy_questions(items, seed=used, kinds=kinds)):
+        if new.question.strip().casefold() == str(item.question).strip().casefold():
+            continue
+        out.append(dataclasses.replace(new, qid=f"{_item_id(item)}+{noise}@{used}",
+                                       meta={**new.meta, "demo_of": _item_id(item)}))
+    return out
 
 
 def crossfit_fold(item_id: str, folds: int = CROSSFIT_FOLDS) -> int:
@@ -131,22 +177,33 @@ class DemoPool:
     vector cache makes a second build cost a cache read)."""
 
     def __init__(self, items: Sequence, embedder, *, split: str = "", dataset: str = "",
-                 text_of: Callable[[Any], str] = _item_text, spelling: bool = DEMO_SPELLING, folds: int = 0):
-        self.items = list(items)
-        if not self.items:
+                 text_of: Callable[[Any], str] = _item_text, spelling: bool = DEMO_SPELLING, folds: int = 0,
+                 noise: str = DEMO_POOL_NOISE, seed: int = 0):
+        originals = list(items)
+        if not originals:
             raise ConfigError(f"demos='nearest': no training item to choose demonstrations from ({dataset or 'dataset'}"
                               f" {split or ''}); use demos='fixed'.")
+        if check_demo_pool_noise(noise) and int(folds) > 1:
+            raise ConfigError(f"demo_pool_noise={noise!r} rewrites the pool's training questions, and a cross-fitted "
+                              "pool holds the evaluated questions: use demo_pool_noise='' with demo_pool='crossfit'.")
+        self.noise = noise
+        self.items = originals + rephrasings(originals, noise, seed)  # the training items, then their rewrites
+        self.rephrased = len(self.items) - len(originals)
         self.embedder = embedder
         self.split, self.dataset = split, dataset
         self.source = None  # the Dataset the items come from (set by from_training / cross_fitted)
         self.folds = int(folds)  # > 1: cross-fitted, a question's demonstrations come from the other folds only
         self._text_of = text_of
         self.ids = [_item_id(it) for it in self.items]
+        # lineage: a rewrite stands for the training item it rewrites (its id and question text)
+        self.origins = [str((getattr(it, "meta", None) or {}).get("demo_of", i)) for it, i in zip(self.items, self.ids)]
         self.item_folds = [crossfit_fold(i, self.folds) for i in self.ids] if self.folds > 1 else None
         self.texts = [text_of(it) for it in self.items]
         self._questions = [str(getattr(it, "question", "")).strip().casefold() for it in self.items]
+        first = {i: q for i, q in zip(self.ids[:len(originals)], self._questions)}
+        self._origin_questions = [first.get(o, q) for o, q in zip(self.origins, self._questions)]
         self.vectors = np.asarray(embedder.encode(self.texts), dtype=np.float32)
-        self.respell = Respeller(self.texts) if spelling else None
+        self.respell = Respeller(self.texts[:len(originals)]) if spelling else None
 
     def query_text(self, item: Any) -> str:
         """The text `item` is compared by: its similarity text, respelt towards the pool's words (`spelling`)."""
@@ -160,12 +217,14 @@ class DemoPool:
     @classmethod
     def from_training(cls, dataset, embedder, usable: Callable[[Any, Any], bool], need: str,
                       split: str | None = None, limit: int | None = None,
-                      spelling: bool = DEMO_SPELLING) -> "DemoPool":
+                      spelling: bool = DEMO_SPELLING, noise: str = DEMO_POOL_NOISE, seed: int = 0) -> "DemoPool":
         """The pool of `dataset`'s training split (its 'train', else 'dev': `datasets.training_dataset`).
 
         `usable(item, train)` says whether a demonstration can be written from an item of the training
         dataset `train`; `need` names what it needs, for the refusal when none can. `limit` keeps the first
-        `limit` usable items (tests). The pool's `source` is the training dataset (its KG, its triples)."""
+        `limit` usable items (tests). The pool's `source` is the training dataset (its KG, its triples). `noise`
+        adds rule-noise rewrites of those training items (`rephrasings`, at the evaluated questions' noise `seed`
+        plus DEMO_POOL_NOISE_SEED_OFFSET)."""
         from .datasets.registry import training_dataset
 
         try:
@@ -178,18 +237,19 @@ class DemoPool:
         if train.split == getattr(dataset, "split", None):
             raise ConfigError(f"demos='nearest': {dataset.name!r} is evaluated on its training split {train.split!r}; "
                               "evaluate another split or use demos='fixed'.")
-        return cls.of_training(train, embedder, usable, need, limit=limit, spelling=spelling)
+        return cls.of_training(train, embedder, usable, need, limit=limit, spelling=spelling, noise=noise, seed=seed)
 
     @classmethod
     def of_training(cls, train, embedder, usable: Callable[[Any, Any], bool], need: str, limit: int | None = None,
-                    spelling: bool = DEMO_SPELLING) -> "DemoPool":
-        """The pool of the usable items of a loaded training dataset `train` (refused when none is usable)."""
+                    spelling: bool = DEMO_SPELLING, noise: str = DEMO_POOL_NOISE, seed: int = 0) -> "DemoPool":
+        """The pool of the usable items of a loaded training dataset `train` (refused when none is usable), with
+        their rewrites where `noise` asks for them (`rephrasings`)."""
         items = [it for it in train.items if usable(it, train)]
         if not items:
             raise ConfigError(f"demos='nearest': the {train.split!r} split of {train.name!r} has no item with {need} "
                               f"({len(train.items)} items); use demos='fixed'.")
         pool = cls(items[:limit] if limit else items, embedder, split=train.split, dataset=train.name,
-                   spelling=spelling)
+                   spelling=spelling, noise=noise, seed=seed)
         pool.source = train
         return pool
 
@@ -242,8 +302,8 @@ class DemoPool:
                 cover: int = 1, margin: float = DEMO_TYPE_MARGIN) -> list[Demo]:
         """The `k` pool items nearest to `item`'s question, nearest first (ties: pool order).
 
-        Never `item` itself: pool items with its id, an id in `exclude_ids`, or its question text are skipped;
-        in a cross-fitted pool, every item of `item`'s own fold is skipped too. With `type_of` (a pool item's type,
+        Never `item` itself: pool items with its id, an id in `exclude_ids`, or its question text are skipped, and
+        so is a rewrite (`rephrasings`) of any such item; in a cross-fitted pool, every item of `item`'s own fold is skipped too. With `type_of` (a pool item's type,
         e.g. its question type or chain) and `cover` > 1, the choice guarantees `cover` types when the nearest are
         ambiguous (`cover_types`)."""
         if k <= 0:
@@ -262,7 +322,8 @@ class DemoPool:
         order = np.argsort(-scores, kind="stable")
         out: list[Demo] = []
         for i in order:
-            if self.ids[i] in banned or (own_text and self._questions[i] == own_text):
+            if self.ids[i] in banned or self.origins[i] in banned or \
+                    (own_text and own_text in (self._questions[i], self._origin_questions[i])):
                 continue
             if own_fold is not None and self.item_folds[i] == own_fold:
                 continue

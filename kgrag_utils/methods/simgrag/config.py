@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ...datasets.traits import DatasetTraits
-from ...demos import DEMO_SPELLING, DEMO_TYPE_MARGIN
+from ...demos import DEMO_POOL_NOISE, DEMO_SPELLING, DEMO_TYPE_MARGIN
 from ...errors import ConfigError
 from ..questions import KGQuestionConfig
 from .stages.gsd_search import GSDConfig
@@ -47,6 +47,7 @@ class SimGRAGConfig(KGQuestionConfig):
     shots: int = 8                      # query -> pattern examples: 4, 8 or 12 (the paper's ablation)
     demos: Literal["", "fixed", "nearest"] = ""  # "": the preset's; "fixed": the prompt file's shots (the paper's); "nearest": the training questions nearest to each
     demo_spelling: bool = DEMO_SPELLING  # nearest demos: misspelt question words respelt towards the training questions' before choosing (kgrag_utils.spelling)
+    demo_pool_noise: Literal["", "synonym", "drop", "misspell", "rules"] = DEMO_POOL_NOISE  # nearest demos: the pool also holds this rule noise's rewrite of each training question (its gold, another noise seed than the evaluated questions', never an evaluated question: kgrag_utils.demos.rephrasings); "": the training questions only
     fixed_shots: int = 4                # nearest demos: the fixed shots kept first (shared by all questions: prefix-cached)
     demo_types: int = 1                 # nearest demos: guarantee this many question types when the nearest are ambiguous (1: off; kgrag_utils.demos.cover_types)
     demo_type_margin: float = DEMO_TYPE_MARGIN  # demo_types > 1: the similarity gap under which the nearest count as ambiguous

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ....demos import DEMO_SPELLING, DEMO_TYPE_MARGIN, DemoPool
+from ....demos import DEMO_POOL_NOISE, DEMO_SPELLING, DEMO_TYPE_MARGIN, DemoPool
 from .oracle import oracle_pattern, qtype_node_types
 from .pattern import Pattern
 from ..prompts import load_prompt_file
@@ -154,16 +154,21 @@ def default_pool(config, dataset, embedder, family: str) -> tuple[DemoPool | Non
     if not explicit and family not in (load_prompt_file("simgrag_pattern.yaml").get("demonstrations") or {}):
         return None, f"fixed: the preset's nearest demonstrations have no wording for the {family!r} family"
     try:
-        return pattern_demo_pool(dataset, embedder, spelling=config.demo_spelling), "nearest"
+        return pattern_demo_pool(dataset, embedder, spelling=config.demo_spelling, noise=config.demo_pool_noise,
+                                 seed=config.seed), "nearest"
     except ConfigError as exc:
         if explicit:
             raise
         return None, f"fixed: the preset's nearest demonstrations are not available here ({exc})"
 
 
-def pattern_demo_pool(dataset, embedder, limit: int | None = None, spelling: bool = DEMO_SPELLING) -> DemoPool:
-    """The training questions of `dataset` that a pattern demonstration can be written from (refuses when none)."""
-    return DemoPool.from_training(dataset, embedder, usable_for_pattern, DEMO_NEED, limit=limit, spelling=spelling)
+def pattern_demo_pool(dataset, embedder, limit: int | None = None, spelling: bool = DEMO_SPELLING,
+                      noise: str = DEMO_POOL_NOISE, seed: int = 0) -> DemoPool:
+    """The training questions of `dataset` that a pattern demonstration can be written from (refuses when none), and
+    with `noise` (config demo_pool_noise) their rule-noise rewrites (`kgrag_utils.demos.rephrasings`; `seed`: the
+    evaluated questions' noise seed, config seed)."""
+    return DemoPool.from_training(dataset, embedder, usable_for_pattern, DEMO_NEED, limit=limit, spelling=spelling,
+                                  noise=noise, seed=seed)
 
 
 def demo_type(item: Any) -> str:
