@@ -14,7 +14,10 @@ llama.cpp call (`LlamaCppLLM._generate_batch`: greedy, the stage's grammar) with
 * `lookup`: Q4_K_M with prompt-lookup speculative decoding (llama-cpp-python's `LlamaPromptLookupDecoding`:
   drafts are copied from the prompt, where entity names come from);
 * `draft-0.5b`: Q4_K_M with the packaged Qwen2.5-Coder-0.5B drafting `--draft-tokens` tokens greedily (same
-  tokenizer). Speculative variants make llama.cpp keep every position's logits (`logits_all`).
+  tokenizer). Speculative variants make llama-cpp-python compute every position's logits (`logits_all`), the
+  prompt's included;
+* `lookup-last-logits`: `lookup`, with logits computed only for the last token of a long batch (the prompt) and
+  for every token of a short one (a draft being verified): what speculative decoding needs.
 
 Every call runs on every variant before the next call, so a change in the machine's load falls on all of them.
 A reply is "equal" when its text equals the `q4_k_m` reply to the same call. Seconds are wall seconds around
@@ -36,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 PRESET, DRAFT_PRESET = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
-VARIANTS = ("q4_k_m", "q4_0", "lookup", "draft-0.5b")
+VARIANTS = ("q4_k_m", "q4_0", "lookup", "lookup-last-logits", "draft-0.5b")
 
 
 def requantized(source: Path, kind: str = "q4_0") -> Path:
@@ -71,6 +74,26 @@ class SmallModelDraft:
         return np.array(out, dtype=np.intc)
 
 
+def last_logits_llama(draft_tokens: int):
+    """A Llama computing logits only where speculative decoding samples: the last prompt token, and every token of
+    a batch of at most `draft_tokens` + 1 (the token sampled and its draft)."""
+    from llama_cpp import Llama
+
+    class LastLogitsLlama(Llama):
+        def eval(self, tokens):
+            self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
+            every = len(tokens) <= draft_tokens + 1
+            for i in range(0, len(tokens), self.n_batch):
+                batch = tokens[i: i + self.n_batch]
+                self._batch.set_batch(batch=batch, n_past=self.n_tokens, logits_all=every)
+                self._ctx.decode(self._batch)
+                self.input_ids[self.n_tokens: self.n_tokens + len(batch)] = batch
+                self.n_tokens += len(batch)
+                self._requires_eval = False
+
+    return LastLogitsLlama
+
+
 def load_variant(name: str, threads: int, draft_tokens: int):
     """The project's llama.cpp LLM for one variant (speculative ones get a Llama built with their draft model)."""
     from llama_cpp import Llama
@@ -84,16 +107,18 @@ def load_variant(name: str, threads: int, draft_tokens: int):
     path = assemble(preset.gguf)
     llm = LlamaCppLLM(preset, None, model_path=requantized(path) if name == "q4_0" else path, n_ctx=2048,
                       n_threads=threads)
-    if name in ("lookup", "draft-0.5b"):
-        if name == "lookup":
+    if name in ("lookup", "lookup-last-logits", "draft-0.5b"):
+        if name.startswith("lookup"):
             draft = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens)
         else:
             small = Llama(model_path=str(assemble(get_preset(DRAFT_PRESET).gguf)), n_ctx=2048, n_threads=threads,
                           n_threads_batch=threads, verbose=False)
             draft = SmallModelDraft(small, draft_tokens)
         llm.llama.close()
-        llm.llama = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, seed=0,
-                          draft_model=draft, logits_all=True, verbose=False)  # llama-cpp-python sizes its logits by this flag alone
+        cls = last_logits_llama(draft_tokens) if name == "lookup-last-logits" else Llama
+        llm.llama = cls(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, seed=0,
+                          draft_model=draft, logits_all=cls is Llama,  # llama-cpp-python sizes its logits copy by this flag
+                          verbose=False)
     return llm
 
 

@@ -385,3 +385,9 @@ TABLES += [
 TABLES += [Table("llm-prefill", "docs/CPU.md", ("questions (seeded 200)", "order", "batch", "prompt tokens / q",
                   "prefilled tokens / q", "vs the sample's order"), [Rows("llm_prefill.json", "rows", "{dataset}", "{order}",
                   "{batch_size}", "{prompt_tokens_per_question:,.0f}", "{prefill_tokens_per_question:,.0f}", "{prefill_vs_sample_order:.2f}x")])]
+
+_VARIANT = ("{seconds:.0f}", "{vs_first:.2f}x", "{prefill_seconds:.0f}", "{decode_seconds:.0f}", "{equal_share:.0%}")
+TABLES += [Table("llm-variants", "docs/CPU.md", ("run", "variant", "seconds", "vs Q4_K_M, same run", "multi-token batches s",
+                  "single-token steps s", "replies equal to Q4_K_M's"),
+                 [Rows("llm_variants.json", "rows", "1", "{variant}", *_VARIANT),
+                  Rows("llm_variants_lookup_last_logits.json", "rows", "2", "{variant}", *_VARIANT)])]
