@@ -1,6 +1,6 @@
 """Weight layout and speculative decoding for the 1.5B on SimGRAG's own prompts: seconds, and equal replies.
 
-    python benchmarks/llm_variants.py                                   # MetaQA 1-hop, the first 40 calls
+    python benchmarks/llm_variants.py                                   # MetaQA 1-hop, the first 24 calls
     python benchmarks/llm_variants.py --calls 8 --variants q4_k_m,q4_0 --out /tmp/llm_variants.json
 
 The calls are a real SimGRAG run's (benchmarks/llm_prefill.py `recorded_calls`: the 1.5B's default settings,
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hop", default="1hop")
     ap.add_argument("--limit", type=int, default=200, help="the seeded test sample whose run order the calls follow")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--calls", type=int, default=40, help="the first N calls of the run")
+    ap.add_argument("--calls", type=int, default=24, help="the first N calls of the run")
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"from {', '.join(VARIANTS)}; the first is the base")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--draft-tokens", type=int, default=6)
