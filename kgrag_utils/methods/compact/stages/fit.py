@@ -68,11 +68,13 @@ def tune_lift_threshold(lexicon: LiftLexicon, val_items: Sequence, kg, grid: Seq
 
 
 def topic_entity_ids(kg, names: Iterable[str]) -> tuple[list[int], list[str]]:
+    """(ids of the names the KG holds, the names it lacks). The reconstructed MetaQA KB lacks some topics:
+    they are tested, not raised, so no close-match search runs for an error nobody reads (0.7 s a name on 43k names)."""
     ids, missing = [], []
     for name in names:
-        try:
+        if kg.has_entity(name):
             ids.append(int(kg.entity_id(name)))
-        except Exception:  # ConfigError for unknown names (the reconstructed MetaQA KB lacks some)
+        else:
             missing.append(name)
     return ids, missing
 
