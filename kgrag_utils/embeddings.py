@@ -94,6 +94,19 @@ def _write_sums(shard: Path) -> None:
         pass  # merged away meanwhile
 
 
+_STORE_MIN_BYTES = 4 << 20  # a shard below this is hashed directly: a new digest-store entry costs more than the hash
+
+
+def _shard_sha256(path: Path, file_digest) -> str:
+    """A shard file's sha256: large shards through the machine's digest store (a `stat` when unchanged), small ones
+    (a batch's few vectors, read once and soon merged away) directly, so they never grow or rewrite the store."""
+    from .integrity import _hash
+
+    if path.stat().st_size < _STORE_MIN_BYTES:
+        return _hash(path)[0]
+    return file_digest(path)["sha256"]
+
+
 class VectorCache:
     """Append-only, multi-process-safe store of float32 vectors for one model, keyed by text hash."""
 
@@ -178,7 +191,7 @@ class VectorCache:
             raise FileNotFoundError(shard)  # merged away meanwhile
         if sums is not None:
             for fname in ("keys.npy", "vecs.npy"):
-                if file_digest(shard / fname)["sha256"] != sums.get(fname):
+                if _shard_sha256(shard / fname, file_digest) != sums.get(fname):
                     raise _DamagedShard(f"{shard / fname} does not match its checksum")
         try:
             k = np.load(shard / "keys.npy").astype(np.int64, copy=False)

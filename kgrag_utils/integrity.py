@@ -76,7 +76,7 @@ def _save(store: Path, updates: dict[str, dict], reference_from_disk: bool = Tru
     fd = os.open(store.with_name(store.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
     try:
         _flock(fd)
-        disk = _read_store(store)
+        disk = _prune_vanished(_read_store(store))
         for key, entry in updates.items():
             old = disk.get(key) if isinstance(disk.get(key), dict) else {}
             if reference_from_disk and old.get("first"):
@@ -86,6 +86,13 @@ def _save(store: Path, updates: dict[str, dict], reference_from_disk: bool = Tru
         _memo[str(store)] = disk  # this process now sees what the others wrote too
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _prune_vanished(disk: dict) -> dict:
+    """The store without entries for vanished files under the cache folder (merged-away embedding shards): derived
+    files whose entries nobody reads again, which would otherwise make every rewrite of the store longer."""
+    root = str(settings.cache_dir(create=False).resolve()) + os.sep
+    return {k: v for k, v in disk.items() if not (k.startswith(root) and not os.path.exists(k))}
 
 
 def _flock(fd: int) -> None:

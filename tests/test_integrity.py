@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kgrag_utils import cli, integrity, settings
+from kgrag_utils import cli, embeddings, integrity, settings
 from kgrag_utils.datasets import get_spec, load_dataset
 from kgrag_utils.datasets.verify import verify_dataset
 from kgrag_utils.datasets.samples import ensure_sample, sample_is_current
@@ -135,8 +135,11 @@ def _shard(tmp_path) -> Path:
     return shard.parent
 
 
+@pytest.mark.parametrize("check", ["hashed directly", "through the digest store"])
 @pytest.mark.parametrize("damage", ["valid floats", "truncated", "garbage"])
-def test_a_damaged_embedding_shard_is_recomputed_never_used(tmp_path, capsys, damage):
+def test_a_damaged_embedding_shard_is_recomputed_never_used(tmp_path, capsys, monkeypatch, damage, check):
+    if check == "through the digest store":  # the path a large shard takes
+        monkeypatch.setattr(embeddings, "_STORE_MIN_BYTES", 0)
     texts = [f"entity number {i}" for i in range(20)]
     truth = _embedder(tmp_path).encode(texts)
     shard = _shard(tmp_path)
@@ -151,6 +154,30 @@ def test_a_damaged_embedding_shard_is_recomputed_never_used(tmp_path, capsys, da
     np.testing.assert_allclose(again, truth, rtol=1e-6)
     assert "set aside" in capsys.readouterr().err
     assert (shard.parent / f".damaged-{shard.name}").exists()
+
+
+def test_small_embedding_shards_never_enter_the_digest_store(tmp_path):
+    emb = _embedder(tmp_path)
+    for i in range(3):  # three batches, three small shards, each read back by a fresh cache
+        emb.encode([f"batch {i} text {j}" for j in range(4)])
+        _embedder(tmp_path).encode([f"batch {i} text {j}" for j in range(4)])
+    store = integrity._read_store(integrity._store_path())
+    assert not [k for k in store if str(tmp_path / "emb") in k]
+
+
+def test_the_digest_store_forgets_vanished_files_under_the_cache_only(tmp_path):
+    cached = settings.cache_dir("scratch") / f"{tmp_path.name}.npy"
+    outside = tmp_path / "outside.txt"
+    for path in (cached, outside):
+        path.write_text("x\n")
+        integrity.file_digest(path)
+        path.unlink()
+    kept = tmp_path / "kept.txt"
+    kept.write_text("y\n")
+    integrity.file_digest(kept)  # the next write of the store
+    store = integrity._read_store(integrity._store_path())
+    assert str(cached.resolve()) not in store
+    assert str(outside.resolve()) in store and str(kept.resolve()) in store
 
 
 def test_a_damaged_embedding_meta_file_is_rebuilt(tmp_path):
