@@ -18,9 +18,10 @@ from pathlib import Path
 
 from .. import settings, threads
 from ..errors import ConfigError, MissingDependencyError
+from ..integrity import file_digest
 from .base import LLM, Chat, GenerationConfig, RawGeneration, prompt_too_long
 from .cache import ResponseCache
-from .gguf_assets import assemble, sha256_file
+from .gguf_assets import assemble
 from .presets import Preset
 
 INSTALL_HINT = "`pip install -e '.[llamacpp]'` (compiles llama-cpp-python, about 5 minutes)"
@@ -55,7 +56,8 @@ class LlamaCppLLM(LLM):
         # a file given by path is keyed by its own checksum: it must not answer from the packaged file's cache entries
         if model_path is not None and not Path(model_path).is_file():
             raise ConfigError(f"model_path {str(model_path)!r} is not a file: pass the path of a .gguf file.")
-        self._weights = None if model_path is None else sha256_file(Path(model_path))
+        # through the machine's digest store: hashed once, a `stat` on later loads while the file is unchanged
+        self._weights = None if model_path is None else file_digest(Path(model_path))["sha256"]
         if model_path is None:
             if not preset.packaged:
                 raise ConfigError(
