@@ -5,31 +5,17 @@
     flock /tmp/kgrag-llm.lock python benchmarks/peers/simgrag_ref.py --reference-dir /work/peers/ref/SimGRAG \\
         --dataset metaqa-2hop --chunk 50                         # repeat until it says "complete"
 
-Questions: the first 100 (`--take`) of the seeded 200-question test sample (`--limit 200 --seed 0`)
-that notebook 01_simgrag draws, per hop. The reference runs its own MetaQA pipeline
-(benchmarks/peers/simgrag_ref_worker.py: its loader, indexer, greedy retriever with its top-k and
-timeout, its rewrite and answer prompts with 12 + 12 shots, its graph extraction and answer check)
-with the packaged MiniLM as its sentence-transformers model, Milvus Lite as its Milvus, and the
-packaged Qwen2.5-Coder-1.5B behind llama.cpp's OpenAI-compatible server (started on 127.0.0.1 and
-stopped here) at temperature 0 (greedy) and `max_tokens` = our pattern budget (its config has one
-value for both calls). Our side is notebooks/01_simgrag.ipynb in our default setting (executed as `kgrag run`
-does; `--ours-param NAME=VALUE` sets more of its parameters), in-process llama.cpp on the same GGUF.
-
-Scores, both sides, all questions and the answerable subset: our strict Hits@1 (ours: the first
-parsed answer; the reference answers in prose, so its first answer is the first name of its
-evidence, not named in the question, that its reply mentions), our lenient containment, and the
-reference's own check (`check_answer`: a gold answer is a case-insensitive substring of the reply).
-Failures by stage on both sides: pattern (no usable pattern, or the gold pattern's retrieval
-would have found the answer), retrieval, generation. Per-question outputs: ours in
-results/<run>/examples.jsonl, the reference's in results/peers/<run>/{rewrite,retrieve,answer}.jsonl.
+Questions: the first `--take` of the seeded `--limit` test sample that notebook 01_simgrag draws. The reference
+runs its own MetaQA pipeline (simgrag_ref_worker.py) with the packaged MiniLM, Milvus Lite and the packaged GGUF
+behind llama.cpp's server, greedy, `max_tokens` = our pattern budget. Our side is notebooks/01_simgrag.ipynb
+(`--ours-param NAME=VALUE` sets more of its parameters, `--ours-run` scores an existing run). Scores and failure
+stages: simgrag_ref_score.py; what each row means: docs/PEERS.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -41,36 +27,20 @@ import common  # noqa: E402
 from simgrag_ref_score import PEER, report  # noqa: E402
 
 REFERENCE_COMMIT = "dac7783"
-LLM_LABEL = "{preset} (packaged GGUF, llama.cpp, greedy)"
-PEER_STAGES = ("rewrite", "retrieve", "answer")
 
 
 def parse_args(argv=None):
     from kgrag_utils.methods.simgrag import SimGRAGConfig
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = common.harness_args(__doc__, "metaqa-1hop", 200, n_ctx=8192)
     ap.add_argument("--reference-dir", type=Path, required=True, help="a checkout of YZ-Cai/SimGRAG (commit dac7783)")
-    ap.add_argument("--dataset", default="metaqa-1hop", help="metaqa-1hop, -2hop, -3hop (any KG-question dataset "
-                    "whose questions have one hop count: its KG becomes the reference's kb.txt)")
-    ap.add_argument("--limit", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--take", type=int, default=100, help="the first N of the seeded --limit sample")
-    ap.add_argument("--preset", default="qwen2.5-coder-1.5b")
     ap.add_argument("--max-tokens", type=int, default=SimGRAGConfig().pattern_max_new_tokens,
                     help="the reference's llm.max_tokens (one value for both calls); default: our pattern budget")
-    ap.add_argument("--chunk", type=int, default=0, help="at most this many new questions per stage of the peer "
-                    "(our side's notebook run resumes from its records when it is stopped)")
-    ap.add_argument("--sides", default="peer,ours")
-    ap.add_argument("--index-only", action="store_true", help="build the reference's index (no LLM) and stop")
     ap.add_argument("--ours-param", action="append", default=[], metavar="NAME=VALUE",
                     help="a parameter of notebook 01_simgrag for our side (our setting), e.g. llm_structured=schema")
     ap.add_argument("--ours-run", default="", help="score an existing run of notebook 01_simgrag (its run_name) as our "
                     "side instead of running one; it must hold these questions and the same dataset, seed and preset")
-    ap.add_argument("--base-url", default=None, help="an OpenAI-compatible server already running (tests)")
-    ap.add_argument("--peer-python", default=None)
-    ap.add_argument("--work-dir", type=Path, default=None, help="default: $PEERS_HOME/work/simgrag-ref")
-    ap.add_argument("--out", default=common.RESULTS_FILE)
-    ap.add_argument("--n-ctx", type=int, default=8192)
     return ap.parse_args(argv)
 
 
@@ -110,12 +80,10 @@ def write_inputs(args, ds, work: Path, url: str) -> tuple[Path, Path]:
     raw.mkdir(parents=True, exist_ok=True)
     kb = raw / "kb.txt"  # the loaded KG, in the reference's head|relation|tail lines (MetaQA: kb_reconstructed.txt)
     if not kb.exists():
-        kg = ds.kg
-        names, rels = kg.entity_names, kg.relation_names
-        tmp = kb.with_suffix(".tmp")
+        kg, tmp = ds.kg, kb.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             for h, r, t in zip(kg.heads.tolist(), kg.rels.tolist(), kg.tails.tolist()):
-                f.write(f"{names[h]}|{rels[r]}|{names[t]}\n")
+                f.write(f"{kg.entity_names[h]}|{kg.relation_names[r]}|{kg.entity_names[t]}\n")
         tmp.replace(kb)
     qa = raw / ("1-hop/vanilla" if hop == 1 else f"{hop}-hop/{hop}-hop/vanilla") / "qa_test.txt"
     qa.parent.mkdir(parents=True, exist_ok=True)
@@ -125,8 +93,8 @@ def write_inputs(args, ds, work: Path, url: str) -> tuple[Path, Path]:
                              for q in ds.items), encoding="utf-8")
     cfg = json.loads((args.reference_dir / "configs" / f"metaQA_{hop}hop.json").read_text())
     cfg.update({"raw_data_dir": str(raw), "processed_data_dir": str(work / f"processed-{kg_tag(ds)}-minilm"),
-                "output_filename": str(work / f"unused-{args.dataset}.txt")})
-    cfg["embedding_model"] = {"model_path": str(common.minilm_dir()), "device": "cpu"}
+                "output_filename": str(work / f"unused-{args.dataset}.txt"),
+                "embedding_model": {"model_path": str(common.minilm_dir()), "device": "cpu"}})
     cfg["llm"] = {**cfg["llm"], "model": args.preset, "base_url": url, "api_key": "not-needed", "temperature": 0.0,
                   "max_tokens": args.max_tokens}
     path = work / f"config-{args.dataset}.json"
@@ -134,40 +102,32 @@ def write_inputs(args, ds, work: Path, url: str) -> tuple[Path, Path]:
     return path, qfile
 
 
-def _pending_llm(run_dir: Path, ids: set) -> bool:
-    rewrites = common.read_jsonl(run_dir / "rewrite.jsonl")
-    answered = common.done_ids(run_dir / "answer.jsonl")
-    return not ({r["id"] for r in rewrites} >= ids and answered >= ids)
-
-
 def run_peer(args, ds, run_dir: Path) -> None:
-    work = (args.work_dir or common.peers_home() / "work" / PEER).resolve()
+    work = common.work_dir(args, PEER)
     python = common.peer_python(PEER, args.peer_python)
     ids = {q.qid for q in ds.items}
-    worker = lambda cfg, qfile, stages: common.run_worker(  # noqa: E731
-        python, "simgrag_ref_worker.py",
-        ["--reference-dir", args.reference_dir.resolve(), "--config", cfg, "--questions", qfile, "--out-dir", run_dir,
-         "--milvus-uri", work / f"milvus-{kg_tag(ds)}-minilm.db", "--dim", "384", "--stages", stages,
-         "--max-new", str(args.chunk)], log=run_dir / "peer.log", env=common.worker_env())
+
+    def worker(url: str, stages: str) -> None:
+        cfg, qfile = write_inputs(args, ds, work, url)
+        common.run_worker(python, "simgrag_ref_worker.py", [
+            "--reference-dir", args.reference_dir.resolve(), "--config", cfg, "--questions", qfile,
+            "--out-dir", run_dir, "--milvus-uri", work / f"milvus-{kg_tag(ds)}-minilm.db", "--dim", "384",
+            "--stages", stages, "--max-new", str(args.chunk)], log=run_dir / "peer.log")
+
     done = work / f"index-{kg_tag(ds)}-minilm.done"
     if not done.exists():  # the reference's Indexer over the whole KB, once per KG (no LLM)
-        cfg, qfile = write_inputs(args, ds, work, "http://127.0.0.1:9/v1")
-        worker(cfg, qfile, "index")
+        worker("http://127.0.0.1:9/v1", "index")
         done.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    if args.index_only:
-        return
-    if not _pending_llm(run_dir, ids) and common.done_ids(run_dir / "retrieve.jsonl") >= ids:
+    if args.index_only or all(common.done_ids(run_dir / f"{s}.jsonl") >= ids for s in ("rewrite", "retrieve", "answer")):
         return
     with common.llm_server(args.preset, run_dir / "server.log", base_url=args.base_url, n_ctx=args.n_ctx) as url:
-        cfg, qfile = write_inputs(args, ds, work, url)
-        worker(cfg, qfile, ",".join(PEER_STAGES))
+        worker(url, "rewrite,retrieve,answer")
 
 
 def ours_run_name(args) -> str:
-    if args.ours_run:
-        return args.ours_run
-    tag = re.sub(r"[^A-Za-z0-9.]+", "-", " ".join(args.ours_param)).strip("-")
-    return f"peers-simgrag-{args.dataset}-n{args.take}of{args.limit}-{args.preset}" + (f"-{tag}" if tag else "")
+    tag = common.run_tag(" ".join(args.ours_param))
+    return args.ours_run or (f"peers-simgrag-{args.dataset}-n{args.take}of{args.limit}-{args.preset}"
+                             + (f"-{tag}" if tag else ""))
 
 
 def check_ours_run(args) -> None:
@@ -180,17 +140,9 @@ def check_ours_run(args) -> None:
                          f"{args.ours_run}` first (the same dataset, limit, seed and llm_preset)")
     params = json.loads(run_json.read_text()).get("params") or {}
     want = {"dataset": args.dataset, "limit": args.limit, "seed": args.seed, "llm_preset": args.preset}
-    wrong = {k: (params.get(k), v) for k, v in want.items() if params.get(k) != v}
+    wrong = [f"{k}={params.get(k)!r}, not {v!r}" for k, v in want.items() if params.get(k) != v]
     if wrong:
-        raise SystemExit(f"--ours-run {args.ours_run}: its " + ", ".join(f"{k}={got!r}, not {v!r}" for k, (got, v)
-                                                                    in wrong.items()) + "; pick a run of these questions")
-
-
-def run_ours(args) -> None:
-    if args.ours_run:  # scored as it is (checked in main before anything ran)
-        return
-    common.run_ours("01_simgrag", {"dataset": args.dataset, "split": "test", "limit": args.limit, "seed": args.seed,
-                                   "take": args.take, "llm_preset": args.preset}, args.ours_param, ours_run_name(args))
+        raise SystemExit(f"--ours-run {args.ours_run}: its {', '.join(wrong)}; pick a run of these questions")
 
 
 def main(argv=None) -> int:
@@ -201,8 +153,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"{args.reference_dir} is not a SimGRAG checkout (no src/retriever.py): clone YZ-Cai/SimGRAG "
                          f"and check out {REFERENCE_COMMIT}")
     ds = questions(args)
-    run_dir = settings.results_dir() / "peers" / f"{PEER}-{args.dataset}-n{len(ds.items)}of{args.limit}-{args.preset}" \
-        f"-max{args.max_tokens}"
+    run_dir = (settings.results_dir() / "peers" /
+               f"{PEER}-{args.dataset}-n{len(ds.items)}of{args.limit}-{args.preset}-max{args.max_tokens}")
     run_dir.mkdir(parents=True, exist_ok=True)
     sides = set(args.sides.split(","))
     if args.ours_run:
@@ -211,8 +163,10 @@ def main(argv=None) -> int:
         run_peer(args, ds, run_dir)
     if args.index_only:
         return 0
-    if "ours" in sides:
-        run_ours(args)
+    if "ours" in sides and not args.ours_run:  # an --ours-run is scored as it is
+        common.run_ours("01_simgrag", {"dataset": args.dataset, "split": "test", "limit": args.limit, "seed": args.seed,
+                                       "take": args.take, "llm_preset": args.preset}, args.ours_param,
+                        ours_run_name(args))
     return report(args, ds, run_dir, ours_run_name(args))
 
 
