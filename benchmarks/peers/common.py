@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import socket
@@ -230,15 +229,12 @@ def require_all(ids: Sequence[str], have: Mapping, side: str, resume: str) -> No
 
 
 # ----------------------------------------------------------------------------- intervals and rows
-def wilson(successes: float, n: int, z: float = 1.96) -> list[float] | None:
-    """95% Wilson score interval of a proportion."""
-    if n <= 0:
-        return None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return [round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)]
+def wilson(successes: float, n: int) -> list[float] | None:
+    """95% Wilson score interval of a proportion (kgrag_utils.metrics), rounded as peers.json holds it."""
+    from kgrag_utils.metrics import wilson_interval
+
+    w = wilson_interval(successes, n)
+    return None if n <= 0 else [round(w["low"], 4), round(w["high"], 4)]
 
 
 def bootstrap_mean(values: Sequence[float], reps: int = 10_000, seed: int = 0) -> list[float] | None:
