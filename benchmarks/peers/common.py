@@ -64,7 +64,7 @@ def harness_args(doc: str, dataset: str, limit: int, n_ctx: int | None = None) -
 
 
 def work_dir(args, peer: str) -> Path:
-    return (args.work_dir or peers_home() / "work" / peer).resolve()
+    return Path(args.work_dir or peers_home() / "work" / peer)
 
 
 def run_tag(text: str) -> str:

@@ -103,7 +103,7 @@ def write_inputs(args, ds, work: Path, url: str) -> tuple[Path, Path]:
 
 
 def run_peer(args, ds, run_dir: Path) -> None:
-    work = common.work_dir(args, PEER)
+    work = common.work_dir(args, PEER).resolve()
     python = common.peer_python(PEER, args.peer_python)
     ids = {q.qid for q in ds.items}
 

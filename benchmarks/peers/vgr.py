@@ -116,8 +116,8 @@ def outcomes(args, ds, peer_path: Path, version: str) -> dict:
     peer = common.by_id(common.read_jsonl(peer_path))
     done = [q for q in ds.items if q.qid in peer]
     calls = [c for q in done for c in peer[q.qid].get("llm_calls") or []]
-    hashed = lambda row: {k: ([_pid_key(p) for p in v] if isinstance(v, list) else v)  # noqa: E731
-                          for k, v in row.items() if k in OUTCOME_KEYS}
+    hashed = lambda row: {k: ([_pid_key(p) for p in row[k]] if isinstance(row[k], list) else row[k])  # noqa: E731
+                          for k in OUTCOME_KEYS if k in row}
     return {"benchmark": "peers_vgr", "peer": PEER, "peer_version": version, "dataset": args.dataset,
             "limit": args.limit, "seed": args.seed, "preset": args.preset, "setting": setting_tag(args),
             "peer_max_tokens": args.peer_max_tokens, "n_planned": len(ds.items), "n_done": len(done),
