@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 
 import common  # noqa: E402
 import simgrag_ref  # noqa: E402
-import simgrag_ref_score  # noqa: E402
 from fake_openai import FakeOpenAIServer  # noqa: E402
 
 
@@ -128,21 +127,21 @@ def test_missing_peer_environment_names_the_setup_command(tmp_path, monkeypatch)
 def test_first_named_reads_the_first_evidence_name_not_in_the_question():
     names = ["Ghajini", "2008", "Aamir Khan", "Dil Chahta Hai"]
     q = "the films that share actors with Dil Chahta Hai were released in which years"
-    assert simgrag_ref_score.first_named("According to graph [1], the film was released in 2008.", names, q) == "2008"
-    assert simgrag_ref_score.first_named("Dil Chahta Hai shares Aamir Khan with Ghajini (2008)", names, q) == "Aamir Khan"
-    assert simgrag_ref_score.first_named("No evidence is useful.", names, q) is None
+    assert simgrag_ref.first_named("According to graph [1], the film was released in 2008.", names, q) == "2008"
+    assert simgrag_ref.first_named("Dil Chahta Hai shares Aamir Khan with Ghajini (2008)", names, q) == "Aamir Khan"
+    assert simgrag_ref.first_named("No evidence is useful.", names, q) is None
     # word boundaries: "2008" is not found inside "20080"
-    assert simgrag_ref_score.first_named("code 20080", names, q) is None
+    assert simgrag_ref.first_named("code 20080", names, q) is None
 
 
 def test_reference_check_is_a_case_insensitive_substring():
-    assert simgrag_ref_score.reference_check("the answer is PARIS.", ["Paris"]) == 1.0
-    assert simgrag_ref_score.reference_check(None, ["Paris"]) == 0.0
-    assert simgrag_ref_score.reference_check("Lyon", ["Paris"]) == 0.0
+    assert simgrag_ref.reference_check("the answer is PARIS.", ["Paris"]) == 1.0
+    assert simgrag_ref.reference_check(None, ["Paris"]) == 0.0
+    assert simgrag_ref.reference_check("Lyon", ["Paris"]) == 0.0
 
 
 def test_failing_stage_of_a_reference_answer():
-    st = simgrag_ref_score._stage
+    st = simgrag_ref._stage
     assert st(1.0, True, True, None) is None
     assert st(0.0, False, False, None) == "pattern"
     assert st(0.0, True, False, True) == "pattern"  # the gold pattern would have found it
