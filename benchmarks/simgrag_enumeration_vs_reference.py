@@ -3,68 +3,49 @@
     python benchmarks/simgrag_enumeration_vs_reference.py --reference /path/to/SimGRAG \
         --limit 1000 --out benchmarks/results/simgrag_enumeration_vs_reference.json
 
-The reference (YZ-Cai/SimGRAG at the commit named in REFERENCE_COMMIT, checked out outside this
-repository and passed by path; nothing of it is copied here) is imported in this process with its
-Milvus store and embedding model replaced by stand-ins that answer with the candidates OUR filtering
-stage found: the same top-16 entities per known node with the same Euclidean distances, the same
-relation distances. Both sides then enumerate the same pattern over the same KB, so what differs is
-the graph search alone:
+The reference (YZ-Cai/SimGRAG at REFERENCE_COMMIT, checked out outside this repository and passed by path) is
+imported in this process with its Milvus store and embedder replaced by stand-ins that answer with the candidates
+OUR filtering found (the same top-16 entities per known node, the same distances), so both sides enumerate the
+same pattern over the same KB and what differs is the graph search alone.
 
 Clocks, each per call (milliseconds):
 
-* `ours_*` (whole search call): the whole `search_topk` call on the question's prepared candidates, timed
-  around it: the Python input arrays, the compiled call (components, root choice, DFS edge order,
-  admissible bounds, candidate lookups, the DFS) and the `Subgraph` result objects.
-* `ref_call_*` (the reference's whole graph search, like for like with `ours_*`): its `retrieve` call
-  timed around it, less its own `embedding_time` and `vector_search_time`: the query graph's
-  construction (networkx), the root choice and DFS edge order (`_dfs_all_edges`), the greedy bounds, its
-  DFS and `results.get()` (the final ordering).
-* `ours_total_*` / `ref_total_*` (total retrieval, text encoding excluded on both sides): ours is
-  `GSDRetriever.candidates` (the FAISS search of `--index` over all entity names, exact re-scoring,
-  relation distances) less its `encode_ms`, plus the whole search call right after it (a second,
-  complete retrieval per run); the reference's is its whole
-  `retrieve` call less its `embedding_time`, where its vector search is the stand-in stores' dictionary
-  lookups behind its thread pool (a real Milvus search would add to its side only).
-* `ours_filter_*` / `ref_filter_*` (the filtering inside the totals): ours is `candidates` less its
-  encoding (the `--index` search over every entity name, flat: every vector read, about 65 MB per known
-  node on MetaQA; exact re-scoring; relation distances); the reference's is its `vector_search_time`: a
-  ThreadPoolExecutor started and joined per call whose three tasks read the stand-in stores' answers and
-  build its candidate dictionaries.
-* `ours_dfs_*` and `ref_*` (the DFS clocks): ours measured inside the compiled call (`SearchResult.dfs_ms`,
-  clock_gettime(CLOCK_MONOTONIC)) from creating the empty top k through the DFS from every root candidate;
-  the reference's own `graph_search_time` from creating its `kSmallest` through sorting the root's
-  candidates and its DFS (which deep-copies every mapping it extends). Both leave out the planning, the
-  bounds, the lookups and the result objects.
+* `ours_*`: the whole `search_topk` call on the question's prepared candidates (Python input arrays, the
+  compiled call with its planning, bounds, lookups and DFS, the `Subgraph` result objects).
+* `ref_call_*` (like for like with `ours_*`): the reference's `retrieve` call less its own `embedding_time` and
+  `vector_search_time`: query graph (networkx), root choice and DFS edge order, greedy bounds, DFS, `results.get()`.
+* `ours_total_*` / `ref_total_*` (text encoding excluded): ours is `GSDRetriever.candidates` (the FAISS search of
+  `--index` over all entity names, exact re-scoring, relation distances) less its `encode_ms`, plus the search
+  call after it (a second, complete retrieval); the reference's is its whole `retrieve` less `embedding_time`,
+  its vector search being the stand-in stores' lookups behind its thread pool (a real Milvus adds to its side).
+* `ours_filter_*` / `ref_filter_*`: the filtering inside the totals: ours `candidates` less its encoding (flat
+  `--index`: every vector read); the reference's `vector_search_time` (a ThreadPoolExecutor started and joined
+  per call, reading the stand-ins and building its candidate dictionaries).
+* `ours_dfs_*` / `ref_*` (DFS clocks): ours inside the compiled call (`SearchResult.dfs_ms`, CLOCK_MONOTONIC)
+  from the empty top k through the DFS from every root candidate; the reference's own `graph_search_time` from
+  its `kSmallest` through sorting the root's candidates and its DFS (which deep-copies every mapping it extends).
 
-`speedup_call_*` divides the reference's whole graph search by our whole search call (like for like),
-`speedup_total_*` the totals, `speedup_dfs_*` the DFS clocks, `speedup_filter_*` the filtering; `speedup_*`
-(as in earlier records) the reference's DFS clock by our whole search call.
+`speedup_call_*`, `speedup_total_*`, `speedup_dfs_*` and `speedup_filter_*` divide the reference's clock by ours;
+`speedup_*` (as in earlier records) the reference's DFS clock by our whole search call. Not like for like: the
+totals leave out what Milvus would add to the reference; its thread pool waits for CPU time slices, so its filter
+clock grows with the machine's load; its candidate dictionaries are built in its vector-search time (outside
+`ref_call_*`) while our equivalent is inside `ours_*`.
 
-What is not like for like: in the totals, our side runs a real nearest-neighbour search and the reference's
-none (its Milvus HNSW search, a call to a server, is what the stand-ins replace), so `speedup_total_*`
-leaves out whatever Milvus would add to the reference; and the reference's thread pool waits for CPU time
-slices to start and join its threads, so `ref_filter_*` (and its total) grows with the machine's load more
-than a single-threaded clock does. In the whole-call clocks, the reference's candidate dictionaries (the
-square roots of the stores' distances) are built inside its vector-search time, which `ref_call_*` leaves
-out, while our equivalent (candidates sorted by id, their minima, the allowed relations) is inside `ours_*`.
-
-Per question each side runs `--repeats` times, alternating which side goes first, and a question's
-time is the median of its runs; the JSON reports the median and p95 over questions. Hits@1 is
-whether the top-1 subgraph's answer node is a gold answer (normalised names), for both sides, and
-`same_topk_gsd` whether both return the same top-k GSD values. The machine is shared: the load
-average is recorded before and after.
+Per question each side runs `--repeats` times, alternating which goes first; a question's time is the median of
+its runs, and the JSON reports the median and p95 over questions. Hits@1: the top-1 subgraph's answer node is a
+gold answer (normalised names); `same_topk_gsd`: both return the same top-k GSD values. The load average is
+recorded before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-from dataclasses import replace
 import os
-import platform
 import sys
 import time
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -91,9 +72,6 @@ class _Store:
 
     def search(self, vectors, top_k):
         return [self.answers[text] for text in vectors]
-
-    def count(self):  # pragma: no cover - only the reference's constructor asks
-        return 0
 
 
 class _Model:
@@ -165,35 +143,25 @@ def reference_inputs(ref, kg, pattern, cand):
         ids, dist = cand.relation_candidates(j)
         rels.setdefault(e.relation, [{"entity": {"name": str(kg.relation_names[i])}, "distance": float(d) ** 2}
                                      for i, d in zip(ids.tolist(), dist.tolist())])
-    return graph, nodes, rels, None, label
-
-
-def run_reference(ref, graph, nodes, rels, rel_names):
-    ref.node_vector_store.answers = nodes
-    ref.relation_vector_store.answers = rels
-    return ref.retrieve(graph, mode="greedy")
+    return graph, nodes, rels, label
 
 
 def reference_answer(ref, graph, result, answer_label):
-    """The answer node of the reference's top-1 subgraph, replaying its DFS edge order."""
+    """The answer node of the reference's top-1 subgraph, replaying its DFS edge order from the root (the one
+    known query node, whose KG node starts the first triple)."""
     import networkx as nx
 
-    if not result["results"]:
-        return None, []
     Q = nx.Graph()
     for h, r, t in graph:
         Q.add_edge(h, t, relation=r)
-    edges = result["results"][0][1]
-    # the root is the first edge's mapped query node: the one whose KG node starts the first triple
     known = [x for x in Q.nodes() if "UNKNOWN" not in x]
-    root = known[0] if len(known) == 1 else None
-    if root is None:
-        return None, [s for s, _, _ in result["results"]]
-    seq = ref._dfs_all_edges(Q, root, [])
-    mapping = {root: edges[0][0]}
-    for (u, w), (_, _, kg_w) in zip(seq, edges):
+    if not result["results"] or len(known) != 1:
+        return None
+    edges = result["results"][0][1]
+    mapping = {known[0]: edges[0][0]}
+    for (_u, w), (_, _, kg_w) in zip(ref._dfs_all_edges(Q, known[0], []), edges):
         mapping[w] = kg_w
-    return mapping.get(answer_label), [s for s, _, _ in result["results"]]
+    return mapping.get(answer_label)
 
 
 # ----------------------------------------------------------------------------- timing
@@ -217,9 +185,9 @@ def ours_once(retriever, pattern, cand, config):
 
 def ref_once(ref, inputs):
     """(whole graph search ms, total retrieval ms (no encoding), DFS ms, vector search ms, result)."""
-    graph, nodes, rels, rel_names, _ = inputs
+    graph, ref.node_vector_store.answers, ref.relation_vector_store.answers, _ = inputs
     t0 = time.perf_counter()
-    res = run_reference(ref, graph, nodes, rels, rel_names)
+    res = ref.retrieve(graph, mode="greedy")
     wall = (time.perf_counter() - t0) * 1e3
     res["k_smallest"] = list(_LAST_HEAP)
     total = wall - res["embedding_time"] * 1e3
@@ -236,19 +204,15 @@ def time_question(i, retriever, ref, pattern, cand, config, inputs, repeats):
     """Medians over `repeats` runs per side, alternating which side goes first: ({clock: ms}, our result,
     the reference's result)."""
     times: dict[str, list[float]] = {k: [] for k in CLOCKS}
-    ours_res = ref_res = None
+    sides = ((OURS_CLOCKS, lambda: ours_once(retriever, pattern, cand, config)),
+             (REF_CLOCKS, lambda: ref_once(ref, inputs)))
+    last = [None, None]
     for rep in range(repeats):
-        first_ours = (i + rep) % 2 == 0
-        for side in ((0, 1) if first_ours else (1, 0)):
-            if side == 0:
-                *t, ours_res = ours_once(retriever, pattern, cand, config)
-                keys = OURS_CLOCKS
-            else:
-                *t, ref_res = ref_once(ref, inputs)
-                keys = REF_CLOCKS
-            for k, v in zip(keys, t):
+        for side in ((0, 1) if (i + rep) % 2 == 0 else (1, 0)):
+            *t, last[side] = sides[side][1]()
+            for k, v in zip(sides[side][0], t):
                 times[k].append(v)
-    return {k: float(np.median(v)) for k, v in times.items()}, ours_res, ref_res
+    return {k: float(np.median(v)) for k, v in times.items()}, last[0], last[1]
 
 
 def pct(values, q):
@@ -276,7 +240,7 @@ def run_hop(hop, args, Retriever, cache) -> dict:
         gold = {normalize_answer(a) for a in q.answers}
         best = ours_res.best
         ours_pred = str(kg.entity_names[best.nodes[p.answer]]) if best is not None else None
-        ref_pred, ref_scores = reference_answer(ref, inputs[0], ref_res, inputs[4][p.answer])
+        ref_pred = reference_answer(ref, inputs[0], ref_res, inputs[3][p.answer])
         # the reference counts every mapping (no fact-set dedup): compare with ours counting the same way
         every = search_topk(retriever.incidence, p, cand, replace(config, distinct=False))
         ours_scores = [sg.gsd for sg in every.subgraphs]
@@ -332,9 +296,7 @@ def main(argv=None) -> int:
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "commit": git_commit()["commit"], "reference_commit": REFERENCE_COMMIT,
         "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "reference"},
-        "machine": {"platform": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
-                    "cpus": os.cpu_count(), "load_average_before": load_before,
-                    "load_average_after": [round(x, 2) for x in os.getloadavg()]},
+        "machine": {"load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()]},
         "wall_s": round(time.time() - t0, 1),
         "method": __doc__.split("\n\n", 2)[2].strip(),
         "hops": hops,

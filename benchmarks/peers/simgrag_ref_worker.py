@@ -1,30 +1,20 @@
 """Run the SimGRAG reference code (YZ-Cai/SimGRAG, passed by path) on given MetaQA questions, stage by stage.
 
-Runs inside the peer's environment (benchmarks/peers/setup.sh simgrag-ref), started by
-benchmarks/peers/simgrag_ref.py, which writes the inputs: a config in the reference's own format and
-a raw-data folder in its own layout (kb.txt, the k-hop qa_test.txt holding exactly the evaluated
-questions). Everything that decides an answer is the reference's: its MetaQA loader, its Indexer,
-its Retriever (greedy mode, its top-k and timeout), its rewrite and answer prompts with their shots,
-its graph extraction and its answer check. This file only does what its query script does per
-question, split into stages that resume from their JSON lines:
-
-  index     the reference's Indexer.build_index over the KB (node and relation embeddings into Milvus)
-  rewrite   its rewrite prompt -> the LLM -> extract_graph
-  retrieve  Retriever.retrieve(query_graph, mode='greedy'); for questions whose evidence misses every
-            gold answer, the same retriever on the gold pattern too (tells a pattern error from a
-            retrieval error; not part of the reference's pipeline, recorded apart)
-  answer    its answer prompt over the evidences -> the LLM -> check_answer
-
-Three adaptations, all outside the reference's files: Milvus goes to a Milvus Lite file instead of a
-server at localhost:19530; its collections take the embedder's dimension instead of the hard-coded
-768 (nomic-embed-text-v1's); and its HNSW index (M 64, efConstruction 512) becomes FLAT, the exact
-search HNSW approximates, because Milvus Lite builds no HNSW. Each LLM reply's finish reason and token usage are recorded
-beside the reply.
+Runs in the peer's environment, started by benchmarks/peers/simgrag_ref.py, which writes a config in the
+reference's format and its raw-data layout (kb.txt, a qa_test.txt of exactly these questions). Everything that
+decides an answer is the reference's (loader, Indexer, greedy Retriever, prompts, graph extraction, answer check);
+this file does what its query script does per question, in stages that resume from their JSON lines:
+index (Indexer.build_index), rewrite (its prompt, the LLM, extract_graph), retrieve (greedy; where the evidence
+misses every gold answer, also on the gold pattern: our diagnosis, recorded apart) and answer (its prompt, the
+LLM, check_answer). Adaptations (docs/PEERS.md): Milvus Lite instead of a server, collections of the embedder's
+dimension instead of 768, FLAT instead of HNSW (Milvus Lite builds none). Each reply's finish reason and usage
+are recorded beside it.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -32,7 +22,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from worker_io import append_jsonl, pending, read_jsonl  # noqa: E402
+from worker_io import read_jsonl, run_pending  # noqa: E402
 
 
 def patch_milvus(uri: str, dim: int) -> None:
@@ -113,6 +103,15 @@ def load(args):
     return configs, dataset, questions
 
 
+def _hit(results, golds) -> bool:
+    names = {x.lower() for _score, graph, _reuse in results for h, _r, t in graph for x in (h, t)}
+    return any(g.lower() in names for g in golds)
+
+
+def _stage_file(args, name: str) -> str:
+    return os.path.join(args.out_dir, f"{name}.jsonl")
+
+
 def stage_index(args, configs, dataset, _questions) -> None:
     from src.indexer import Indexer
 
@@ -125,96 +124,82 @@ def stage_rewrite(args, configs, _dataset, questions) -> None:
     import prompts.rewrite_metaQA
     from src.utils import extract_graph
 
-    out = os.path.join(args.out_dir, "rewrite.jsonl")
-    todo = list(pending(questions, out))[: args.max_new or None]
-    if not todo:
-        return
-    llm = RecordingLLM(configs)
-    for i, q in enumerate(todo, 1):
+    llm = functools.cache(lambda: RecordingLLM(configs))  # made (and greeted) only when a question needs it
+
+    def one(q):
         row = {"id": q["id"], "query": q["query"], "groundtruths": q["groundtruths"]}
         try:
             t0 = time.time()
             row["rewrite_prompt"] = prompts.rewrite_metaQA.get(q["query"], shot=configs["rewrite_shot"])
-            row["rewrite_llm_output"], row["rewrite_llm"] = llm.chat(row["rewrite_prompt"])
+            row["rewrite_llm_output"], row["rewrite_llm"] = llm().chat(row["rewrite_prompt"])
             row["rewrite_time"] = time.time() - t0
             row["query_graph"] = extract_graph(row["rewrite_llm_output"])
         except Exception as e:  # the reference records the message and moves on
             row["error_stage"], row["error_message"] = "rewrite", str(e)
-        append_jsonl(out, row)
-        print(f"rewrite {i}/{len(todo)} {q['id']}", flush=True)
+        return row
+
+    run_pending(questions, _stage_file(args, "rewrite"), one, args.max_new, "rewrite ")
 
 
-def _evidence_names(results) -> set:
-    return {x for _score, graph, _reuse in results for h, _r, t in graph for x in (h, t)}
-
-
-def _hit(results, golds) -> bool:
-    names = {n.lower() for n in _evidence_names(results)}
-    return any(g.lower() in names for g in golds)
+def _retrieve(retriever, graph, golds, prefix: str, row: dict) -> None:
+    """One greedy retrieval into row[prefix + ...]: its evidences, whether they hold a gold answer, its time."""
+    t0 = time.time()
+    details = retriever.retrieve(graph, mode="greedy")
+    if not prefix:
+        row["retrieval_details"] = details
+    row[prefix + "evidences"] = [each[1] for each in details["results"]]
+    row[prefix + "evidence_hit"] = _hit(details["results"], golds)
+    row[prefix + "retrieval_time"] = time.time() - t0
 
 
 def stage_retrieve(args, configs, dataset, questions) -> None:
     from src.retriever import Retriever
 
-    rewrites = {r["id"]: r for r in read_jsonl(os.path.join(args.out_dir, "rewrite.jsonl"))}
-    out = os.path.join(args.out_dir, "retrieve.jsonl")
-    todo = [q for q in pending(questions, out) if q["id"] in rewrites][: args.max_new or None]
-    if not todo:
-        return
-    retriever = Retriever(configs, dataset.get_KG())
-    for i, q in enumerate(todo, 1):
-        rw = rewrites[q["id"]]
-        row = {"id": q["id"]}
-        if "query_graph" in rw:
+    rewrites = {r["id"]: r for r in read_jsonl(_stage_file(args, "rewrite"))}
+    retriever = functools.cache(lambda: Retriever(configs, dataset.get_KG()))
+
+    def one(q):
+        row = {"id": q["id"], "evidence_hit": False}
+        if "query_graph" in rewrites[q["id"]]:
             try:
-                t0 = time.time()
-                row["retrieval_details"] = retriever.retrieve(rw["query_graph"], mode="greedy")
-                row["evidences"] = [each[1] for each in row["retrieval_details"]["results"]]
-                row["retrieval_time"] = time.time() - t0
+                _retrieve(retriever(), rewrites[q["id"]]["query_graph"], q["groundtruths"], "", row)
             except Exception as e:
                 row["error_stage"], row["error_message"] = "retrieve", str(e)
-        hit = "evidences" in row and _hit(row["retrieval_details"]["results"], q["groundtruths"])
-        row["evidence_hit"] = hit
-        if not hit and q.get("oracle_graph"):  # our diagnosis, not the reference's pipeline
+        if not row["evidence_hit"] and q.get("oracle_graph"):  # our diagnosis, not the reference's pipeline
             try:
-                t0 = time.time()
-                gold = retriever.retrieve(q["oracle_graph"], mode="greedy")
-                row["oracle_evidence_hit"] = _hit(gold["results"], q["groundtruths"])
-                row["oracle_evidences"] = [each[1] for each in gold["results"]]
-                row["oracle_retrieval_time"] = time.time() - t0
+                _retrieve(retriever(), q["oracle_graph"], q["groundtruths"], "oracle_", row)
             except Exception as e:
                 row["oracle_evidence_hit"], row["oracle_error"] = False, str(e)
-        append_jsonl(out, row)
-        print(f"retrieve {i}/{len(todo)} {q['id']} hit={hit} {row.get('retrieval_time', 0):.2f}s", flush=True)
+        return row
+
+    run_pending([q for q in questions if q["id"] in rewrites], _stage_file(args, "retrieve"), one, args.max_new,
+                "retrieve ")
 
 
 def stage_answer(args, configs, _dataset, questions) -> None:
     import prompts.answer_metaQA
     from src.utils import check_answer
 
-    retrieved = {r["id"]: r for r in read_jsonl(os.path.join(args.out_dir, "retrieve.jsonl"))}
-    out = os.path.join(args.out_dir, "answer.jsonl")
-    todo = [q for q in pending(questions, out) if q["id"] in retrieved][: args.max_new or None]
-    ready = [q for q in todo if "evidences" in retrieved[q["id"]]]
-    for q in todo:  # no evidences (pattern or retrieval error): no answer call, as in the reference
-        if "evidences" not in retrieved[q["id"]]:
-            append_jsonl(out, {"id": q["id"], "answered": False, "correct": False})
-    if not ready:
-        return
-    llm = RecordingLLM(configs)
-    for i, q in enumerate(ready, 1):
+    retrieved = {r["id"]: r for r in read_jsonl(_stage_file(args, "retrieve"))}
+    llm = functools.cache(lambda: RecordingLLM(configs))
+
+    def one(q):
+        evidences = retrieved[q["id"]].get("evidences")
+        if evidences is None:  # a pattern or retrieval error: no answer call, as in the reference
+            return {"id": q["id"], "answered": False, "correct": False}
         row = {"id": q["id"], "answered": True}
         try:
             t0 = time.time()
-            row["answer_prompt"] = prompts.answer_metaQA.get(q["query"], retrieved[q["id"]]["evidences"],
-                                                             shot=configs["answer_shot"])
-            row["answer_llm_output"], row["answer_llm"] = llm.chat(row["answer_prompt"])
+            row["answer_prompt"] = prompts.answer_metaQA.get(q["query"], evidences, shot=configs["answer_shot"])
+            row["answer_llm_output"], row["answer_llm"] = llm().chat(row["answer_prompt"])
             row["answer_time"] = time.time() - t0
             row["correct"] = check_answer(row["answer_llm_output"], q["groundtruths"])
         except Exception as e:
             row["error_stage"], row["error_message"], row["correct"] = "answer", str(e), False
-        append_jsonl(out, row)
-        print(f"answer {i}/{len(ready)} {q['id']} correct={row['correct']}", flush=True)
+        return row
+
+    run_pending([q for q in questions if q["id"] in retrieved], _stage_file(args, "answer"), one, args.max_new,
+                "answer ")
 
 
 STAGES = {"index": stage_index, "rewrite": stage_rewrite, "retrieve": stage_retrieve, "answer": stage_answer}
@@ -231,8 +216,7 @@ def main(argv=None) -> int:
     ap.add_argument("--stages", default="rewrite,retrieve,answer")
     ap.add_argument("--max-new", type=int, default=0, help="at most this many new questions per stage (0: all)")
     args = ap.parse_args(argv)
-    ref = os.path.abspath(args.reference_dir)
-    sys.path.insert(0, ref)
+    sys.path.insert(0, os.path.abspath(args.reference_dir))
     os.makedirs(args.out_dir, exist_ok=True)
     os.chdir(args.out_dir)  # nothing is written into the reference checkout
     patch_milvus(args.milvus_uri, args.dim)

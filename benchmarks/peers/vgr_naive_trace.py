@@ -2,12 +2,11 @@
 
     python benchmarks/peers/vgr_naive_trace.py            # after benchmarks/peers/vgr.py (reads its peer outcomes)
 
-Both sides embed `passage_text(title, text)` with all-MiniLM-L6-v2 and search it exactly by inner product over
-normalised vectors. One thing differs: sentence-transformers (ours) cuts a text at the model's configured 256
-word pieces, while the peer's HuggingFace provider tokenizes with `max_length=512`. This script embeds the
-corpus both ways (no vector cache: the cache holds the 256-piece vectors), takes each question's top 5 exactly,
-and says, per cut, Recall@2/@5 on the seeded questions and how many top-5 lists equal the peer's. No LLM.
-Writes benchmarks/results/peers_vgr_naive_trace.json.
+Both sides embed `passage_text(title, text)` with all-MiniLM-L6-v2 and search exactly by inner product over
+normalised vectors; sentence-transformers (ours) cuts a text at the model's configured 256 word pieces, the
+peer's HuggingFace provider at `max_length=512`. This embeds the corpus at both cuts (no vector cache: it holds
+the 256-piece vectors), takes each question's exact top 5 and reports, per cut, Recall@2/@5 and how many top-5
+lists equal the peer's. No LLM. Writes benchmarks/results/peers_vgr_naive_trace.json.
 """
 
 from __future__ import annotations
@@ -26,7 +25,15 @@ CUTS = (256, 512)
 KS = (2, 5)
 
 
-def parse_args(argv=None):
+def top_k_ids(query_vecs, passage_vecs, pids: list[str], k: int) -> list[list[str]]:
+    """Exact inner-product top k per query (ties broken by corpus order, as a stable sort does)."""
+    import numpy as np
+
+    order = np.argsort(-(query_vecs @ passage_vecs.T), axis=1, kind="stable")[:, :k]
+    return [[pids[j] for j in row] for row in order]
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="musique")
     ap.add_argument("--limit", type=int, default=100)
@@ -35,30 +42,16 @@ def parse_args(argv=None):
                     help="the peer outcomes file (default: vgr.py's, benchmarks/results/peers_vgr_<dataset>_n<N>.json)")
     ap.add_argument("--out", type=Path, default=common.REPO / "benchmarks" / "results" / "peers_vgr_naive_trace.json")
     ap.add_argument("--batch-size", type=int, default=32)
-    return ap.parse_args(argv)
-
-
-def top_k_ids(query_vecs, passage_vecs, pids: list[str], k: int) -> list[list[str]]:
-    """Exact inner-product top k per query (ties broken by corpus order, as a stable sort does)."""
+    args = ap.parse_args(argv)
     import numpy as np
+    from sentence_transformers import SentenceTransformer
 
-    scores = query_vecs @ passage_vecs.T
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    return [[pids[j] for j in row] for row in order]
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    import numpy as np
-
+    import vgr
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.embeddings import _resolve
     from kgrag_utils.methods.vector_rerank.stages.graph_index import passage_text
     from kgrag_utils.metrics import recall_at_k
     from kgrag_utils.records import write_result
-    from sentence_transformers import SentenceTransformer
-
-    import vgr
 
     ds = load_dataset(args.dataset, split="test", limit=args.limit, seed=args.seed)
     peer_file = args.peer_from or vgr.outcomes_file(args.dataset, len(ds.items))
@@ -67,36 +60,33 @@ def main(argv=None) -> int:
     ids = [q.qid for q in ds.items]
     answered = [i for i in ids if i in peer_naive]
     gold = {q.qid: list(q.supporting) for q in ds.items}
-
     model_id, source = _resolve("minilm")
     model = SentenceTransformer(source, device="cpu")
-    pids = [p.pid for p in ds.corpus]
-    texts = [passage_text(p.title, p.text) for p in ds.corpus]
-    n_pieces = np.array([len(ids_) for ids_ in model.tokenizer(texts, add_special_tokens=True)["input_ids"]])
+    pids, texts = [p.pid for p in ds.corpus], [passage_text(p.title, p.text) for p in ds.corpus]
+    n_pieces = np.array([len(x) for x in model.tokenizer(texts, add_special_tokens=True)["input_ids"]])
     configured = model.max_seq_length
-    rows = []
+    rows, lists = [], []
     for cut in CUTS:
         t0 = time.perf_counter()
         model.max_seq_length = cut
         pv = model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=True)
         qv = model.encode([q.question for q in ds.items], batch_size=args.batch_size, normalize_embeddings=True)
-        lists = dict(zip(ids, top_k_ids(qv, pv, pids, max(KS))))
-        row = {"side": f"ours, passages cut at {cut} word pieces" + (" (the model's setting)" if cut == configured else ""),
-               "cut": cut, "seconds": round(time.perf_counter() - t0, 1), "lists": lists}
-        rows.append(row)
-    rows.append({"side": "vector-graph-rag: retrieve_naive (its HuggingFace provider, max_length 512)", "cut": 512,
-                 "lists": peer_naive})
-    for row in rows:
-        lists = row.pop("lists")
+        lists.append(dict(zip(ids, top_k_ids(qv, pv, pids, max(KS)))))
+        rows.append({"side": f"ours, passages cut at {cut} word pieces" + (" (the model's setting)" if cut == configured
+                                                                            else ""),
+                     "cut": cut, "seconds": round(time.perf_counter() - t0, 1)})
+    rows.append({"side": "vector-graph-rag: retrieve_naive (its HuggingFace provider, max_length 512)", "cut": 512})
+    lists.append(peer_naive)
+    for row, got in zip(rows, lists):
         for subset, which in (("all", ids), ("peer_answered", answered)):
             for k in KS:
-                row[f"{subset}_recall@{k}"] = (round(float(np.mean([recall_at_k(lists[i], gold[i], k) for i in which])), 4)
-                                               if all(i in lists for i in which) else None)
-        row["same_top5_as_peer"] = sum(lists[i] == peer_naive[i] for i in answered)
+                row[f"{subset}_recall@{k}"] = (round(float(np.mean([recall_at_k(got[i], gold[i], k) for i in which])), 4)
+                                               if all(i in got for i in which) else None)
+        row["same_top5_as_peer"] = sum(got[i] == peer_naive[i] for i in answered)
         row["differs_from_peer"] = [
-            {"id": i, "ours": [vgr._pid_key(p) for p in lists[i]], "peer": [vgr._pid_key(p) for p in peer_naive[i]],
-             "ours_recall@5": recall_at_k(lists[i], gold[i], 5), "peer_recall@5": recall_at_k(peer_naive[i], gold[i], 5)}
-            for i in answered if lists[i] != peer_naive[i]]
+            {"id": i, "ours": [vgr._pid_key(p) for p in got[i]], "peer": [vgr._pid_key(p) for p in peer_naive[i]],
+             "ours_recall@5": recall_at_k(got[i], gold[i], 5), "peer_recall@5": recall_at_k(peer_naive[i], gold[i], 5)}
+            for i in answered if got[i] != peer_naive[i]]
         print(f"{row['side']}: R@5 {row['peer_answered_recall@5']:.3f} on the peer's {len(answered)} questions; "
               f"top 5 equal to the peer's on {row['same_top5_as_peer']}/{len(answered)}")
     result = {"benchmark": "peers_vgr_naive_trace", "dataset": args.dataset, "limit": args.limit, "seed": args.seed,

@@ -1,25 +1,14 @@
 """Run vector-graph-rag (Milvus' package, from PyPI) on given passage questions: naive and graph retrieval.
 
-Runs inside the peer's environment (benchmarks/peers/setup.sh vector-graph-rag), started by
-benchmarks/peers/vgr.py, which writes the corpus (passage id, text, released triples), the questions
-and the package's Settings (its defaults, the LLM at the harness's server, the packaged MiniLM through
-its HuggingFace provider, a Milvus Lite file). The corpus goes in through `add_documents_with_triplets`
-(no triplet extraction). Per question, one JSON line with the passage ids of:
-
-  naive    `retrieve_naive(q, top_k)`: dense passage search
-  padded   `retrieve(q, use_reranking=True, top_k)`: graph + LLM rerank, topped up with naive passages
-           (the package's own evaluation path)
-  rerank   the same graph + rerank passages before the top-up (the package's retriever, reranker and
-           passage lookup, called in the order `retrieve` calls them)
-  expand   `retrieve(q, use_reranking=False, top_k)`: graph candidates in the package's order, topped up
-  expand_unpadded  the same before the top-up: the passages of the first top_k candidates (what the no-LLM
-           rows compare with our unpadded expand)
-
-plus the query entities, candidate relations, the chosen relations and the reranker's raw reply, so a
-difference can be traced to a stage. Its LLM replies are cached by the package's own cache in the work
-folder, so `retrieve` and the unpadded replay make one rerank call per question between them. The index
-is built once per corpus: a rerun reuses the Milvus Lite file when its collections still hold what the
-finished build recorded (index.json).
+Runs in the peer's environment, started by benchmarks/peers/vgr.py, which writes the corpus (passage id, text,
+released triples), the questions and the package's Settings. The corpus goes in through
+`add_documents_with_triplets`; the index is built once per corpus (a rerun reuses the Milvus Lite file while
+its collections hold what the finished build recorded in index.json). Per question, one JSON line with the
+passage ids of `retrieve_naive` (naive), `retrieve(use_reranking=True)` (padded: graph + LLM rerank topped up
+with naive passages, the package's evaluation path), the same before the top-up (rerank), `retrieve(
+use_reranking=False)` (expand) and its first top_k candidates' passages before the top-up (expand_unpadded),
+plus the query entities, candidates, chosen relations and the reranker's raw reply. The package's response
+cache makes `retrieve` and the unpadded replay share one rerank call.
 """
 
 from __future__ import annotations
@@ -34,7 +23,7 @@ import traceback
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from worker_io import append_jsonl, pending, read_jsonl  # noqa: E402
+from worker_io import read_jsonl, run_pending  # noqa: E402
 
 
 LLM_CALLS: list[dict] = []  # this question's LLM calls: finish reason and reply tokens (cleared per question)
@@ -87,14 +76,13 @@ def build(args):
     want = {"corpus_sha256": hashlib.sha256(open(args.corpus, "rb").read()).hexdigest(),
             "embedding_model": settings.embedding_model, "milvus_uri": settings.milvus_uri}
     built = json.load(open(marker, encoding="utf-8")) if os.path.exists(marker) else {}
-    info = None
     if built.get("inputs") == want and built.get("stats") == rag._store.get_collection_stats():
         print(f"reusing the index of {len(docs)} passages in {settings.milvus_uri}: {built['stats']}", flush=True)
     else:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # the method the issue names; an alias of rebuild_*
-            info = rag.add_documents_with_triplets(docs, show_progress=False)
+            rag.add_documents_with_triplets(docs, show_progress=False)
         stats = rag._store.get_collection_stats()
         json.dump({"inputs": want, "stats": stats, "seconds": round(time.perf_counter() - t0, 1)},
                   open(marker, "w", encoding="utf-8"))
@@ -102,7 +90,7 @@ def build(args):
     text_to_id = {}
     for d in docs:
         text_to_id.setdefault(d["passage"], d["id"])
-    return rag, text_to_id, info
+    return rag, text_to_id
 
 
 def one(rag, text_to_id: dict, question: str, k: int) -> dict:
@@ -122,10 +110,11 @@ def one(rag, text_to_id: dict, question: str, k: int) -> dict:
         key = rag._reranker._build_prompt(question, rag._reranker._format_relations(cand_ids, cand_texts))
         raw = rag._reranker.cache.get(rag._reranker.settings.cache_model_name(rag._reranker.model), key, temperature=0)
     expand = rag.retrieve(question, use_reranking=False, top_k=k).retrieved_passages
-    expand_unpadded = unpadded_expand(rag, found, k)
+    # retrieve(use_reranking=False) before its naive top-up: the passages of its first k candidates
+    expand_unpadded, _ = rag._get_passages_from_relations(list(cand_ids[:k]))
     return {
         "naive": ids(naive), "padded": ids(padded.retrieved_passages), "rerank": list(rerank_pids[:k]),
-        "expand": ids(expand), "expand_unpadded": expand_unpadded, "query_entities": found.query_entities,
+        "expand": ids(expand), "expand_unpadded": list(expand_unpadded[:k]), "query_entities": found.query_entities,
         "seed_entities": found.entity_texts, "seed_relations": found.relation_texts,
         "n_candidates": len(cand_ids), "eviction": [found.eviction_before_count, found.eviction_after_count],
         "candidates": cand_texts[:200], "chosen_relations": chosen_texts,
@@ -133,29 +122,6 @@ def one(rag, text_to_id: dict, question: str, k: int) -> dict:
         "seconds": {"naive": round(t_naive, 3), "graph_rerank": round(t_padded, 3),
                     "total": round(time.perf_counter() - t0, 3)},
     }
-
-
-def unpadded_expand(rag, found, k: int) -> list:
-    """`retrieve(use_reranking=False)` before its naive top-up: the passages of its first k candidates."""
-    pids, _ = rag._get_passages_from_relations(list(found.expanded_relation_ids[:k]))
-    return list(pids[:k])
-
-
-def backfill_unpadded_expand(rag, questions: list[dict], out: str, k: int) -> int:
-    """Add `expand_unpadded` to lines written before the worker computed it (no LLM: the package's response cache
-    holds each question's entity reply); the file is rewritten whole, atomically."""
-    rows = read_jsonl(out)
-    text = {q["id"]: q["question"] for q in questions}
-    todo = [r for r in rows if "expand_unpadded" not in r and not r.get("failed") and r["id"] in text]
-    for r in todo:
-        r["expand_unpadded"] = unpadded_expand(rag, rag._ensure_retriever().retrieve(text[r["id"]]), k)
-    if todo:
-        tmp = f"{out}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-        os.replace(tmp, out)
-        print(f"added expand_unpadded to {len(todo)} earlier lines", flush=True)
-    return len(todo)
 
 
 def main(argv=None) -> int:
@@ -175,18 +141,15 @@ def main(argv=None) -> int:
     os.makedirs(args.work_dir, exist_ok=True)
     os.chdir(args.work_dir)
     questions = [json.loads(line) for line in open(args.questions, encoding="utf-8")]
-    todo = list(pending(questions, args.out))[: args.max_new or None]
-    if args.index_only:
-        build(args)
-        return 0
-    missing_unpadded = any("expand_unpadded" not in r and not r.get("failed") for r in read_jsonl(args.out))
-    if not todo and not missing_unpadded:
+    done = {r["id"] for r in read_jsonl(args.out)}
+    if not args.index_only and all(q["id"] in done for q in questions):
         print("nothing to do: every question has a line", flush=True)
         return 0
-    rag, text_to_id, _ = build(args)
-    if missing_unpadded:
-        backfill_unpadded_expand(rag, questions, args.out, args.top_k)
-    for i, q in enumerate(todo, 1):
+    rag, text_to_id = build(args)
+    if args.index_only:
+        return 0
+
+    def question(q: dict) -> dict:
         row = {"id": q["id"]}
         LLM_CALLS.clear()
         try:
@@ -196,9 +159,9 @@ def main(argv=None) -> int:
             if _server_lost(e):  # not the question's failure: stop, so that a rerun computes it
                 raise
             row.update({"failed": True, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]})
-        append_jsonl(args.out, row)
-        print(f"{i}/{len(todo)} {q['id']} candidates={row.get('n_candidates')} "
-              f"{row.get('seconds', {}).get('total', 0):.1f}s", flush=True)
+        return row
+
+    run_pending(questions, args.out, question, args.max_new)
     return 0
 
 

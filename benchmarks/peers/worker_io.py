@@ -1,8 +1,7 @@
 """Per-question JSON lines shared by the peer harnesses and their workers (standard library only).
 
-A worker runs in a peer's own environment, which lacks the project's package, so this file imports
-nothing but the standard library. Every finished question is one appended, flushed line; a killed
-run keeps them, and a rerun skips their ids. A line torn by a crash is skipped.
+A worker runs in a peer's own environment, which lacks the project's package. Every finished question is
+one appended, flushed line; a killed run keeps them, a rerun skips their ids, a line torn by a crash is skipped.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
@@ -37,7 +36,12 @@ def append_jsonl(path: str | os.PathLike, row: dict) -> None:
         os.fsync(f.fileno())
 
 
-def pending(items: Iterable[dict], path: str | os.PathLike, key: str = "id") -> Iterator[dict]:
-    """Items whose id has no line in `path` yet."""
-    done = {r.get(key) for r in read_jsonl(path)}
-    return (it for it in items if it[key] not in done)
+def run_pending(items: Iterable[dict], path: str | os.PathLike, one: Callable[[dict], dict], max_new: int = 0,
+                label: str = "") -> int:
+    """Append `one(item)` to `path` for each item whose id has no line there yet, at most `max_new` (0: all)."""
+    done = {r.get("id") for r in read_jsonl(path)}
+    todo = [it for it in items if it["id"] not in done][: max_new or None]
+    for i, item in enumerate(todo, 1):
+        append_jsonl(path, one(item))
+        print(f"{label}{i}/{len(todo)} {item['id']}", flush=True)
+    return len(todo)
