@@ -95,3 +95,10 @@ def write(out, record: dict, args=None) -> Path:
     path = write_result(out, record, args)
     print(f"wrote {path}", flush=True)
     return path
+
+
+def write_rows(out, result: dict, args, row_format: str) -> Path:
+    """Print `result["rows"]`, one line each through `row_format`, then write the result."""
+    for row in result["rows"]:
+        print(row_format.format(**row))
+    return write(out, result, args)
