@@ -7,9 +7,7 @@ Each variant builds the wheel `make setup` installs (pyproject.toml's `llamacpp`
 `pip wheel --no-deps --no-cache-dir` in a fresh folder with an empty PIP_CACHE_DIR, so everything is downloaded and
 compiled. Recorded: wall and CPU seconds (user + sys of pip and every compiler it started: compare CPU seconds on a
 shared machine), compile steps and the CPU-heavy targets from ninja's log, the wheel's libraries and size, load.
-Variants (VARIANTS; `makefile` is the Makefile's LLAMA_CMAKE_ARGS, what `make setup` gets): no options, without
-the multimodal library, without llama.cpp's common/HTTP helpers, both, and the Makefile's options with a portable
-instruction set, 2 build jobs, serial make, or -O2.
+Variants: `default` (no options), `no_mtmd` (no multimodal library), `makefile` (the Makefile's LLAMA_CMAKE_ARGS).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import json
 import os
 import platform
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -32,9 +29,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench_common import ROOT, children_cpu_s, load, write
-
-_O2 = " '-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG' '-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG'"
-
 
 def llama_requirement() -> str:
     """llama-cpp-python's pin from pyproject.toml's `llamacpp` extra, without extras: 'llama-cpp-python==X'."""
@@ -49,13 +43,7 @@ def makefile_cmake_args() -> str:
 
 
 def variants() -> dict[str, dict[str, str]]:
-    lean = makefile_cmake_args()
-    include = next(a for a in shlex.split(lean) if a.startswith("-DCMAKE_PROJECT_INCLUDE"))
-    return {"default": {}, "no_mtmd": {"CMAKE_ARGS": "-DLLAVA_BUILD=OFF"}, "no_common": {"CMAKE_ARGS": shlex.quote(include)},
-            "makefile": {"CMAKE_ARGS": lean}, "makefile_generic": {"CMAKE_ARGS": lean + " -DGGML_NATIVE=OFF"},
-            "makefile_j2": {"CMAKE_ARGS": lean, "CMAKE_BUILD_PARALLEL_LEVEL": "2"},
-            "makefile_make_j1": {"CMAKE_ARGS": lean, "CMAKE_GENERATOR": "Unix Makefiles"},
-            "makefile_O2": {"CMAKE_ARGS": lean + _O2}}
+    return {"default": {}, "no_mtmd": {"CMAKE_ARGS": "-DLLAVA_BUILD=OFF"}, "makefile": {"CMAKE_ARGS": makefile_cmake_args()}}
 
 
 def _ninja_targets(build_dir: Path) -> dict:
@@ -106,7 +94,7 @@ def _version(cmd) -> str | None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variants", default=",".join(variants()), help="comma-separated names (see the module docstring)")
+    ap.add_argument("--variants", default=",".join(variants()), help="comma-separated, from default, no_mtmd, makefile")
     ap.add_argument("--nice", type=int, default=15)
     ap.add_argument("--out", default="benchmarks/results/llama_cpp_build.json")
     ap.add_argument("--append", action="store_true", help="keep the builds already in --out and add these")
