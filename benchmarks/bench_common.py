@@ -102,3 +102,12 @@ def write_rows(out, result: dict, args, row_format: str) -> Path:
     for row in result["rows"]:
         print(row_format.format(**row))
     return write(out, result, args)
+
+
+def synthetic_kg_args(ap, edges_per_entity: int, relations: int) -> None:
+    """The options of the synthetic power-law KG that both KG scale benchmarks build."""
+    ap.add_argument("--edges", type=int, default=1_000_000)
+    ap.add_argument("--entities", type=int, default=None, help=f"default: edges // {edges_per_entity}")
+    ap.add_argument("--relations", type=int, default=relations)
+    ap.add_argument("--alpha", type=float, default=0.75, help="Zipf exponent of entity popularity")
+    ap.add_argument("--seed", type=int, default=0)

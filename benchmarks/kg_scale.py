@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_common import json_child, load, machine, peak_rss_mb, percentiles, timed, write
+from bench_common import json_child, load, machine, peak_rss_mb, percentiles, synthetic_kg_args, timed, write
 
 from kgrag_utils import settings
 from kgrag_utils.kg import KG
@@ -147,11 +147,7 @@ def metaqa_stage() -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--edges", type=int, default=1_000_000)
-    parser.add_argument("--entities", type=int, default=None, help="default: edges // 10")
-    parser.add_argument("--relations", type=int, default=300)
-    parser.add_argument("--alpha", type=float, default=0.75, help="Zipf exponent of entity popularity")
-    parser.add_argument("--seed", type=int, default=0)
+    synthetic_kg_args(parser, edges_per_entity=10, relations=300)  # synthetic_ids' default entity count
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--stage-load", type=Path, default=None, help=argparse.SUPPRESS)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_common import load, machine, peak_rss_mb, write
+from bench_common import load, machine, peak_rss_mb, synthetic_kg_args, write
 
 from kgrag_utils.compressed_index import CompressedIndex, build_compressed_index, exact_topk
 from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
@@ -273,10 +273,7 @@ def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> di
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--edges", type=int, default=1_000_000)
-    ap.add_argument("--entities", type=int, default=None, help="default: edges // 5")
-    ap.add_argument("--relations", type=int, default=1000)
-    ap.add_argument("--alpha", type=float, default=0.75, help="Zipf exponent of entity popularity")
+    synthetic_kg_args(ap, edges_per_entity=5, relations=1000)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--nlist", type=int, default=4096)
     ap.add_argument("--pq-m", type=int, default=48, help="PQ bytes per vector")
@@ -291,7 +288,6 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=2_000_000, help="facts per step of the KG build")
     ap.add_argument("--vector-chunk", type=int, default=20_000, help="vectors per step of the index build")
     ap.add_argument("--threads", type=int, default=2, help="FAISS threads while building")
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", type=Path, required=True, help="folder for the KG, the index and the rows")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
