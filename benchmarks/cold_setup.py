@@ -3,12 +3,10 @@
     python3 benchmarks/cold_setup.py --out benchmarks/results/cold_setup.json     # cold, then warm
     python3 benchmarks/cold_setup.py --runs cold --keep                           # one run, keep the clone
 
-cold: `git clone` of HEAD into a new temporary folder with a new empty PIP_CACHE_DIR, then `make setup` and
-`make demo`; warm: a second fresh clone with the pip cache the cold run filled (the demo's own caches are cold
-again: they live in the clone). Standard library only; the environment is cleaned of an activated virtualenv and
-project settings, pip's own configuration is kept and recorded. Phases are the segments between make's echoed
-recipe lines; PIP_VERBOSE=1 makes pip mark the project install's sub-phases (resolve and download, wheel builds,
-install). CPU seconds are user + sys of everything each make started.
+cold: a fresh clone of HEAD with an empty PIP_CACHE_DIR, `make setup` then `make demo`; warm: another fresh clone
+with the pip cache the cold run filled. The environment is cleaned of a virtualenv and project settings (pip's own
+configuration is kept and recorded). Phases are the segments between make's echoed recipe lines (PIP_VERBOSE=1
+marks pip's own sub-phases); CPU seconds are user + sys of everything each make started.
 """
 
 from __future__ import annotations

@@ -3,12 +3,10 @@
     python benchmarks/cpu_threads.py --modes old,new,passive --llm-tokens 64 --repeats 2 --names 3000
     python benchmarks/cpu_threads.py --llm-tokens 16 --repeats 1 --names 256 --out /tmp/cpu_threads.json  # a dry run
 
-LLM decode tokens/s (the packaged 0.5B on llama.cpp, end-of-text banned so every repeat decodes --llm-tokens) and
-embedding names/s (MiniLM, no vector cache, MetaQA's names), each in a fresh process (OpenMP reads its variables
-when the libraries load), idle and beside `--competitor-threads` spinning processes. Modes: `old` (every core of
-the host with OpenMP's spinning wait, kgrag_utils/threads.py's variables removed), `new` (what kgrag_utils/threads.py
-decides), `passive` (every core, OMP_WAIT_POLICY=PASSIVE). Kept per mode: busy / own idle, busy / best idle and the
-rate per CPU core received (the issue's target: at least 60% kept beside a 2-thread job on 2 cores).
+LLM decode tokens/s (the packaged 0.5B on llama.cpp) and embedding names/s (MiniLM, MetaQA's names), each in a fresh
+process (OpenMP reads its variables when the libraries load), idle and beside `--competitor-threads` spinning
+processes, per mode: `old` (every core, OpenMP's spinning wait), `new` (kgrag_utils/threads.py's choice), `passive`
+(every core, OMP_WAIT_POLICY=PASSIVE). Results and the issue's 60% target: docs/CPU.md.
 """
 
 from __future__ import annotations

@@ -3,12 +3,10 @@
     python benchmarks/llm_prefill.py                       # MetaQA 1/2/3-hop, the seeded 200, the 1.5B's prompts
     python benchmarks/llm_prefill.py --hops 1hop --limit 20 --out /tmp/llm_prefill.json
 
-llama.cpp keeps the previous call's KV cache and evaluates only what follows the longest common token prefix. Every
-prompt of a run is built as the method builds it (the 1.5B's defaults: nearest demonstrations, schema decoding) with
-the gold patterns replayed instead of an LLM (no model runs), in the order the backend receives them, rendered with
-the GGUF's chat template and tokenised by its tokenizer; counted is what one KV cache reuses. Compared: the sample's
-order with the former batch of 8 against `Method.run_order` with batches of 8, the current default and the whole run.
-The count is exact for that model of the cache and the same on any machine (docs/CPU.md#prefill).
+Every prompt of a run as the method builds it for the 1.5B's defaults, gold patterns replayed (no model runs), in the
+order the backend receives them, tokenised with the GGUF's chat template and tokenizer; counted is what one KV cache
+reuses (the longest common prefix with the previous prompt): exact for that model of the cache, the same on any
+machine. The sample's order against `Method.run_order` by batch size: docs/CPU.md#prefill.
 """
 
 from __future__ import annotations

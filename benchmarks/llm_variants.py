@@ -3,14 +3,10 @@
     python benchmarks/llm_variants.py                                   # MetaQA 1-hop, the first 24 calls
     python benchmarks/llm_variants.py --calls 8 --variants q4_k_m,q4_0 --out /tmp/llm_variants.json
 
-The calls are a real SimGRAG run's (`llm_prefill.recorded_calls`: the 1.5B's defaults, schema decoding, the run
-order, gold patterns replayed for the answer prompts), sent through the project's llama.cpp call
-(`LlamaCppLLM._generate_batch`: greedy, the stage's grammar) with no response cache. Variants: `q4_k_m` (the
-packaged file); `q4_0` (requantized from it once into cache/models/, which llama.cpp repacks online); `lookup`
-(llama-cpp-python's prompt-lookup speculative decoding); `lookup-last-logits` (the same, with logits computed only
-where a draft is verified); `draft-0.5b` (the packaged 0.5B drafting greedily). Every call runs on every variant
-before the next call, so a change of load falls on all; a reply is "equal" when its text is the first variant's.
-Prefill seconds are llama.cpp's own (`llama_perf_context`). Results: docs/CPU.md#weights-and-drafts.
+A real run's calls (`llm_prefill.recorded_calls`) go through the project's llama.cpp call with no response cache,
+every call on every variant (VARIANTS; described in docs/CPU.md#weights-and-drafts) before the next call, so a
+change of load falls on all; a reply is "equal" when its text is the first variant's. Prefill seconds are
+llama.cpp's own (`llama_perf_context`).
 """
 
 from __future__ import annotations
