@@ -1,43 +1,32 @@
-"""How interactive the run explorer stays on a 1,000-question run (kgrag_utils.explore).
+"""How interactive the run explorer (kgrag_utils.explore) stays on 1,000-example runs, against half a second.
 
     python benchmarks/explore_speed.py --source results --n 1000 --out benchmarks/results/explore_speed.json
 
-For every method run found under `--source` (a results folder; by default the demo grid run with the fake
-LLM into a temporary folder: `kgrag grid demo -p llm_preset=fake`), the script writes a run of `--n`
-examples made of that run's own records (cycled, with new ids, so the record sizes are real), and times:
-  * opening the run (one pass over examples.jsonl: line offsets and outlines);
-  * filtering (by status, by failing stage, by free text);
-  * reading one record at a random position (cold: not in the view's small cache);
-  * one step of the live explorer without a browser (record read, panels, plotly FigureWidgets: the
-    Python side of a click), over `--steps` steps;
-  * comparing two such runs (in the second, every third example holds another source record).
-Each step's target is half a second; the JSON says which were met and under which machine load.
+For one run per method under `--source` (default: the demo grid with the fake LLM, in a temporary folder), a run of
+`--n` examples is written from that run's own records (cycled, new ids, so record sizes are real) and timed: opening,
+filtering (status, failing stage, text), one cold record read, `--steps` steps of the live explorer without a
+browser (the Python side of a click), and comparing it with a second such run (every third example changed).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import random
 import statistics
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench_common import load, machine, timed, write
 
-from kgrag_utils import records  # noqa: E402
-from kgrag_utils.explore import compare_runs, list_runs, open_run  # noqa: E402
+from kgrag_utils import records
+from kgrag_utils.explore import compare_runs, list_runs, open_run
 
 TARGET_S = 0.5
 
 
 def demo_results(tmp: Path) -> Path:
-    """Run the demo grid with the fake LLM into tmp (about 3 minutes on 2 cores) and return its results folder."""
+    """The demo grid run with the fake LLM into tmp (about 3 minutes on 2 cores): its results folder."""
     os.environ.update(KGRAG_RESULTS_DIR=str(tmp / "results"), KGRAG_RUNS_DIR=str(tmp / "runs"),
                       KGRAG_FIGURES_DIR=str(tmp / "figures"))
     os.environ.setdefault("KGRAG_CACHE_DIR", str(tmp / "cache"))
@@ -48,8 +37,7 @@ def demo_results(tmp: Path) -> Path:
 
 
 def write_big_run(dest: Path, name: str, method: str, rows: list[dict], n: int, swap_every: int = 0) -> Path:
-    """n examples cycling through `rows` with new ids; with `swap_every`, every k-th example holds the record of
-    the next source row under its own id (another outcome, another pattern: what a second run changes)."""
+    """n examples cycling through `rows` with new ids; with `swap_every`, every k-th holds the next row's record."""
     rec = records.RunRecorder(method, {"dataset": f"bench-{name}", "n": n}, run_name=name, root=dest)
     for i in range(n):
         src = rows[(i + 1) % len(rows)] if swap_every and i % swap_every == 0 else rows[i % len(rows)]
@@ -59,19 +47,12 @@ def write_big_run(dest: Path, name: str, method: str, rows: list[dict], n: int, 
 
 
 def warm_up() -> None:
-    """Import the widget stack and build one FigureWidget (plotly makes its validators on first use): a kernel
-    pays this once, on the first explorer it shows; it is reported apart from the steps."""
+    """The widget stack's first use (imports, plotly's validators): paid once per kernel, reported apart."""
     import plotly.graph_objects as go
 
     from kgrag_utils.explore.widget import Explorer  # noqa: F401  (ipywidgets, anywidget)
 
     go.FigureWidget(data=[go.Scatter(x=[0], y=[0])])
-
-
-def timed(fn, *args, **kw):
-    t0 = time.perf_counter()
-    out = fn(*args, **kw)
-    return out, time.perf_counter() - t0
 
 
 def stats(values: list[float]) -> dict:
@@ -82,24 +63,23 @@ def stats(values: list[float]) -> dict:
 
 
 def measure(dest: Path, name: str, method: str, rows: list[dict], n: int, steps: int) -> dict:
+    from kgrag_utils.explore.widget import Explorer
+
     path = write_big_run(dest, name, method, rows, n)
     other = write_big_run(dest, f"{name}-b", method, rows, n, swap_every=3)
     view, t_open = timed(open_run, path)
     stage = next(iter(view.stages()), "any")
     filters = {"status": timed(view.filter, status="wrong")[1], "stage": timed(view.filter, stage=stage)[1],
                "text": timed(view.filter, text="r99")[1]}
-    rng = random.Random(0)
     reads = []
-    for pos in rng.sample(range(len(view)), min(50, len(view))):
+    for pos in random.Random(0).sample(range(len(view)), min(50, len(view))):
         view._cache.clear()
         reads.append(timed(view.record, pos)[1])
-    from kgrag_utils.explore.widget import Explorer
-
     ex, t_first = timed(Explorer, str(path.name), root=dest)  # opens the run and shows its first example
     step_times = [timed(ex.step, +1)[1] for _ in range(steps)]
     table, t_compare = timed(compare_runs, open_run(other), view)
     worst = max([t_open, *filters.values(), max(reads), statistics.median(step_times)])
-    return {"method": method, "n": len(view), "file_mb": round(path.joinpath(records.EXAMPLES_FILE).stat().st_size / 2**20, 2),
+    return {"method": method, "n": len(view), "file_mb": round((path / records.EXAMPLES_FILE).stat().st_size / 2**20, 2),
             "open_s": round(t_open, 4), "filter_s": {k: round(v, 4) for k, v in filters.items()},
             "record_read": stats(reads), "explorer_first_example_s": round(t_first, 4), "widget_step": stats(step_times),
             "compare_s": round(t_compare, 4), "compare_changed": int(len(table)),
@@ -114,28 +94,20 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--out", default="benchmarks/results/explore_speed.json")
     args = ap.parse_args(argv)
-    load0 = os.getloadavg()
+    load0 = load()
     _, t_import = timed(warm_up)
     with tempfile.TemporaryDirectory(prefix="kgrag-explore-bench-") as tmp:
         source = Path(args.source) if args.source else demo_results(Path(tmp))
-        dest = Path(tmp) / "big"
         out = []
         for run in list_runs(source).to_dict("records"):
-            if run["method"] in {r["method"] for r in out}:
-                continue  # one run per method
-            rows, _ = records.read_examples(source / run["run_name"] / records.EXAMPLES_FILE)
-            out.append(measure(dest, f"big-{run['method']}", run["method"], rows, args.n, args.steps))
-            print(json.dumps(out[-1]))
-    result = {"benchmark": "explore_speed", "target_s": TARGET_S, "n_examples": args.n,
-              "widget_stack_first_use_s": round(t_import, 3), "runs": out,
-              "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                          "loadavg_start": [round(x, 2) for x in load0],
-                          "loadavg_end": [round(x, 2) for x in os.getloadavg()]},
-              "source": args.source or "kgrag grid demo -p llm_preset=fake (temporary)",
-              "note": "widget_step is the Python side of one click in the live explorer (record read, panels, plotly "
-                      "FigureWidgets), without a browser; explorer_first_example_s opens the run in the widget."}
-    records.write_result(args.out, result)
-    print("wrote", args.out)
+            if run["method"] not in {r["method"] for r in out}:  # one run per method
+                rows, _ = records.read_examples(source / run["run_name"] / records.EXAMPLES_FILE)
+                out.append(measure(Path(tmp) / "big", f"big-{run['method']}", run["method"], rows, args.n, args.steps))
+                print(out[-1], flush=True)
+    write(args.out, {"benchmark": "explore_speed", "target_s": TARGET_S, "n_examples": args.n,
+                     "widget_stack_first_use_s": round(t_import, 3), "runs": out,
+                     "machine": machine(loadavg_start=load0, loadavg_end=load()),
+                     "source": args.source or "kgrag grid demo -p llm_preset=fake (temporary)"})
     return 0
 
 

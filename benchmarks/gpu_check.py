@@ -1,45 +1,23 @@
-"""The GPU check: execute every CUDA code path once and measure an 8B-shaped model, in one JSON.
+"""The GPU check: execute every CUDA code path once and measure an 8B-shaped model, in one JSON (docs/GPU.md).
 
     python benchmarks/gpu_check.py                 # on the GPU machine -> benchmarks/results/gpu_check.json
     python benchmarks/gpu_check.py --dry-run       # here, on the CPU, tiny shapes -> benchmarks/out/gpu_check_dry_run.json
     python benchmarks/gpu_check.py --parts method,throughput --budget-s 240   # rerun some parts only
 
-Parts (each in its own subprocess, so a crash or a CUDA error in one is recorded and the others run;
-each writes its results as it goes, so a part stopped at its time limit keeps what it measured):
-
-1. ``tests``: the CUDA tests (``pytest -m cuda tests/test_cuda.py``): 4-bit load of a tiny random
-   model and of its saved 4-bit copy, batched left-padded generation equal to one-at-a-time greedy
-   generation, a static KV cache, the response cache, embeddings on the device.
-2. ``method``: SimGRAG (``01_simgrag`` on ``sample-movies-2hop``) end to end on the device with a tiny
-   random 4-bit LLM and a tiny random embedder, through the batch runner when papermill and
-   ipykernel are importable, else through the method's ``run``. It must finish with every
-   unparseable reply counted as a failed question. Also measured here: how often batched and
-   one-at-a-time greedy replies of the 4-bit model agree (bf16 kernels differ by batch shape, so
-   this is a measurement, not a test).
-3. ``throughput``: a model of Llama-3.1-8B's shape (32 layers, hidden 4096, intermediate 14336,
-   32 heads, 8 KV heads, vocab 128,256) with random weights, saved and loaded through the project's
-   ``hf`` backend in bf16 and nf4 4-bit: load seconds, peak GPU memory, prefill and decode tokens/s
-   at batch 1, 8 and 32 with 800-token prompts. Beside each decode figure: the memory-bandwidth
-   bound (``--bandwidth-tbs``, H200: 4.8 TB/s, divided by the bytes of weights read per decode step,
-   counted from the loaded model's actual parameter and quantization-state storage; the input
-   embedding is a row gather and is not counted), and the same bound with the KV cache reads
-   added. Then variants of backend settings, as the time budget allows: a static KV cache (eager,
-   and compiled: transformers compiles the forward pass on CUDA for a static cache) and eager
-   attention instead of SDPA.
-
-The random models emit no end-of-sequence (their eos and pad logits are zeroed), so every decode
-row runs exactly the requested number of tokens. ``--dry-run`` runs every part on the CPU with a
-tiny throughput shape; its JSON says ``"dry_run": true`` and its figures are NOT GPU figures (it
-cannot be written to benchmarks/results/gpu_check.json). A global ``--budget-s`` (default 420 s)
-bounds the whole check; what did not fit is recorded as skipped, never silently left out.
-
-The throughput part's code is `benchmarks/gpu_throughput.py`; what the parts share (a part's results
-written as it goes, the device, memory figures) is `benchmarks/gpu_device.py`.
+Parts, each in its own process (a crash or CUDA error in one is recorded, the others run; each writes its results
+as it goes, so a part stopped at its time limit keeps what it measured): `tests` (`pytest -m cuda
+tests/test_cuda.py`), `method` (SimGRAG on `sample-movies-2hop` with a tiny random 4-bit LLM and embedder, through
+the runner when papermill and ipykernel are importable, else the method's `run`; every unparseable reply must be a
+failed question; plus how often batched and one-at-a-time greedy 4-bit replies agree, a measurement) and
+`throughput` (benchmarks/gpu_throughput.py). `--dry-run` runs every part on the CPU with tiny shapes: its JSON
+says `"dry_run": true` and it never writes benchmarks/results/gpu_check.json. One `--budget-s` bounds the whole
+check; what did not fit is recorded as skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -58,9 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its part modules beside it
 
-from gpu_device import Partial, device as _device, free as _free, short as _short  # noqa: E402
-from gpu_throughput import (DRY_THROUGHPUT, H200_BANDWIDTH_TBS, REAL_THROUGHPUT,  # noqa: E402
-                            part_throughput)
+from gpu_throughput import (DRY_THROUGHPUT, H200_BANDWIDTH_TBS, REAL_THROUGHPUT, Partial,  # noqa: E402
+                            device_of, free, part_throughput, short)
 
 from kgrag_utils.records import write_result  # noqa: E402
 
@@ -84,13 +61,8 @@ def _now() -> str:
 
 # ============================================================================ machine / versions
 def machine_info() -> dict:
-    info: dict = {"python": platform.python_version(), "platform": platform.platform(),
-                  "cpu_count": os.cpu_count(), "hostname_hash": None}
-    try:
-        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        info["ram_gib"] = round(pages / 2**30, 1)
-    except (ValueError, OSError):
-        pass
+    info: dict = {"python": platform.python_version(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
+                  "hostname_hash": None, "ram_gib": round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30, 1)}
     try:
         import torch
 
@@ -102,7 +74,7 @@ def machine_info() -> dict:
                            "capability": f"{p.major}.{p.minor}", "multiprocessors": p.multi_processor_count,
                            "count": torch.cuda.device_count()}
     except Exception as exc:  # a broken torch is itself a finding
-        info["torch_error"] = _short(exc)
+        info["torch_error"] = short(exc)
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
@@ -110,12 +82,13 @@ def machine_info() -> dict:
                                   "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
             info["nvidia_smi"] = out.stdout.strip() or out.stderr.strip()
         except (OSError, subprocess.SubprocessError) as exc:
-            info["nvidia_smi"] = _short(exc)
+            info["nvidia_smi"] = short(exc)
     info["c_compiler"] = shutil.which("gcc") or shutil.which("cc")  # torch.compile's Triton launcher needs one
     return info
 
 
 def versions() -> dict:
+    """The packages the parts use (the commit is in the result's provenance block)."""
     from importlib import metadata
 
     out = {}
@@ -124,11 +97,6 @@ def versions() -> dict:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
-    try:
-        out["kgrag_commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                             capture_output=True, text=True, timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        out["kgrag_commit"] = None
     return out
 
 
@@ -139,7 +107,7 @@ def part_method(dry: bool, work: Path, partial: Partial, deadline: float, method
     from kgrag_utils import random_models as rm
     from kgrag_utils.llm import load_llm
 
-    device = _device(dry)
+    device = device_of(dry)
     partial.set("device", device)
     t = time.perf_counter()
     tiny = rm.save_random_llama(work / "tiny-llm", rm.TINY_LLAMA, rm.char_tokenizer(), dtype="bfloat16", seed=1)
@@ -174,7 +142,7 @@ def part_method(dry: bool, work: Path, partial: Partial, deadline: float, method
     llm.tokenizer.save_pretrained(str(q4))
     llm.close()
     del llm
-    _free(device)
+    free(device)
 
     runner_ok = all(importlib.util.find_spec(m) is not None for m in ("papermill", "nbformat", "ipykernel"))
     via = {"runner": "runner", "run": "method.run"}.get(method_via) or ("runner" if runner_ok else "method.run")
@@ -208,7 +176,7 @@ def _method_run(via, spec, params, q4, emb, device, deadline, partial, suffix) -
                 partial.step("run_direct" + suffix, {"status": "ok", "seconds": round(time.perf_counter() - t, 1),
                                                      "records": _check_records(direct, spec["limit"])})
             except Exception as exc:
-                partial.step("run_direct" + suffix, {"status": "failed", "error": _short(exc),
+                partial.step("run_direct" + suffix, {"status": "failed", "error": short(exc),
                                                      "traceback": traceback.format_exc()[-2000:]})
     else:
         run_name = _run_simgrag_directly(q4, emb, params, device)
@@ -216,7 +184,7 @@ def _method_run(via, spec, params, q4, emb, device, deadline, partial, suffix) -
     try:
         partial.step("records" + suffix, _check_records(run_name, spec["limit"]))
     except Exception as exc:  # no run record at all
-        partial.step("records" + suffix, {"ok": False, "error": _short(exc)})
+        partial.step("records" + suffix, {"ok": False, "error": short(exc)})
 
 
 def _run_simgrag_directly(llm_folder: str, embedder: str, params: dict, device: str) -> str:
@@ -291,10 +259,7 @@ def run_tests_part(dry: bool, work: Path, env: dict, timeout: float, log) -> dic
                     message = (node.get("message") or node.text or "")[:600]
             result["tests"].append({"name": case.get("name"), "outcome": outcome, "seconds": float(case.get("time", 0)),
                                     "message": message})
-    counts = {}
-    for t in result["tests"]:
-        counts[t["outcome"]] = counts.get(t["outcome"], 0) + 1
-    result["counts"] = counts
+    result["counts"] = counts = dict(collections.Counter(t["outcome"] for t in result["tests"]))
     result["status"] = ("ok" if rc == 0 and result["tests"] and counts.get("passed") == len(result["tests"])
                         else "timeout" if timed_out else "failed")
     return result
@@ -380,7 +345,7 @@ def _child(args) -> int:
         partial.set("complete", True)
         return 0
     except Exception as exc:
-        partial.set("error", _short(exc))
+        partial.set("error", short(exc))
         partial.set("traceback", traceback.format_exc()[-3000:])
         raise
 
@@ -430,8 +395,7 @@ def main(argv=None) -> int:
     if args.child:
         return _child(args)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown:
+    if unknown := [p for p in parts if p not in PARTS]:
         ap.error(f"unknown part(s) {unknown}: use {', '.join(PARTS)}")
     out = Path(args.out or (DRY_OUT if args.dry_run else REAL_OUT))
     out = out if out.is_absolute() else ROOT / out
@@ -457,10 +421,9 @@ def main(argv=None) -> int:
         "conditions": {"budget_s": args.budget_s, "parts": parts, "bandwidth_tbs": args.bandwidth_tbs,
                        "work_dir": str(work), "throughput": DRY_THROUGHPUT if args.dry_run else REAL_THROUGHPUT,
                        "method": DRY_METHOD if args.dry_run else METHOD},
-        "parts": {p: {"status": "not run", "reason": "not requested"} for p in PARTS},
+        "parts": {p: {"status": "pending"} if p in parts else {"status": "not run", "reason": "not requested"}
+                  for p in PARTS},
     }
-    for p in parts:
-        record["parts"][p] = {"status": "pending"}
 
     def save():
         record["seconds"] = round(time.time() - start, 1)

@@ -3,17 +3,11 @@
     python benchmarks/gpu_env_resolve.py --out benchmarks/results/gpu_env_resolve.json
     python benchmarks/gpu_env_resolve.py --list-bitsandbytes-cuda      # also download bitsandbytes' wheel
 
-Reads the pip section of environment.yml, expands `-e .[extras]` into this project's requirements (its own
-extras included), and asks pip for a dry-run resolution (`pip install --dry-run --report`) for the GPU
-machine's platform (Linux x86_64, the environment's Python), binary wheels only, against PyPI alone
-(`--isolated`: this machine's pip configuration, local wheel folders and mirrors, is left out). Nothing is
-installed. The JSON says what pip would install, which CUDA major version each CUDA-linked package brings,
-and checks: torch is the pinned CUDA build, one FAISS distribution only (faiss-cpu and faiss-gpu-* are the
-same `faiss` module), transformers >= 5. `--list-bitsandbytes-cuda` downloads the bitsandbytes wheel pip
-chose and lists the CUDA versions its binaries were built for.
-
-Not checked here: the conda part (conda-forge's python and pip; conda's channels are not reachable from
-the machine this was written on), the NVIDIA driver, and whether anything runs on a GPU.
+The pip section of environment.yml, `-e .[extras]` expanded into this project's requirements, goes to `pip install
+--dry-run --report` for Linux x86_64 and the environment's Python, binary wheels only, PyPI alone (`--isolated`).
+Nothing is installed. Checked: torch is the pinned CUDA build, one FAISS distribution only, transformers >= 5; the
+JSON lists what pip would install and each package's CUDA major version (`--list-bitsandbytes-cuda`: the CUDA
+versions bitsandbytes' binaries were built for). Not checked: the conda part, the NVIDIA driver, a GPU run.
 """
 
 from __future__ import annotations
@@ -29,10 +23,8 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from kgrag_utils.records import write_result  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, also when a test imports this file
+from bench_common import ROOT, write  # noqa: E402
 
 # The GPU machine: manylinux wheels of any glibc up to 2.28 (torch 2.13 wheels need 2.28), x86_64.
 PLATFORMS = [f"manylinux_2_{v}_x86_64" for v in range(28, 16, -1)] + ["manylinux2014_x86_64", "linux_x86_64"]
@@ -161,11 +153,10 @@ def main(argv=None) -> int:
             result["checks"] = checks(res["install"], reqs)
             if args.list_bitsandbytes_cuda:
                 result["checks"]["bitsandbytes_cuda_binaries"] = bitsandbytes_cuda(res["install"], Path(tmp))
-    write_result(args.out, result)
-    print(json.dumps(result.get("checks") or {"error": result.get("error")}, indent=1))
-    ok = res["ok"] and result["checks"]["one_faiss"] and result["checks"]["torch_is_pinned_version"] \
-        and result["checks"]["transformers_5_or_newer"]
-    return 0 if ok else 1
+    write(args.out, result)
+    checked = result.get("checks") or {}
+    print(json.dumps(checked or {"error": result.get("error")}, indent=1))
+    return 0 if all(checked.get(k) for k in ("one_faiss", "torch_is_pinned_version", "transformers_5_or_newer")) else 1
 
 
 if __name__ == "__main__":

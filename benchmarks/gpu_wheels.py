@@ -3,18 +3,11 @@
     python benchmarks/gpu_wheels.py               # download benchmarks/gpu_wheels.txt into .gpu_wheels/, slim, check
     python benchmarks/gpu_wheels.py --check-only  # only the closure and size checks of what is there
 
-The GPU machine (Python 3.12, manylinux x86_64, no network) receives the working tree plus the
-carried paths, 64 MiB in all. The wheels are downloaded for that platform (``pip download
---only-binary :all: --python-version 3.12 --platform manylinux... --no-deps``: the list is the
-closure, pinned). bitsandbytes' wheel (43 MB) holds native libraries for eight CUDA versions, six
-ROCm and two XPU ones; it is rebuilt here with only the CPU and CUDA 12.8 / 13.0 / 13.2 libraries
-(bitsandbytes picks the library of torch's CUDA version, falling back within the same major
-version), its RECORD rewritten with the new hashes and a build tag ``1slim`` in the file name,
-so pip installs it as bitsandbytes 0.50.2. Nothing else is modified.
-
-Checks (exit 1 when one fails): every ``Requires-Dist`` of every wheel (markers evaluated for
-Python 3.12 on Linux x86_64) is met by a wheel in the folder or by a package the GPU machine is
-known to have (``DEVICE_HAS``: the issue's list); and the tree plus the folder fit in 64 MiB.
+The list (the closure, pinned) is downloaded for the GPU machine (Python 3.12, manylinux x86_64, `--no-deps`).
+bitsandbytes' wheel is rebuilt with only its CPU and CUDA 12.8 / 13.0 / 13.2 libraries, its RECORD rewritten and a
+build tag `1slim` added (pip installs it as the same version); nothing else is modified. Exit 1 when a check fails:
+every `Requires-Dist` (markers evaluated for Python 3.12 on Linux x86_64) is met by a wheel in the folder or by a
+package the GPU machine has (`DEVICE_HAS`), and the tree plus the folder fit the 64 MiB a call carries (docs/GPU.md).
 """
 
 from __future__ import annotations
@@ -52,12 +45,8 @@ def canonical(name: str) -> str:
 
 
 def read_list(path: Path = LIST) -> list[str]:
-    specs = []
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            specs.append(line)
-    return specs
+    """The pinned specs of the list, comments and blank lines left out."""
+    return [spec for line in path.read_text().splitlines() if (spec := line.split("#", 1)[0].strip())]
 
 
 def download(specs: list[str], folder: Path) -> None:

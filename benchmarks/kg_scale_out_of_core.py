@@ -1,57 +1,35 @@
 """SimGRAG retrieval on a synthetic KG built out of core: 100M edges on one 24 GB machine.
 
-    python benchmarks/kg_scale_out_of_core.py --edges 100000000 --entities 20000000 --work /work/scale/100M \
-        --out benchmarks/results/kg_scale_100M.json
+    python benchmarks/kg_scale_out_of_core.py --edges 100000000 --entities 20000000 --train-size 65536 \
+        --threads 1 --work /work/scale/100M --out benchmarks/results/kg_scale_100M.json
 
-Stages, each resumable (a finished stage is recorded in WORK/state.json and skipped when the command
-runs again; the facts, the index and the retrieval rows also resume inside their stage):
-
-1. facts: the synthetic power-law generator (synthetic.synthetic_fact_chunks) streamed in chunks into
-   kg_disk.write_facts: deduplicated per head-range bucket, the first N distinct facts kept, int32
-   arrays on disk;
-2. incidence: kg_disk.build_incidence lays the search's CSR out on disk (memory-mapped afterwards);
-3. index: structured synthetic entity vectors (synthetic_vectors.StructuredVectors: type clusters,
-   shared name words, an own part; NOT an embedder: MiniLM cannot encode 20M names here, so what is
-   measured is the index and the search) into a compressed FAISS index (OPQ + IVF with an HNSW coarse
-   quantiser + PQ, trained on a sample), saved and opened memory-mapped;
-4. questions: 1-3-hop random walks from uniform start entities; the pattern names the start (its
-   vector with noise) and each hop's relation (its vector with noise); the planted answers are all
-   entities the walk's relation chain (with its directions) reaches from the start;
-5. retrieval: ScaleRetriever per question (index search + exact re-scoring of the candidates,
-   relation distances, enumeration), one question at a time, timed;
-6. exact: the same retrieval for a subset with exact nearest entities (one pass over all vectors),
-   whose planted-answer hit rate the compressed search's is compared with.
-
-Peak RSS is each stage's process peak (getrusage ru_maxrss; memory-mapped pages that a stage touched
-count in it); the JSON takes the largest. The data live under --work, never in the repository.
+Resumable stages (finished ones are recorded in WORK/state.json and skipped; the facts, the index and the retrieval
+rows also resume inside their stage), described in docs/SCALE.md: facts (kg_disk.write_facts), incidence
+(kg_disk.build_incidence), index (structured synthetic entity vectors, NOT an embedder's, into a compressed FAISS
+index), questions (1-3-hop random walks with planted answers), retrieval (ScaleRetriever, one question at a time),
+exact (the same on a subset with the exact nearest entities). Peak RSS is each stage's process peak (memory-mapped
+pages it touched count); the data live under --work, never in the repository.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import resource
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from bench_common import load, machine, peak_rss_mb, synthetic_kg_args, write
 
 from kgrag_utils.compressed_index import CompressedIndex, build_compressed_index, exact_topk
 from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
 from kgrag_utils.methods.simgrag.stages.gsd_enumerate import GSDConfig, Incidence
 from kgrag_utils.methods.simgrag.stages.pattern import Pattern, PatternEdge, PatternNode
 from kgrag_utils.methods.simgrag.stages.scale_retriever import ScaleRetriever
-from kgrag_utils.provenance import git_commit
-from kgrag_utils.records import atomic_write_json, write_result
+from kgrag_utils.records import atomic_write_json
 from kgrag_utils.synthetic import synthetic_fact_chunks
 from kgrag_utils.synthetic_vectors import StructuredVectors
-
-
-def peak_rss_gb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
 
 
 class State:
@@ -65,7 +43,7 @@ class State:
         return stage in self.data
 
     def record(self, stage: str, seconds: float, **extra) -> None:
-        self.data[stage] = {"s": round(seconds, 2), "peak_rss_gb": peak_rss_gb(), **extra}
+        self.data[stage] = {"s": round(seconds, 2), "peak_rss_gb": round(peak_rss_mb() / 1024, 3), **extra}
         atomic_write_json(self.path, self.data)
         print(f"[{time.strftime('%H:%M:%S')}] {stage}: {self.data[stage]}", flush=True)
 
@@ -98,6 +76,16 @@ def stage_build(args, work: Path, state: State) -> None:
         # (this process alone may have added only the last vectors)
         state.record("index", meta["train_s"] + meta["add_s"], s_this_process=round(time.perf_counter() - t0, 2),
                      **{k: meta[k] for k in ("factory", "bytes_per_vector", "train_s", "add_s")})
+
+
+def incidence(work: Path) -> Incidence:
+    """The search's CSR of the built KG, memory-mapped."""
+    disk = DiskKG(work / "kg")
+    return Incidence.from_arrays(*disk.incidence_arrays().values(), disk.num_relations)
+
+
+def gsd_config(args) -> GSDConfig:
+    return GSDConfig(top_k=3, entity_topk=16, relation_topk=16, time_limit_s=args.time_limit)
 
 
 def chain_answers(inc: Incidence, start: int, chain: list[tuple[int, bool]], cap: int = 2_000_000) -> np.ndarray:
@@ -190,14 +178,12 @@ def stage_retrieval(args, work: Path, state: State, questions: list[dict]) -> li
 
     faiss.omp_set_num_threads(1)  # one query at a time
     ent, rel = vectors(args)
-    disk = DiskKG(work / "kg")
-    inc = Incidence.from_arrays(*disk.incidence_arrays().values(), disk.num_relations)
     index = CompressedIndex(work / "entities.faiss", nprobe=args.nprobe, ef_search=args.ef_search)
-    retriever = ScaleRetriever(inc, index, ent.rows, rel.rows(np.arange(args.relations)), rerank=args.rerank)
-    config = GSDConfig(top_k=3, entity_topk=16, relation_topk=16, time_limit_s=args.time_limit)
+    retriever = ScaleRetriever(incidence(work), index, ent.rows, rel.rows(np.arange(args.relations)), rerank=args.rerank)
+    config = gsd_config(args)
     path = work / f"retrieval_nprobe{args.nprobe}.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()] if path.is_file() else []
-    load_start = [round(x, 2) for x in os.getloadavg()]
+    load_start = load()
     t0 = time.perf_counter()
     with open(path, "a") as f:
         for i in range(len(rows), len(questions)):
@@ -209,7 +195,7 @@ def stage_retrieval(args, work: Path, state: State, questions: list[dict]) -> li
                 f.flush()
                 print(f"  retrieval {i + 1}/{len(questions)}", flush=True)
     state.record(f"retrieval_nprobe{args.nprobe}", time.perf_counter() - t0, index_params=index.params,
-                 load_average_start=load_start, load_average_end=[round(x, 2) for x in os.getloadavg()])
+                 load_average_start=load_start, load_average_end=load())
     return rows
 
 
@@ -223,11 +209,7 @@ def stage_exact(args, work: Path, state: State, questions: list[dict], subset: l
     queries = np.concatenate([query_vectors(args, questions[i], i, ent, rel)[0] for i in subset])
     nearest = exact_topk(ent.rows, args.entities, queries, 16 * args.rerank, chunk=args.vector_chunk)
     search_s = time.perf_counter() - t0
-    disk = DiskKG(work / "kg")
-    inc = Incidence.from_arrays(*disk.incidence_arrays().values(), disk.num_relations)
-    config = GSDConfig(top_k=3, entity_topk=16, relation_topk=16, time_limit_s=args.time_limit)
-    rows = []
-    relations = rel.rows(np.arange(args.relations))
+    inc, config, relations, rows = incidence(work), gsd_config(args), rel.rows(np.arange(args.relations)), []
     for row_i, i in enumerate(subset):
         retriever = ScaleRetriever(inc, _FixedIndex(nearest[row_i]), ent.rows, relations, rerank=args.rerank)
         node, rels = query_vectors(args, questions[i], i, ent, rel)
@@ -242,12 +224,9 @@ def pct(values, q):
 
 
 def _header(args) -> dict:
-    """What every result of this script starts with: when, which commit, the arguments, the machine."""
     return {"benchmark": "kg_scale_out_of_core", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "commit": git_commit()["commit"],
             "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-            "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-                        "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}}
+            "machine": machine(load_average_at_end=load())}
 
 
 def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> dict:
@@ -282,48 +261,19 @@ def summarize(args, work: Path, state: State, questions, rows, exact_rows) -> di
         "bytes_on_disk": {"kg": disk.nbytes_on_disk(), "index": (work / "entities.faiss").stat().st_size},
         "max_degree": disk.meta.get("max_degree"),
         "definitions": {
-            "planted_hit_rate": "share of questions whose top-1 subgraph's answer node is a planted answer: an "
-                                "entity the walk's relation chain (relations and directions) reaches from its start",
-            "retrieval_ms": "per question, one at a time, wall clock: entity index search + exact re-scoring of "
-                            "its candidates + relation distances + enumeration (vectors given: no embedder); on a "
-                            "shared machine it includes the time the process waits for a core",
-            "retrieval_cpu_ms": "the same span in the thread's CPU time (time.thread_time; FAISS runs with one "
-                                "thread, in the calling one): what it costs without waiting for a core, "
-                                "not counting page-ins from disk",
+            "planted_hit_rate": "share of questions whose top-1 subgraph's answer node is an entity the walk's relation "
+                                "chain (relations and directions) reaches from its start",
+            "retrieval_ms": "per question, one at a time, wall clock (waiting for a core included): index search, exact "
+                            "re-scoring, relation distances, enumeration; vectors given, no embedder",
+            "retrieval_cpu_ms": "the same span in the thread's CPU time (FAISS with one thread, in the calling one)",
             "peak_rss_gb": "largest ru_maxrss over the stages' processes (memory-mapped pages they touched count)",
-            "vectors": "structured synthetic vectors (kgrag_utils/synthetic_vectors.py), not an embedder's",
         },
-    }
-
-
-def status(args, work: Path, state: State) -> dict:
-    """What exists under WORK while a build is unfinished: the stages done (seconds, peak RSS), how many
-    vectors the index holds at its last checkpoint, the bytes on disk. No retrieval figure is made up."""
-    kg_meta_path, index_meta_path = work / "kg" / "meta.json", work / "entities.faiss.json"
-    kg_meta = json.loads(kg_meta_path.read_text()) if kg_meta_path.is_file() else {}
-    index_meta = json.loads(index_meta_path.read_text()) if index_meta_path.is_file() else {}
-    kg_bytes = sum(f.stat().st_size for f in (work / "kg").glob("*.npy")) if (work / "kg").is_dir() else 0
-    index_file = work / "entities.faiss"
-    return {
-        **_header(args), "complete": False, "edges": kg_meta.get("num_edges"), "entities": kg_meta.get("num_entities"),
-        "relations": kg_meta.get("num_relations"), "max_degree": kg_meta.get("max_degree"),
-        "stages_done": list(state.data), "stages": state.data,
-        "peak_rss_gb_so_far": max((v["peak_rss_gb"] for v in state.data.values()), default=None),
-        "build_s_so_far": round(sum(v["s"] for v in state.data.values()), 1),
-        "index_factory": index_meta.get("factory"), "index_train_s": index_meta.get("train_s"),
-        "index_vectors_added": index_meta.get("added", 0), "index_vectors_total": args.entities,
-        "index_add_s_so_far": index_meta.get("add_s"),
-        "bytes_on_disk": {"kg": kg_bytes, "index": index_file.stat().st_size if index_file.is_file() else 0},
-        "retrieval_ms_median": None, "retrieval_ms_p95": None, "planted_hit_rate": None,
     }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--edges", type=int, default=1_000_000)
-    ap.add_argument("--entities", type=int, default=None, help="default: edges // 5")
-    ap.add_argument("--relations", type=int, default=1000)
-    ap.add_argument("--alpha", type=float, default=0.75, help="Zipf exponent of entity popularity")
+    synthetic_kg_args(ap, edges_per_entity=5, relations=1000)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--nlist", type=int, default=4096)
     ap.add_argument("--pq-m", type=int, default=48, help="PQ bytes per vector")
@@ -338,32 +288,17 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=2_000_000, help="facts per step of the KG build")
     ap.add_argument("--vector-chunk", type=int, default=20_000, help="vectors per step of the index build")
     ap.add_argument("--threads", type=int, default=2, help="FAISS threads while building")
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", type=Path, required=True, help="folder for the KG, the index and the rows")
-    ap.add_argument("--build-only", action="store_true",
-                    help="stop after the KG and the index are built (run the timed stages later, unniced)")
-    ap.add_argument("--status", action="store_true",
-                    help="write what an unfinished build has done so far to --out (runs no stage)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     args.entities = args.entities or max(10, args.edges // 5)
     args.work.mkdir(parents=True, exist_ok=True)
     state = State(args.work)
-    if args.status:
-        result = status(args, args.work, state)
-        print(json.dumps({k: v for k, v in result.items() if k not in ("params", "stages")}, indent=1))
-        if args.out is not None:
-            print(f"wrote {write_result(args.out, result)}")
-        return 0
     stage_build(args, args.work, state)
-    if args.build_only:
-        return 0
     qpath = args.work / "questions.json"
     if not qpath.is_file():
-        disk = DiskKG(args.work / "kg")
-        inc = Incidence.from_arrays(*disk.incidence_arrays().values(), disk.num_relations)
         t0 = time.perf_counter()
-        qpath.write_text(json.dumps(make_questions(args, inc)))
+        qpath.write_text(json.dumps(make_questions(args, incidence(args.work))))
         state.record("questions", time.perf_counter() - t0)
     questions = json.loads(qpath.read_text())
     rows = stage_retrieval(args, args.work, state, questions)
@@ -373,7 +308,7 @@ def main(argv=None) -> int:
     print(json.dumps({k: result[k] for k in ("edges", "entities", "peak_rss_gb", "build_s", "retrieval_ms_median",
                                               "retrieval_ms_p95", "planted_hit_rate", "hit_rate_vs_exact")}, indent=1))
     if args.out is not None:
-        print(f"wrote {write_result(args.out, result)}")
+        write(args.out, result)
     return 0
 
 

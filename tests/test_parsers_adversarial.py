@@ -1,8 +1,7 @@
 """Issue 17 case 11: the parsers never raise on adversarial output and their work is bounded.
 
 Each public parser runs under a work budget proportional to its input (`parsers._Work`). A text that
-needs more is counted as unparseable and gives the empty result. The CPU time of the same families at
-two sizes is measured by benchmarks/parsers_adversarial.py (no test here asserts on time).
+needs more is counted as unparseable and gives the empty result (no test here asserts on time).
 """
 
 from __future__ import annotations
