@@ -7,7 +7,8 @@ chain is that single relation, the words around the topic entity are the relatio
 the method decides what to do with them (SimGRAG: a relation's distance is the smallest over its name and its
 aliases, config `relation_aliases`).
 
-The rules, fixed before anything was measured with them (docs/DEMONSTRATIONS.md, "Relation aliases"):
+The rules (chosen by reading the aliases they give on MetaQA 1-hop's training questions, and fixed before any
+retrieval was measured with them: docs/DEMONSTRATIONS.md, "Relation aliases, measured without an LLM"):
 * only training questions with a single-relation gold chain and a topic entity count (`usable`); the evaluated
   split is refused (`training_items`);
 * a question's text is lowercased with its topic entity (and any [bracketed] name) removed
@@ -31,8 +32,8 @@ from typing import Any, Iterable, Sequence
 from .demos import similarity_text
 from .errors import ConfigError
 
-__all__ = ["ALIAS_MAX_N", "ALIAS_MIN_COUNT", "ALIAS_MIN_PRECISION", "ALIAS_MAX_PER_RELATION", "STOPWORDS", "GENERIC_MIN_RELATIONS",
-           "usable", "question_ngrams", "mine_aliases", "training_items", "aliases_for"]
+__all__ = ["ALIAS_MAX_N", "ALIAS_MIN_COUNT", "ALIAS_MIN_PRECISION", "ALIAS_MAX_PER_RELATION", "STOPWORDS",
+           "GENERIC_MIN_RELATIONS", "usable", "question_ngrams", "mine_aliases", "training_items", "aliases_for"]
 
 ALIAS_MAX_N = 3  # the longest alias, in words
 ALIAS_MIN_COUNT = 5  # training questions that must hold an n-gram
