@@ -111,7 +111,7 @@ EXECUTION_PARAMS = frozenset({"run_name", "batch_size", "llm_threads"})
 
 # Parameters added after runs were recorded, at the value that changes nothing: left out of the run key at that
 # value, so the runs recorded before them keep their keys (and resume).
-NEUTRAL_PARAMS = {"take": 0, "topics": "given", "question_noise": "", "demo_pool_noise": ""}
+NEUTRAL_PARAMS = {"take": 0, "topics": "given", "question_noise": "", "demo_pool_noise": "", "relation_aliases": ""}
 
 
 def run_key(params: Mapping[str, Any]) -> str:

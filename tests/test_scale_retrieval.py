@@ -13,7 +13,7 @@ from kgrag_utils.errors import ConfigError
 from kgrag_utils.kg import KG
 from kgrag_utils.kg_disk import DiskKG, build_incidence, write_facts
 from kgrag_utils.methods.simgrag.stages.gsd_enumerate import GSDConfig, Incidence
-from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever
+from kgrag_utils.methods.simgrag.stages.gsd_search import GSDRetriever, alias_rows, relation_distances
 from kgrag_utils.methods.simgrag.stages.pattern import Pattern
 from kgrag_utils.methods.simgrag.stages.scale_retriever import ScaleRetriever
 from kgrag_utils.synthetic import synthetic_fact_chunks
@@ -84,7 +84,9 @@ class _Exact:
         return None, exact_topk(self.rows, self.count, queries, k)
 
 
-def test_scale_retriever_over_the_disk_kg_equals_gsd_retriever_given_exact_neighbours(tmp_path):
+@pytest.mark.parametrize("with_aliases", [False, True])
+def test_scale_retriever_over_the_disk_kg_equals_gsd_retriever_given_exact_neighbours(tmp_path, with_aliases):
+    """Also with relation aliases (SimGRAG's relation_aliases): alias rows and their owners, as GSDRetriever holds them."""
     n_ent, n_rel = 400, 12
     write_facts(tmp_path / "kg", synthetic_fact_chunks(n_ent, n_rel, seed=4, chunk=500), n_ent, n_rel, num_edges=3000)
     build_incidence(tmp_path / "kg")
@@ -92,19 +94,32 @@ def test_scale_retriever_over_the_disk_kg_equals_gsd_retriever_given_exact_neigh
     inc = Incidence.from_arrays(*disk.incidence_arrays().values(), disk.num_relations)
     ent = StructuredVectors(n_ent, dim=DIM, n_types=5, n_words=100, seed=0)
     rel = StructuredVectors(n_rel, dim=DIM, n_types=3, n_words=20, seed=1)
-    scale = ScaleRetriever(inc, _Exact(ent.rows, n_ent), ent.rows, rel.rows(np.arange(n_rel)), rerank=2)
     kg = KG.from_ids(disk.heads, disk.rels, disk.tails, [f"e{i}" for i in range(n_ent)], [f"r{i}" for i in range(n_rel)])
-    flat = GSDRetriever(kg, ent.rows(np.arange(n_ent)), rel.rows(np.arange(n_rel)), index_kind="flat")
+    arng = np.random.default_rng(1)
+    owners_of = arng.integers(n_rel, size=10)  # ten aliases, each near another relation's vector
+    vectors = dict(zip((f"alias {i}" for i in range(10)), rel.query_rows(arng.integers(n_rel, size=10), 0.3, arng)))
+    aliases = {f"r{r}": [f"alias {i}" for i in np.flatnonzero(owners_of == r)] for r in set(owners_of.tolist())}
+    encode = lambda texts: np.vstack([vectors[t] for t in texts])  # noqa: E731
+    flat = GSDRetriever(kg, ent.rows(np.arange(n_ent)), rel.rows(np.arange(n_rel)), encode=encode, index_kind="flat")
+    rows, owners = rel.rows(np.arange(n_rel)), None
+    if with_aliases:
+        flat.set_relation_aliases(aliases)
+        rows, owners = alias_rows(kg.relation_names, rel.rows(np.arange(n_rel)), aliases, encode)
+    scale = ScaleRetriever(inc, _Exact(ent.rows, n_ent), ent.rows, rows, rerank=2, relation_owners=owners)
     rng = np.random.default_rng(0)
     config = GSDConfig(top_k=3, entity_topk=8, relation_topk=4, time_limit_s=None)
-    checked = 0
+    checked = moved = 0
     for start in rng.integers(n_ent, size=12).tolist():
         pattern = Pattern.from_triples([(f"e{start}", "p", "UNKNOWN a 1"), ("UNKNOWN a 1", "q", "UNKNOWN b 2")])
         node = ent.query_rows([start], 0.3, rng)
         rels = rel.query_rows(rng.integers(n_rel, size=2), 0.3, rng)
-        a = scale.search(pattern, config, scale.candidates(pattern, config, node, rels))
+        cand = scale.candidates(pattern, config, node, rels)
+        a = scale.search(pattern, config, cand)
         b = flat.search(pattern, config, flat.candidates(pattern, config, node, rels))
         assert [(round(s.gsd, 9), s.nodes, s.edges) for s in a.subgraphs] == \
             [(round(s.gsd, 9), s.nodes, s.edges) for s in b.subgraphs]
         checked += bool(a.subgraphs)
+        names_only = relation_distances(rels, rel.rows(np.arange(n_rel)).astype(np.float64), config.relation_topk)
+        moved += not np.array_equal(cand.rel_dist, names_only)
     assert checked >= 6
+    assert bool(moved) == with_aliases  # the aliases do change relation distances, and only with them

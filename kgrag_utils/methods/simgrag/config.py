@@ -67,6 +67,7 @@ class SimGRAGConfig(KGQuestionConfig):
     pattern_max_new_tokens: int = 160  # token limit of the pattern call
     anchor_entity: bool = False         # schema mode: the first pattern triple must name the entity the question marks in [brackets]
     relation_vocabulary: bool = False   # schema mode: each pattern relation is one of the KG's relation names (an enum; the prompt lists them)
+    relation_aliases: str = ""          # "": a pattern relation is compared with the KG's relation names only (the paper's); "train": also with phrases mined from the dataset's training questions of that single relation (kgrag_utils.relation_aliases; the nearest name or alias counts); a dataset name: mined from that dataset's training split (same KG; e.g. "metaqa-1hop" for MetaQA 2/3-hop)
     answer_max_new_tokens: int = 64  # token limit of the answer (or verification) call
     task: Literal["auto", "qa", "verify"] = "auto"  # "qa", "verify" (claims -> True/False); "auto": the dataset's task (DatasetTraits: verify for FactKG)
     type_topk: int = 16                 # entity types per UNKNOWN node when a pattern names no entity (KGs with types)
@@ -88,6 +89,7 @@ class SimGRAGConfig(KGQuestionConfig):
             raise ConfigError("SimGRAGConfig: pattern_source='copied' copies the nearest demonstration; set "
                               "demos='nearest' (or '') or another pattern_source.")
         self._check_wording()
+        self._check_aliases()
         self.gsd_config()  # validates the search parameters
 
     def _check_wording(self) -> None:
@@ -100,6 +102,19 @@ class SimGRAGConfig(KGQuestionConfig):
             if any("{x}" not in entry[k] for k in ("forward", "backward") if k in entry):
                 raise ConfigError(f"SimGRAGConfig.demo_wording[{relation!r}]: its forward and backward phrases name "
                                   "the subject as {x} (e.g. 'movies {x} acted in').")
+
+    def _check_aliases(self) -> None:
+        if self.relation_aliases in ("", "train"):
+            return
+        from ...datasets.registry import dataset_names
+
+        names = dataset_names()
+        if self.relation_aliases not in names:
+            import difflib
+
+            close = difflib.get_close_matches(self.relation_aliases, names, n=1)
+            raise ConfigError(f"SimGRAGConfig.relation_aliases={self.relation_aliases!r}: '' (off), 'train' or a "
+                              f"registered dataset to mine{f' (did you mean {close[0]!r}?)' if close else ''}.")
 
     @property
     def needs_llm(self) -> bool:

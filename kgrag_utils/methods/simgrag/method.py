@@ -85,6 +85,9 @@ class SimGRAG(SimGRAGStages, Method):
         if kg is None or retriever is None:
             raise ConfigError("SimGRAG needs a KG and a GSDRetriever: use SimGRAG.prepare(config, dataset).")
         self.config = config or SimGRAGConfig()
+        if self.config.relation_aliases and not getattr(retriever, "relation_aliases", None):
+            raise ConfigError(f"relation_aliases={self.config.relation_aliases!r}, but the retriever has none: build the "
+                              "method with SimGRAG.prepare(config, dataset), or call retriever.set_relation_aliases().")
         self.kg = kg
         self.retriever = retriever
         self._llm = llm
@@ -108,6 +111,10 @@ class SimGRAG(SimGRAGStages, Method):
         cls.reader_for(dataset)  # refuses a dataset kind SimGRAG does not read
         retriever = GSDRetriever.from_embedder(dataset.kg, embedder or config.embedder, progress=progress,
                                                entity_types=dataset.info.get("entity_types"))
+        if config.relation_aliases:  # the KG's relations also by the words training questions use for them
+            from ...relation_aliases import aliases_for
+
+            retriever.set_relation_aliases(aliases_for(dataset, config.relation_aliases, dataset.kg.relation_names))
         from ...embeddings import load_embedder
 
         emb = embedder or config.embedder

@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "GSDConfig", "Incidence", "Candidates", "Subgraph", "SearchResult", "GSDRetriever",
-    "search_topk", "embedding_text", "l2_rows", "relation_distances",
+    "search_topk", "embedding_text", "l2_rows", "relation_distances", "alias_rows",
 ]
 
 
@@ -154,12 +154,18 @@ def l2_rows(queries: np.ndarray, rows: np.ndarray, chunk: int = 4096) -> np.ndar
 # ----------------------------------------------------------------------------- the retriever
 
 
-def relation_distances(pattern_vectors: np.ndarray, relation_vectors64: np.ndarray, m: int) -> np.ndarray:
+def relation_distances(pattern_vectors: np.ndarray, relation_vectors64: np.ndarray, m: int,
+                       owners: np.ndarray | None = None) -> np.ndarray:
     """(pattern edges x KG relations) Euclidean distances, inf outside each edge's m nearest relations.
 
     With many relations (a thousand in a Wikidata-sized KG) the differences of every pair would cost
     milliseconds per pattern: the nearest 2m are preselected by the inner-product form of the distance
-    (float64; its rounding is ~1e-7, far below the gaps it ranks) and only they are computed exactly."""
+    (float64; its rounding is ~1e-7, far below the gaps it ranks) and only they are computed exactly.
+
+    `owners` (config relation_aliases): row i of `relation_vectors64` stands for KG relation `owners[i]` (its name's
+    rows first, in id order, then its aliases'); a relation's distance is then the smallest over its rows."""
+    if owners is not None:
+        return _aliased_distances(pattern_vectors, relation_vectors64, m, np.asarray(owners, dtype=np.int64))
     q = np.asarray(pattern_vectors, dtype=np.float64)
     n_rel = relation_vectors64.shape[0]
     rel = np.full((q.shape[0], n_rel), np.inf)
@@ -176,6 +182,51 @@ def relation_distances(pattern_vectors: np.ndarray, relation_vectors64: np.ndarr
         keep = np.argpartition(d, m - 1)[:m] if m < d.size else np.arange(d.size)
         rel[j, pool[j][keep]] = d[keep]
     return rel
+
+
+def _aliased_distances(pattern_vectors: np.ndarray, rows64: np.ndarray, m: int, owners: np.ndarray) -> np.ndarray:
+    """`relation_distances` where several rows stand for one relation: per relation the smallest row distance, the
+    2m nearest relations preselected (by their rows' inner-product form) when there are over 4m."""
+    q = np.asarray(pattern_vectors, dtype=np.float64)
+    n_rel = int(owners.max()) + 1 if owners.size else 0
+    out = np.full((q.shape[0], n_rel), np.inf)
+    m = min(m, n_rel)
+    if not m:
+        return out
+    approx = None
+    if n_rel > 4 * m:
+        approx = (q * q).sum(1)[:, None] + (rows64 ** 2).sum(1)[None, :] - 2 * q @ rows64.T
+    for j in range(q.shape[0]):
+        rows = np.arange(rows64.shape[0])
+        if approx is not None:
+            best = np.full(n_rel, np.inf)
+            np.minimum.at(best, owners, approx[j])
+            rows = np.flatnonzero(np.isin(owners, np.argpartition(best, 2 * m - 1)[: 2 * m]))
+        best = np.full(n_rel, np.inf)
+        np.minimum.at(best, owners[rows], l2_rows(q[j:j + 1], rows64[rows])[0])
+        seen = np.flatnonzero(np.isfinite(best))
+        keep = seen[np.argpartition(best[seen], m - 1)[:m]] if m < seen.size else seen
+        out[j, keep] = best[keep]
+    return out
+
+
+def alias_rows(relation_names, relation_vectors: np.ndarray, aliases: dict[str, list[str]],
+               encode: Callable[[list[str]], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, owners) for `relation_distances`: the relations' name vectors, then one row per alias (config
+    relation_aliases: {KG relation name: alias phrases}, embedded by `encode` as names are). An alias of a relation
+    the KG does not have is refused."""
+    ids = {str(n): i for i, n in enumerate(relation_names)}
+    unknown = sorted(set(aliases) - set(ids))
+    if unknown:
+        raise ConfigError(f"relation aliases for {unknown[:5]}, which are not this KG's relations.")
+    pairs = [(ids[r], a) for r, names in sorted(aliases.items()) for a in names]
+    rows = np.asarray(relation_vectors, dtype=np.float64)
+    owners = np.arange(rows.shape[0], dtype=np.int64)
+    if pairs:
+        vecs = np.asarray(encode([embedding_text(a) for _, a in pairs]), dtype=np.float64)
+        rows = np.vstack([rows, vecs])
+        owners = np.concatenate([owners, np.array([i for i, _ in pairs], dtype=np.int64)])
+    return rows, owners
 
 
 @contextmanager
@@ -219,6 +270,8 @@ class GSDRetriever:
         self.entity_vectors = ent  # kept to re-score the top-n candidates exactly
         self.relation_vectors = rel
         self._relation_vectors64 = rel.astype(np.float64)
+        self._relation_owners: np.ndarray | None = None  # with aliases: the relation each row of the above stands for
+        self.relation_aliases: dict[str, list[str]] = {}
         self.dim = int(ent.shape[1])
         if type_index is not None and len(type_index) and type_index.vectors.shape[1] != self.dim:
             raise ConfigError(f"type vectors have dimension {type_index.vectors.shape[1]}, entity vectors {self.dim}: "
@@ -253,6 +306,15 @@ class GSDRetriever:
         types = TypeIndex.from_types(entity_types, encode) if entity_types is not None and len(entity_types) else None
         return cls(kg, ent, rel, encode=encode, index_kind=index_kind, index_options=index_options,
                    search_threads=search_threads, type_index=types)
+
+    def set_relation_aliases(self, aliases: dict[str, list[str]]) -> None:
+        """Give the KG's relations other names (config relation_aliases; `kgrag_utils.relation_aliases`): a pattern
+        relation's distance to a KG relation becomes the smallest over its name and its aliases. Embedded once."""
+        if self.encode is None:
+            raise ConfigError("relation aliases need the retriever's encoder: build it with from_embedder().")
+        names = self.kg.relation_names
+        self._relation_vectors64, self._relation_owners = alias_rows(names, self.relation_vectors, aliases, self.encode)
+        self.relation_aliases = {r: list(a) for r, a in aliases.items()}
 
     # -------------------------------------------------------------- the type-candidate rule
     def unanchored_typed_nodes(self, pattern: Pattern) -> list[int]:
@@ -317,7 +379,7 @@ class GSDRetriever:
                 order = np.lexsort((hit, spelling, d))
                 ids[v], dists[v] = hit[order], d[order]
         t2, c2 = time.perf_counter(), time.process_time()
-        rel = relation_distances(relation_vectors, self._relation_vectors64, config.relation_topk)
+        rel = relation_distances(relation_vectors, self._relation_vectors64, config.relation_topk, self._relation_owners)
         t3, c3 = time.perf_counter(), time.process_time()
         typed = {}
         for v, (ent_ids, type_names) in self.type_candidates(pattern, config, type_vectors).items():
