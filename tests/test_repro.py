@@ -167,10 +167,10 @@ def test_a_model_the_setup_did_not_install_is_named_with_its_install_command(tmp
 def test_the_cell_timeout_grows_with_a_runs_estimated_llm_time(tmp_path, monkeypatch):
     """A method notebook runs all its questions in one cell: its timeout is the config's, or 10x the run's estimated
     LLM time where that is longer (4 questions x 2 calls x 500 s = 4000 s -> 40000 s)."""
-    monkeypatch.setattr(cost, "seconds_per_call", lambda preset: cost.Measured(preset, 10, 500.0 * 10, 1))
+    monkeypatch.setattr(cost, "seconds_per_call", lambda preset, method="": cost.Measured(preset, 10, 500.0 * 10, 1))
     p = plan(load_spec(tiny_config(tmp_path, **{"llm_preset: fake": "llm_preset: qwen2.5-coder-0.5b"})))
     assert plan_mod.cell_timeout(p) == 10 * 4 * 2 * 500
-    monkeypatch.setattr(cost, "seconds_per_call", lambda preset: cost.Measured(preset, 0, 0.0, 0))  # never measured
+    monkeypatch.setattr(cost, "seconds_per_call", lambda preset, method="": cost.Measured(preset, 0, 0.0, 0))  # never measured
     assert plan_mod.cell_timeout(p) == p.spec.timeout == 3600
     assert plan_mod.cell_timeout(plan(load_spec(tiny_config(tmp_path)))) == 3600  # the fake LLM costs nothing
 
@@ -189,6 +189,24 @@ def test_seconds_per_call_come_from_run_records_and_result_files(tmp_path):
     assert measured.per_call == 4.0
 
 
+def test_seconds_per_call_are_a_methods_own_where_its_records_measured_some(tmp_path, monkeypatch):
+    """A KGP agent's call reads passages, a SimGRAG pattern call demonstrations: each method's records give its own
+    seconds per call; a method never measured falls back to every record and result file of the preset."""
+    results = tmp_path / "results"
+    for name, method, calls, secs in (("a", "kgp", 10, 300.0), ("b", "simgrag", 10, 50.0)):
+        atomic_write_json(results / name / "run.json", {"status": "ok", "method": method, "params": {"llm_preset": "p1"},
+                                                        "tokens": {"cache_misses": calls, "generate_seconds": secs}})
+    monkeypatch.setenv("KGRAG_RESULTS_DIR", str(results))
+    cost._table.cache_clear()
+    try:
+        assert cost.seconds_per_call("p1", "kgp").per_call == 30.0
+        assert cost.seconds_per_call("p1", "simgrag").per_call == 5.0
+        assert cost.seconds_per_call("p1", "compact").per_call == 17.5  # never measured: every method's
+        assert cost.seconds_per_call("p1").per_call == 17.5
+    finally:
+        cost._table.cache_clear()
+
+
 def test_list_prints_each_table_with_rows_cost_and_command(capsys):
     assert cli.main(["repro", "--list"]) == 0
     out = capsys.readouterr().out
@@ -198,11 +216,14 @@ def test_list_prints_each_table_with_rows_cost_and_command(capsys):
     assert "the first 50 of 100 questions drawn with seed 0" in out
     assert "gold patterns, no LLM: run repro-gold-simgrag-metaqa-1hop (01_simgrag.ipynb; dataset=metaqa-1hop); " \
            "1000 questions drawn with seed 0" in out  # a run's own sample
-    # SimGRAG 3 runs x 50 questions x 2 calls, compact and vector rerank 100 x 2, KGP 50 x 5; gold patterns: none
-    assert "estimated cost" in out and "950 LLM calls x" in out
+    # by method: SimGRAG 3 runs x 50 questions x 2 calls, compact and vector rerank 100 x 2, KGP 50 x 5; gold: none
+    assert "estimated cost" in out
+    for method, calls in (("simgrag", 300), ("compact", 200), ("vector_rerank", 200), ("kgp", 250)):
+        assert f"qwen2.5-coder-1.5b ({method}): {calls} LLM calls x" in out
     assert "command: kgrag repro headline" in out
     assert cli.main(["repro", "headline", "--list", "--limit", "20"]) == 0
-    assert "300 LLM calls x" in capsys.readouterr().out  # 20 questions per run: 120 + 40 + 40 + 100
+    out = capsys.readouterr().out  # 20 questions per run
+    assert "(simgrag): 120 LLM calls x" in out and "(compact): 40 LLM calls x" in out and "(kgp): 100 LLM calls x" in out
 
 
 # ----------------------------------------------------------------------------- the table from run records

@@ -1,6 +1,7 @@
 """What a reproduction costs here: LLM calls x the seconds per call measured on this machine.
 
-Seconds per call of a preset come from what was measured with it: the LLM statistics that finished run records
+Seconds per call of a preset (for one method where its records measured some: a KGP agent's call reads passages,
+a SimGRAG pattern call demonstrations) come from what was measured with it: the LLM statistics that finished run records
 (`results/<run>/run.json`, `tokens`: calls computed = cache misses, `generate_seconds`) and benchmark result files
 (`benchmarks/results/*.json`, `llm.stats_this_session`) hold. Calls served from the response cache cost nothing
 and are left out. The estimate is for a first run: a rerun whose calls are cached costs no LLM time.
@@ -25,6 +26,7 @@ class Measured:
     calls: int  # computed calls (not cache hits) over the sources
     seconds: float
     sources: int  # files that measured them
+    method: str = ""  # the method whose calls these are ("": every method's, and the result files')
 
     @property
     def per_call(self) -> float | None:
@@ -49,34 +51,38 @@ def _read(path: Path) -> Any:
         return None
 
 
-def _measurements(results: Path, benchmarks: Path) -> Iterator[tuple[str, int, float]]:
-    """(preset, computed calls, seconds) of every run record and benchmark result file that measured some."""
+def _measurements(results: Path, benchmarks: Path) -> Iterator[tuple[str, str, int, float]]:
+    """(preset, method or "", computed calls, seconds) of every run record and benchmark result file that measured some."""
     for path in sorted(results.glob("*/run.json")) if results.is_dir() else []:
         rec = _read(path)
         if isinstance(rec, dict) and rec.get("status") == "ok":
             got = _stats(rec.get("tokens") or {})
             preset = (rec.get("params") or {}).get("llm_preset")
             if got and preset:
-                yield str(preset), *got
+                yield str(preset), str(rec.get("method") or ""), *got
     for path in sorted(benchmarks.glob("*.json")) if benchmarks.is_dir() else []:
         data = _read(path)
         llm = data.get("llm") if isinstance(data, dict) else None
         got = _stats(llm.get("stats_this_session") or {}) if isinstance(llm, dict) else None
         if got and llm.get("preset"):
-            yield str(llm["preset"]), *got
+            yield str(llm["preset"]), "", *got
 
 
 @lru_cache(maxsize=4)
-def _table(results: str, benchmarks: str) -> dict[str, Measured]:
-    out: dict[str, Measured] = {}
-    for preset, calls, seconds in _measurements(Path(results), Path(benchmarks)):
-        m = out.get(preset, Measured(preset, 0, 0.0, 0))
-        out[preset] = Measured(preset, m.calls + calls, m.seconds + seconds, m.sources + 1)
+def _table(results: str, benchmarks: str) -> dict[str | tuple[str, str], Measured]:
+    """By preset (every measurement of it) and by (preset, method) (its records of that method)."""
+    out: dict[str | tuple[str, str], Measured] = {}
+    for preset, method, calls, seconds in _measurements(Path(results), Path(benchmarks)):
+        for key in ((preset, (preset, method)) if method else (preset,)):
+            m = out.get(key, Measured(preset, 0, 0.0, 0, method if isinstance(key, tuple) else ""))
+            out[key] = Measured(preset, m.calls + calls, m.seconds + seconds, m.sources + 1, m.method)
     return out
 
 
-def seconds_per_call(preset: str) -> Measured:
-    """The measured LLM seconds per computed call of `preset` on this machine (calls 0: never measured here)."""
+def seconds_per_call(preset: str, method: str = "") -> Measured:
+    """The measured LLM seconds per computed call of `preset` on this machine: of `method`'s calls where its records
+    measured some, else of all (calls 0: never measured here)."""
     table = _table(str(settings.results_dir(create=False)), str(settings.repo_root() / "benchmarks" / "results"))
-    return table.get(preset, Measured(preset, 0, 0.0, 0))
+    own = table.get((preset, method)) if method else None
+    return own if own is not None else table.get(preset, Measured(preset, 0, 0.0, 0))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
+from ..methods.registry import method_for_notebook
 from ..progress import human_seconds
 from .cost import seconds_per_call
 from .plan import Plan, missing_model, plan
@@ -12,16 +13,17 @@ __all__ = ["describe", "describe_all"]
 
 
 def _cost_lines(p: Plan) -> list[str]:
-    """LLM calls x measured seconds per call, per preset of the table's runs."""
-    calls: dict[str, float] = {}
+    """LLM calls x measured seconds per call, per preset and method of the table's runs."""
+    calls: dict[tuple[str, str], float] = {}
     for path, params in p.expanded():
         run = next(r for r in p.spec.runs if p.names[r.name] == params["run_name"])
-        preset = str(params.get("llm_preset") or "")
+        preset, entry = str(params.get("llm_preset") or ""), method_for_notebook(path)
         per_q = 0.0 if preset == "fake" else p.spec.calls_per_question(run)
-        calls[preset] = calls.get(preset, 0.0) + per_q * p.questions(run)
+        key = (preset, entry.name if entry is not None else "")
+        calls[key] = calls.get(key, 0.0) + per_q * p.questions(run)
     lines, total, unknown = [], 0.0, False
-    for preset, n in calls.items():
-        m = seconds_per_call(preset)
+    for (preset, method), n in calls.items():
+        m = seconds_per_call(preset, method)
         if not n:
             lines.append(f"    {preset or 'no preset set'}: no LLM calls")
         elif m.per_call is None:
@@ -30,8 +32,10 @@ def _cost_lines(p: Plan) -> list[str]:
                          f"file of this preset holds LLM seconds)")
         else:
             total += n * m.per_call
-            lines.append(f"    {preset}: {n:.0f} LLM calls x {m.per_call:.1f} s/call (measured over {m.calls} calls in "
-                         f"{m.sources} records and result files) = {human_seconds(n * m.per_call)}")
+            whose = f"{m.method} calls" if m.method else "calls of every method"
+            lines.append(f"    {preset} ({method or 'no method'}): {n:.0f} LLM calls x {m.per_call:.1f} s/call (measured "
+                         f"over {m.calls} {whose} in {m.sources} records and result files, at the threads and load "
+                         f"they ran with) = {human_seconds(n * m.per_call)}")
     if not total and not unknown:
         return ["  estimated cost: no LLM calls (the cost counts LLM time only; a run's retrieval and embedding time is "
                 "the config's comment's)"]
