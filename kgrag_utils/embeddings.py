@@ -97,10 +97,10 @@ def _write_sums(shard: Path) -> None:
 _STORE_MIN_BYTES = 4 << 20  # a shard below this is hashed directly: a new digest-store entry costs more than the hash
 
 
-def _shard_sha256(path: Path, file_digest) -> str:
+def _shard_sha256(path: Path) -> str:
     """A shard file's sha256: large shards through the machine's digest store (a `stat` when unchanged), small ones
     (a batch's few vectors, read once and soon merged away) directly, so they never grow or rewrite the store."""
-    from .integrity import _hash
+    from .integrity import _hash, file_digest
 
     if path.stat().st_size < _STORE_MIN_BYTES:
         return _hash(path)[0]
@@ -183,15 +183,13 @@ class VectorCache:
         raise IntegrityError(f"embedding cache {self.folder} keeps changing while being read: retry, or delete the folder.")
 
     def _read_shard(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        from .integrity import file_digest
-
         shard = self._shards_dir / name
         sums = _read_meta(shard / SUMS_FILE)
         if sums is None and not (shard / "keys.npy").exists():
             raise FileNotFoundError(shard)  # merged away meanwhile
         if sums is not None:
             for fname in ("keys.npy", "vecs.npy"):
-                if _shard_sha256(shard / fname, file_digest) != sums.get(fname):
+                if _shard_sha256(shard / fname) != sums.get(fname):
                     raise _DamagedShard(f"{shard / fname} does not match its checksum")
         try:
             k = np.load(shard / "keys.npy").astype(np.int64, copy=False)
