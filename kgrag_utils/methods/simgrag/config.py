@@ -10,7 +10,7 @@ from typing import Literal
 
 from ...datasets.traits import DatasetTraits
 from ...demos import DEMO_POOL_NOISE, DEMO_SPELLING, DEMO_TYPE_MARGIN
-from ...errors import ConfigError
+from ...errors import ConfigError, did_you_mean
 from ..questions import KGQuestionConfig
 from .stages.gsd_search import GSDConfig
 
@@ -110,11 +110,9 @@ class SimGRAGConfig(KGQuestionConfig):
 
         names = dataset_names()
         if self.relation_aliases not in names:
-            import difflib
-
-            close = difflib.get_close_matches(self.relation_aliases, names, n=1)
+            tip = did_you_mean(self.relation_aliases, names)
             raise ConfigError(f"SimGRAGConfig.relation_aliases={self.relation_aliases!r}: '' (off), 'train' or a "
-                              f"registered dataset to mine{f' (did you mean {close[0]!r}?)' if close else ''}.")
+                              f"registered dataset to mine{f' ({tip})' if tip else ''}.")
 
     @property
     def needs_llm(self) -> bool:
