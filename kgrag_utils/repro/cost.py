@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 
 from .. import settings
 
-__all__ = ["Measured", "seconds_per_call"]
+__all__ = ["Measured", "seconds_per_call", "method_of"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,10 @@ def seconds_per_call(preset: str, method: str = "") -> Measured:
     own = table.get((preset, method)) if method else None
     return own if own is not None else table.get(preset, Measured(preset, 0, 0.0, 0))
 
+
+def method_of(notebook) -> str:
+    """The name of the method whose notebook this is ("" for a notebook that is none): the key of its own seconds."""
+    from ..methods.registry import method_for_notebook
+
+    entry = method_for_notebook(notebook)
+    return entry.name if entry is not None else ""

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..methods.registry import method_for_notebook
 from ..progress import human_seconds
-from .cost import seconds_per_call
+from .cost import method_of, seconds_per_call
 from .plan import Plan, missing_model, plan
 from .spec import list_tables, load_spec
 
@@ -17,9 +16,9 @@ def _cost_lines(p: Plan) -> list[str]:
     calls: dict[tuple[str, str], float] = {}
     for path, params in p.expanded():
         run = next(r for r in p.spec.runs if p.names[r.name] == params["run_name"])
-        preset, entry = str(params.get("llm_preset") or ""), method_for_notebook(path)
+        preset = str(params.get("llm_preset") or "")
         per_q = 0.0 if preset == "fake" else p.spec.calls_per_question(run)
-        key = (preset, entry.name if entry is not None else "")
+        key = (preset, method_of(path))
         calls[key] = calls.get(key, 0.0) + per_q * p.questions(run)
     lines, total, unknown = [], 0.0, False
     for (preset, method), n in calls.items():

@@ -201,16 +201,13 @@ def cell_timeout(p: Plan) -> int:
     """The config's `timeout`, or longer where a run's estimated LLM time needs it: a method notebook runs all its
     questions in one cell, and 200 questions of the 1.5B on a CPU take hours (a stopped run resumes, but each
     `kgrag repro` would stop again after the config's hour)."""
-    from ..methods.registry import method_for_notebook
-    from .cost import seconds_per_call
+    from .cost import method_of, seconds_per_call
 
     longest = 0.0
     for path, params in p.expanded():
         run = next(r for r in p.spec.runs if p.names[r.name] == params["run_name"])
         preset = str(params.get("llm_preset") or "")
         if preset and preset != "fake":
-            entry = method_for_notebook(path)
-            measured = seconds_per_call(preset, entry.name if entry is not None else "")
-            per_call = measured.per_call or 0.0  # never measured here: the config's timeout
+            per_call = seconds_per_call(preset, method_of(path)).per_call or 0.0  # never measured: the config's timeout
             longest = max(longest, p.spec.calls_per_question(run) * p.questions(run) * per_call)
     return max(int(p.spec.timeout), int(TIMEOUT_OVER_ESTIMATE * longest))
