@@ -5,7 +5,8 @@ suits few-shot prompts); the chat template comes from the GGUF metadata. Decodin
 penalty-free to match GenerationConfig (llama-cpp-python's default repeat_penalty is 1.1).
 
 structured="schema": the call's JSON schema becomes a llama.cpp GBNF grammar (llama-cpp-python's
-`LlamaGrammar.from_json_schema`, built once per schema). A schema the converter cannot express
+`LlamaGrammar.from_json_schema`, built once per schema); greedy decoding under it tests the model's own token before
+the whole vocabulary (grammar_first.py: the same tokens, fewer grammar checks). A schema the converter cannot express
 raises ConfigError; llama-cpp-python's own `response_format` path would silently fall back to any
 JSON instead. A prompt that does not fit n_ctx (llama.cpp: "Requested tokens (N) exceed context
 window of M") becomes that example's "prompt_too_long" result, not an exception for the batch.
@@ -50,7 +51,9 @@ class LlamaCppLLM(LLM):
     ):
         super().__init__(preset, cache)
         try:
-            from llama_cpp import Llama
+            from .grammar_first import llama_class
+
+            Llama = llama_class()  # greedy schema decoding tests the model's own token first: grammar_first.py
         except ImportError as exc:
             raise MissingDependencyError(f"the llamacpp backend needs llama-cpp-python: run {INSTALL_HINT}.") from exc
         # a file given by path is keyed by its own checksum: it must not answer from the packaged file's cache entries
