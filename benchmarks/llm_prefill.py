@@ -19,7 +19,10 @@ PRESET = "qwen2.5-coder-1.5b"
 
 
 def recorded_calls(hop: str, limit: int, seed: int, batch_size: int, ordered: bool) -> list[tuple[list[dict], object]]:
-    """Every call of one SimGRAG run as (chat, GenerationConfig), in the order the LLM backend receives them."""
+    """Every call of one SimGRAG run as (chat, GenerationConfig), in the order the LLM backend receives them.
+
+    The configs are the stages' own, schema included, as the 1.5B's default decoding ("schema") gets them; the fake
+    LLM that answers while recording decodes free text."""
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.llm.llamacpp_backend import LlamaCppLLM
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
@@ -29,13 +32,17 @@ def recorded_calls(hop: str, limit: int, seed: int, batch_size: int, ordered: bo
     llm = replay_gold_llm(ds.items)
     llm.miss_order = LlamaCppLLM.miss_order  # the misses of one call reach the backend in llama.cpp's order
     calls: list[tuple[list[dict], object]] = []
-    generate = llm._generate_batch
+    generate, effective, stage_config = llm._generate_batch, llm._effective, {}
+
+    def keeping_stage_config(config):
+        stage_config["last"] = config
+        return effective(config)
 
     def recording(batch, config):
-        calls.extend((chat, config) for chat in batch)
+        calls.extend((chat, stage_config["last"]) for chat in batch)
         return generate(batch, config)
 
-    llm._generate_batch = recording
+    llm._effective, llm._generate_batch = keeping_stage_config, recording
     config = SimGRAGConfig(dataset=f"metaqa-{hop}", llm_preset=PRESET, llm_structured="schema", batch_size=batch_size)
     method = SimGRAG.prepare(config, ds, llm=llm, progress=False)
     if not ordered:

@@ -1,12 +1,14 @@
-"""Weight layout and speculative decoding for the 1.5B on SimGRAG's own prompts: seconds, and equal replies.
+"""Samplers, weight layouts and speculative decoding for the 1.5B on SimGRAG's own prompts: seconds, equal replies.
 
     python benchmarks/llm_variants.py                                   # MetaQA 1-hop, the first 24 calls
     python benchmarks/llm_variants.py --calls 8 --variants q4_k_m,q4_0 --out /tmp/llm_variants.json
+    python benchmarks/llm_variants.py --hop 2hop --variants q4_k_m,grammar-first --threads 2 --out /tmp/gf.json
 
 A real run's calls (`llm_prefill.recorded_calls`) go through the project's llama.cpp call with no response cache,
 every call on every variant (VARIANTS; described in docs/CPU.md#weights-and-drafts) before the next call, so a
 change of load falls on all; a reply is "equal" when its text is the first variant's. Prefill seconds are
-llama.cpp's own (`llama_perf_context`).
+llama.cpp's own (`llama_perf_context`). Every variant but "grammar-first" (today's default) decodes schemas with
+llama-cpp-python's own sampler chain, the default before grammar_first.py.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 from bench_common import write_rows
 
 PRESET, DRAFT_PRESET = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
-VARIANTS = ("q4_k_m", "q4_0", "lookup", "lookup-last-logits", "draft-0.5b")
+VARIANTS = ("q4_k_m", "grammar-first", "q4_0", "lookup", "lookup-last-logits", "draft-0.5b")
 
 
 def requantized(source: Path, kind: str = "q4_0") -> Path:
@@ -98,6 +100,8 @@ def load_variant(name: str, threads: int, draft_tokens: int):
         llm.llama = cls(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, seed=0,
                         draft_model=draft, logits_all=cls is Llama,  # llama-cpp-python sizes its logits copy by this
                         verbose=False)
+    if hasattr(llm.llama, "grammar_first"):
+        llm.llama.grammar_first = name == "grammar-first"
     return llm
 
 
