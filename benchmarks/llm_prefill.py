@@ -19,30 +19,24 @@ PRESET = "qwen2.5-coder-1.5b"
 
 
 def recorded_calls(hop: str, limit: int, seed: int, batch_size: int, ordered: bool) -> list[tuple[list[dict], object]]:
-    """Every call of one SimGRAG run as (chat, GenerationConfig), in the order the LLM backend receives them.
-
-    The configs are the stages' own, schema included, as the 1.5B's default decoding ("schema") gets them; the fake
-    LLM that answers while recording decodes free text."""
+    """Every call of one SimGRAG run as (chat, GenerationConfig), in the order the LLM backend receives them: the
+    prompts and schemas of the 1.5B's default decoding ("schema"), answered by the replayed gold patterns."""
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.llm.llamacpp_backend import LlamaCppLLM
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
     from kgrag_utils.methods.simgrag.stages.replay import replay_gold_llm
 
     ds = load_dataset(f"metaqa-{hop}", "test", limit=limit, seed=seed)
-    llm = replay_gold_llm(ds.items)
+    llm = replay_gold_llm(ds.items, form="json")
     llm.miss_order = LlamaCppLLM.miss_order  # the misses of one call reach the backend in llama.cpp's order
     calls: list[tuple[list[dict], object]] = []
-    generate, effective, stage_config = llm._generate_batch, llm._effective, {}
-
-    def keeping_stage_config(config):
-        stage_config["last"] = config
-        return effective(config)
+    generate = llm._generate_batch
 
     def recording(batch, config):
-        calls.extend((chat, stage_config["last"]) for chat in batch)
+        calls.extend((chat, config) for chat in batch)
         return generate(batch, config)
 
-    llm._effective, llm._generate_batch = keeping_stage_config, recording
+    llm._generate_batch = recording
     config = SimGRAGConfig(dataset=f"metaqa-{hop}", llm_preset=PRESET, llm_structured="schema", batch_size=batch_size)
     method = SimGRAG.prepare(config, ds, llm=llm, progress=False)
     if not ordered:

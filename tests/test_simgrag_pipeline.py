@@ -134,6 +134,20 @@ def test_run_resumes_through_the_run_recorder(sample_sets, retriever):
     assert summary["n"] == 6 and summary["pattern_parse_rate"] == 1.0 and summary["retrieval_hit_rate"] == 1.0
 
 
+def test_the_replayed_patterns_in_json_form_build_the_schema_modes_prompts(sample_sets, retriever):
+    """replay_gold_llm(form="json") answers schema calls validly, so the method prompts in its JSON form."""
+    data = sample_sets[2]
+    items = data.items[:6]
+    text = SimGRAG(SimGRAGConfig(shots=4), data.kg, retriever, replay_gold_llm(items), dataset=data.name)
+    method = SimGRAG(SimGRAGConfig(shots=4), data.kg, retriever, replay_gold_llm(items, form="json"), dataset=data.name)
+    assert (text.prompt_form, method.prompt_form) == ("text", "json")
+    records = method.run(items, progress=False)
+    assert all(not r["failed"] for r in records)
+    assert summarize(records)["pattern_parse_rate"] == 1.0
+    assert [r["hits@1"] for r in records] == [r["hits@1"] for r in text.run(items, progress=False)]
+    assert method.llm.stats["schema_calls"] == 2 * len(items)
+
+
 @pytest.mark.slow
 def test_oracle_retrieval_with_minilm_on_the_sample(sample_sets):
     data = sample_sets[3]
