@@ -226,6 +226,29 @@ def test_a_run_whose_first_examples_all_raise_stops_with_a_systematic_failure():
     assert out[5] == {"id": 5, "value": 10, "scores": {"toy": {"value": 10.0}}}
 
 
+def test_a_batched_run_shows_its_llm_calls_inside_the_question_bar_and_only_during_the_run():
+    from types import SimpleNamespace
+
+    from kgrag_utils.llm.fake_backend import FakeLLM
+
+    class Batched(_Toy):
+        def __init__(self):
+            super().__init__(lambda q: False)
+            self.config = SimpleNamespace(batch_size=4)
+            self.llm, self.seen = FakeLLM(None), []
+
+        def _run_batch(self, batch):
+            self.seen.append(self.llm.show_progress)
+            return super()._run_batch(batch)
+
+    toy = Batched()
+    toy.run(list(range(10)), progress=True)
+    assert toy.seen == [True, True, True] and toy.llm.show_progress is False
+    toy.seen.clear()
+    toy.run(list(range(10)), progress=False)
+    assert toy.seen == [False, False, False]
+
+
 # ----------------------------------------------------------------------------- summaries, scores, report
 import re  # noqa: E402
 from pathlib import Path  # noqa: E402

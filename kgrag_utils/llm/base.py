@@ -216,6 +216,9 @@ class LLM(ABC):
     #: previous prompt's prefix, llama.cpp: prompts in text order put the ones that share a prefix - the same fixed
     #: and chosen demonstrations - next to each other, so only what differs is prefilled)
     miss_order: str = "length"
+    #: a bar over the prompts of each `generate` call whose caller passes no `progress`: `Method.run` sets it while
+    #: a batch of questions goes through its stages, so a long batch shows its LLM calls moving
+    show_progress: bool = False
 
     def __init__(self, preset: "Preset", cache: ResponseCache | None, model_id: str | None = None):
         self.preset = preset
@@ -279,7 +282,7 @@ class LLM(ABC):
         self,
         prompts: "Sequence[str | list[dict]]",
         config: GenerationConfig | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
         **gen_kwargs: Any,
     ) -> list[LLMResult]:
         """Answer each prompt; cached answers are returned without touching the model.
@@ -294,6 +297,7 @@ class LLM(ABC):
         ):
             raise ConfigError("generate() takes a list of prompts: wrap a single prompt as [prompt], or use chat().")
         config = self._effective((config or GenerationConfig()).updated(**gen_kwargs))
+        progress = self.show_progress if progress is None else progress
         chats = [normalize_prompt(p) for p in prompts]
         keys = [
             make_cache_key({**self._key_parts(), "messages": c, "gen": config.key()}) for c in chats
@@ -348,7 +352,8 @@ class LLM(ABC):
         if progress and order:
             from ..progress import progress_bar
 
-            bar = progress_bar(total=len(order), desc=f"{self.backend_name}:{self.preset.name}", unit="prompt")
+            bar = progress_bar(total=len(order), desc=f"{self.backend_name}:{self.preset.name}", unit="prompt",
+                               leave=False)
         fresh: dict[str, LLMResult] = {}
         size = max(1, int(self.batch_size))
         for start in range(0, len(order), size):

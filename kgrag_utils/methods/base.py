@@ -339,6 +339,10 @@ class Method:
         bar = progress_bar(total=len(items), desc=self.progress_label(), unit="q", initial=len(items) - len(todo),
                            enabled=progress)
         guard = min(len(todo), max(3, size))
+        llm = getattr(self, "llm", None)
+        inner = bool(progress) and size > 1 and hasattr(llm, "show_progress")  # a batch's LLM calls, inside the bar
+        if inner:
+            llm.show_progress = True
         n_seen = n_errors = 0
         checked = False
         last_error = ""
@@ -370,6 +374,8 @@ class Method:
                                                 f"({last_error}); fix that first (their error records are kept).")
         finally:
             bar.close()
+            if inner:
+                llm.show_progress = False
         known = {r.get("id"): r for r in (recorder.examples if recorder is not None else [])}
         known.update(fresh)
         return [known[i] for i in (self.item_id(it) for it in items) if i in known]
