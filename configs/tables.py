@@ -391,3 +391,11 @@ TABLES += [Table("llm-variants", "docs/CPU.md", ("run", "variant", "seconds", "v
                   "single-token steps s", "replies equal to Q4_K_M's"),
                  [Rows("llm_variants.json", "rows", "1", "{variant}", *_VARIANT),
                   Rows("llm_variants_lookup_last_logits.json", "rows", "2", "{variant}", *_VARIANT)])]
+
+_SAMPLER = ("{seconds:.0f}", "{vs_first:.2f}x", "{prefill_seconds:.0f}", "{decode_seconds:.0f}", "{completion_tokens}",
+            "{equal_share:.0%}")
+TABLES += [Table("llm-grammar-first", "docs/CPU.md", ("questions (first 24 calls)", "schema decoding", "seconds",
+                  "vs the chain", "prefill s", "the rest s", "completion tokens", "replies equal to the chain's"),
+                 [Rows(f"llm_grammar_first_{h}hop.json", "rows", f"metaqa-{h}hop",
+                       lambda r: {"q4_k_m": "llama-cpp-python's chain", "grammar-first": "grammar-first"}[r["variant"]],
+                       *_SAMPLER) for h in "123"])]
