@@ -18,9 +18,11 @@ from bench_common import write_rows
 PRESET = "qwen2.5-coder-1.5b"
 
 
-def recorded_calls(hop: str, limit: int, seed: int, batch_size: int, ordered: bool) -> list[tuple[list[dict], object]]:
+def recorded_calls(hop: str, limit: int, seed: int, batch_size: int, ordered: bool,
+                   take: int | None = None) -> list[tuple[list[dict], object]]:
     """Every call of one SimGRAG run as (chat, GenerationConfig), in the order the LLM backend receives them: the
-    prompts and schemas of the 1.5B's default decoding ("schema"), answered by the replayed gold patterns."""
+    prompts and schemas of the 1.5B's default decoding ("schema"), answered by the replayed gold patterns.
+    `take`: only the first questions of the seeded sample of `limit`."""
     from kgrag_utils.datasets import load_dataset
     from kgrag_utils.llm.llamacpp_backend import LlamaCppLLM
     from kgrag_utils.methods.simgrag import SimGRAG, SimGRAGConfig
@@ -41,7 +43,7 @@ def recorded_calls(hop: str, limit: int, seed: int, batch_size: int, ordered: bo
     method = SimGRAG.prepare(config, ds, llm=llm, progress=False)
     if not ordered:
         method.run_order = lambda items: items
-    method.run(ds.items, progress=False)
+    method.run(ds.items[:take], progress=False)
     return calls
 
 

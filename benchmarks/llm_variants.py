@@ -3,6 +3,7 @@
     python benchmarks/llm_variants.py                                   # MetaQA 1-hop, the first 24 calls
     python benchmarks/llm_variants.py --calls 8 --variants q4_k_m,q4_0 --out /tmp/llm_variants.json
     python benchmarks/llm_variants.py --hop 2hop --variants q4_k_m,grammar-first --threads 2 --out /tmp/gf.json
+    python benchmarks/llm_variants.py --whole 50 --threads 2 --out /tmp/whole.json   # before issue 50 against now
 
 A real run's calls (`llm_prefill.recorded_calls`) go through the project's llama.cpp call with no response cache,
 every call on every variant (VARIANTS; described in docs/CPU.md#weights-and-drafts) before the next call, so a
@@ -132,6 +133,46 @@ def measure(calls, variants: list[str], threads: int, draft_tokens: int) -> dict
             "rows": [{"variant": v, **r} for v, r in rows.items()]}
 
 
+#: (batch size, run order, grammar-first) of the LLM stage before issue 50's work and now (None: SimGRAG's default)
+SETUPS = {"before": (8, False, False), "now": (None, True, True)}
+
+
+def whole_runs(hop: str, limit: int, take: int, seed: int, threads: int) -> dict:
+    """The first `take` questions of the seeded `limit` run through as before and as now, one setup after the other
+    with the KV cache emptied between: seconds per question, and each call's reply against the first setup's."""
+    from llm_prefill import recorded_calls
+
+    from kgrag_utils.methods.simgrag import SimGRAGConfig
+
+    llm, rows, first = load_variant("q4_k_m", threads, 0), [], None
+    load_before = os.getloadavg()[0]
+    for name, (batch, ordered, grammar_first) in SETUPS.items():
+        calls = recorded_calls(hop, limit, seed, batch or SimGRAGConfig().batch_size, ordered, take)
+        llm.llama.grammar_first = grammar_first
+        llm.llama.reset()
+        row = dict.fromkeys(("seconds", "prefill_seconds", "prefill_tokens", "completion_tokens"), 0)
+        texts = {}
+        for i, (chat, config) in enumerate(calls):
+            start = time.perf_counter()
+            gen = llm._generate_batch([chat], config)[0]
+            row["seconds"] += time.perf_counter() - start
+            row["prefill_seconds"] += gen.prefill_seconds or 0.0
+            row["prefill_tokens"] += gen.prefill_tokens or 0
+            row["completion_tokens"] += gen.completion_tokens
+            texts[repr(chat)] = gen.text
+            print(f"{name}: call {i + 1}/{len(calls)}, {row['seconds']:.1f} s", flush=True)
+        first = first or texts
+        equal = sum(t == first.get(k) for k, t in texts.items())
+        rows.append({"variant": name, "batch_size": batch or SimGRAGConfig().batch_size, "run_order": ordered,
+                     "grammar_first": grammar_first, "calls": len(calls), **{k: round(v, 2) for k, v in row.items()},
+                     "seconds_per_question": round(row["seconds"] / take, 2), "equal": equal,
+                     "equal_share": round(equal / len(calls), 3)})
+    for r in rows:
+        r["vs_first"] = round(r["seconds"] / rows[0]["seconds"], 3)
+    return {"questions": take, "load_average_before": round(load_before, 2),
+            "load_average_after": round(os.getloadavg()[0], 2), "rows": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     from llm_prefill import recorded_calls
 
@@ -145,11 +186,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"from {', '.join(VARIANTS)}; the first is the base")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--draft-tokens", type=int, default=6)
+    ap.add_argument("--whole", type=int, default=0, help="N: the whole run of the first N questions, before and now "
+                    "(SETUPS), instead of the variants")
     ap.add_argument("--out", default="benchmarks/results/llm_variants.json")
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
     if unknown := sorted(set(variants) - set(VARIANTS)):
         ap.error(f"unknown variant(s) {unknown}: use {', '.join(VARIANTS)}")
+    if args.whole:
+        result = {"model": PRESET, "dataset": f"metaqa-{args.hop}", "threads": args.threads,
+                  **whole_runs(args.hop, args.limit, args.whole, args.seed, args.threads)}
+        write_rows(args.out, result, args, "{variant:>7}: {seconds:7.1f} s ({vs_first:.2f}x), {seconds_per_question:5.2f}"
+                   " s/question, prefill {prefill_seconds:6.1f} s, replies equal to the first {equal}/{calls}")
+        return 0
     calls = recorded_calls(args.hop, args.limit, args.seed, SimGRAGConfig().batch_size, True)[: args.calls]
     result = {"model": PRESET, "dataset": f"metaqa-{args.hop}", "calls": len(calls), "threads": args.threads,
               "draft_tokens": args.draft_tokens, **measure(calls, variants, args.threads, args.draft_tokens)}
