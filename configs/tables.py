@@ -399,3 +399,11 @@ TABLES += [Table("llm-grammar-first", "docs/CPU.md", ("questions (first 24 calls
                  [Rows(f"llm_grammar_first_{h}hop.json", "rows", f"metaqa-{h}hop",
                        lambda r: {"q4_k_m": "llama-cpp-python's chain", "grammar-first": "grammar-first"}[r["variant"]],
                        *_SAMPLER) for h in "123"])]
+
+TABLES += [Table("llm-before-now", "docs/CPU.md", ("questions", "LLM stage", "batch", "order", "schema sampler", "seconds",
+                  "s / question", "vs before", "prefill s (tokens)", "replies equal to before's"),
+                 [Rows(f"llm_before_now_{h}hop.json", "rows", f"metaqa-{h}hop, first 50", "{variant}", "{batch_size}",
+                       lambda r: "run_order" if r["run_order"] else "sample order",
+                       lambda r: "grammar-first" if r["grammar_first"] else "llama-cpp-python's chain", "{seconds:.0f}",
+                       "{seconds_per_question:.2f}", "{vs_first:.2f}x", "{prefill_seconds:.0f} ({prefill_tokens:,})",
+                       "{equal} of {calls}") for h in "1"])]
