@@ -130,3 +130,16 @@ def test_decoding_with_either_sampler_writes_the_same_replies(tmp_path):
     llm.llama.grammar_first = False  # llama-cpp-python's own chain
     assert [r.text for r in llm.generate(prompts, schema=schema_text(SCHEMA), max_new_tokens=24)] == first
     llm.close()
+
+
+def test_a_position_without_logits_is_an_error_not_a_crash(vocab):
+    import ctypes
+    from types import SimpleNamespace
+
+    s = _sampler(vocab)
+    lib = s._lib
+    s._lib = SimpleNamespace(llama_get_logits_ith=lambda ctx, idx: ctypes.POINTER(ctypes.c_float)())
+    with pytest.raises(RuntimeError, match="no logits at position 3"):
+        s.sample(SimpleNamespace(ctx=None), 3)
+    s._lib = lib
+    s.close()

@@ -71,7 +71,10 @@ class GrammarFirstGreedy:
     def sample(self, ctx, idx: int = -1) -> int:
         """llama-cpp-python's sampler call: choose from the logits of position `idx`, then advance the grammar."""
         lib = self._lib
-        logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(ctx.ctx, idx), shape=(self.n_vocab,))
+        pointer = lib.llama_get_logits_ith(ctx.ctx, idx)
+        if not pointer:  # llama.cpp computed no logits at this position (its own chain fails here too)
+            raise RuntimeError(f"llama.cpp has no logits at position {idx} to sample from")
+        logits = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
         token = self.choose(logits)
         lib.llama_sampler_accept(self.grammar, token)
         return token
