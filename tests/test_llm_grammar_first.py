@@ -51,9 +51,12 @@ def _reference(vocab, logits, prefix: list[int]) -> int:
     ref = _sampler(vocab)
     for t in prefix:
         ref._lib.llama_sampler_accept(ref.grammar, t)
-    ref._full["logit"] = logits
-    ref._allowed(ref._full)
-    masked = ref._full["logit"].copy()
+    from kgrag_utils.llm.grammar_first import TOKEN_DATA
+
+    full = np.zeros(len(logits), dtype=TOKEN_DATA)
+    full["id"], full["logit"] = np.arange(len(logits)), logits
+    ref._allowed(full)
+    masked = full["logit"].copy()
     ref.close()
     return int(np.argmax(masked)), masked
 

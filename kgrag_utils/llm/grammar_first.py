@@ -33,8 +33,7 @@ class GrammarFirstGreedy:
         self._lib = llama_cpp
         self.grammar = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), root.encode("utf-8"))
         self.n_vocab = int(n_vocab)
-        self._full = np.zeros(self.n_vocab, dtype=TOKEN_DATA)
-        self._full["id"] = np.arange(self.n_vocab, dtype=np.int32)
+        self._full: np.ndarray | None = None  # the whole vocabulary's candidates, made on the first step 3 only
         #: how often each step decided: the model's own token, the top candidates, the whole vocabulary
         self.steps = {"argmax": 0, "top": 0, "full": 0}
 
@@ -64,6 +63,9 @@ class GrammarFirstGreedy:
                 self.steps["top"] += 1
                 return int(top[ok[0]])
         self.steps["full"] += 1
+        if self._full is None:  # a sampler lives for one call: most calls never get here
+            self._full = np.zeros(self.n_vocab, dtype=TOKEN_DATA)
+            self._full["id"] = np.arange(self.n_vocab, dtype=np.int32)
         self._full["logit"] = logits
         self._allowed(self._full)
         return int(np.argmax(self._full["logit"]))
