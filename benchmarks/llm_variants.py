@@ -147,7 +147,8 @@ def whole_runs(hop: str, limit: int, take: int, seed: int, threads: int) -> dict
     llm, rows, first = load_variant("q4_k_m", threads, 0), [], None
     load_before = os.getloadavg()[0]
     for name, (batch, ordered, grammar_first) in SETUPS.items():
-        calls = recorded_calls(hop, limit, seed, batch or SimGRAGConfig().batch_size, ordered, take)
+        batch = batch or SimGRAGConfig().batch_size
+        calls = recorded_calls(hop, limit, seed, batch, ordered, take)
         llm.llama.grammar_first = grammar_first
         llm.llama.reset()
         row = dict.fromkeys(("seconds", "prefill_seconds", "prefill_tokens", "completion_tokens"), 0)
@@ -163,7 +164,7 @@ def whole_runs(hop: str, limit: int, take: int, seed: int, threads: int) -> dict
             print(f"{name}: call {i + 1}/{len(calls)}, {row['seconds']:.1f} s", flush=True)
         first = first or texts
         equal = sum(t == first.get(k) for k, t in texts.items())
-        rows.append({"variant": name, "batch_size": batch or SimGRAGConfig().batch_size, "run_order": ordered,
+        rows.append({"variant": name, "batch_size": batch, "run_order": ordered,
                      "grammar_first": grammar_first, "calls": len(calls), **{k: round(v, 2) for k, v in row.items()},
                      "seconds_per_question": round(row["seconds"] / take, 2), "equal": equal,
                      "equal_share": round(equal / len(calls), 3)})
