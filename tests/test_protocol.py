@@ -226,7 +226,7 @@ def test_a_run_whose_first_examples_all_raise_stops_with_a_systematic_failure():
     assert out[5] == {"id": 5, "value": 10, "scores": {"toy": {"value": 10.0}}}
 
 
-def test_a_batched_run_shows_its_llm_calls_inside_the_question_bar_and_only_during_the_run():
+def test_a_batched_run_counts_all_its_llm_calls_on_one_bar_per_batch_and_only_during_the_run():
     from types import SimpleNamespace
 
     from kgrag_utils.llm.fake_backend import FakeLLM
@@ -238,15 +238,20 @@ def test_a_batched_run_shows_its_llm_calls_inside_the_question_bar_and_only_duri
             self.llm, self.seen = FakeLLM(None), []
 
         def _run_batch(self, batch):
-            self.seen.append(self.llm.show_progress)
+            bar = self.llm.call_bar
+            for q in batch:  # one generate call per question, as SimGRAG's anchored schemas make
+                self.llm.generate([f"question {q}"])
+            self.seen.append(None if bar is None else (bar, bar.n, bar is self.llm.call_bar))
             return super()._run_batch(batch)
 
     toy = Batched()
     toy.run(list(range(10)), progress=True)
-    assert toy.seen == [True, True, True] and toy.llm.show_progress is False
+    assert [s[1:] for s in toy.seen] == [(4, True), (4, True), (2, True)]  # every call of a batch on its one bar
+    bars = [s[0] for s in toy.seen]
+    assert bars[0] is not bars[1] and bars[1] is not bars[2] and toy.llm.call_bar is None  # a bar per batch, none after
     toy.seen.clear()
-    toy.run(list(range(10)), progress=False)
-    assert toy.seen == [False, False, False]
+    toy.run(list(range(10, 20)), progress=False)
+    assert toy.seen == [None, None, None]
 
 
 # ----------------------------------------------------------------------------- summaries, scores, report

@@ -216,9 +216,12 @@ class LLM(ABC):
     #: previous prompt's prefix, llama.cpp: prompts in text order put the ones that share a prefix - the same fixed
     #: and chosen demonstrations - next to each other, so only what differs is prefilled)
     miss_order: str = "length"
-    #: a bar over the prompts of each `generate` call whose caller passes no `progress`: `Method.run` sets it while
-    #: a batch of questions goes through its stages, so a long batch shows its LLM calls moving
+    #: a bar over the prompts of each `generate` call whose caller passes no `progress`
     show_progress: bool = False
+    #: while set, every `generate` call counts its generated prompts on this one bar instead of its own: `Method.run`
+    #: sets it for each batch of questions, so a batch's LLM calls move one line however many calls its stages make
+    #: (SimGRAG under an anchored schema makes one call per question)
+    call_bar: Any = None
 
     def __init__(self, preset: "Preset", cache: ResponseCache | None, model_id: str | None = None):
         self.preset = preset
@@ -262,6 +265,11 @@ class LLM(ABC):
         }
 
     # ----------------------------------------------------------------- public API
+    @property
+    def label(self) -> str:
+        """The backend and preset, as progress bars name them."""
+        return f"{self.backend_name}:{self.preset.name}"
+
     @property
     def stats(self) -> dict[str, float]:
         return dict(self._stats)
@@ -348,12 +356,11 @@ class LLM(ABC):
     def _generate_misses(self, order: list[int], chats: list, keys: list[str], config: GenerationConfig,
                          progress: bool) -> dict[str, LLMResult]:
         """Generate the prompts at `order` in batches; each batch is cached as soon as it is answered."""
-        bar = None
-        if progress and order:
+        bar, own = self.call_bar, False
+        if bar is None and progress and order:
             from ..progress import progress_bar
 
-            bar = progress_bar(total=len(order), desc=f"{self.backend_name}:{self.preset.name}", unit="prompt",
-                               leave=False)
+            bar, own = progress_bar(total=len(order), desc=self.label, unit="prompt", leave=False), True
         fresh: dict[str, LLMResult] = {}
         size = max(1, int(self.batch_size))
         for start in range(0, len(order), size):
@@ -375,7 +382,7 @@ class LLM(ABC):
                 self.cache.put_many(entries)
             if bar is not None:
                 bar.update(len(idx))
-        if bar is not None:
+        if own:
             bar.close()
         return fresh
 

@@ -340,9 +340,7 @@ class Method:
                            enabled=progress)
         guard = min(len(todo), max(3, size))
         llm = getattr(self, "llm", None)
-        inner = bool(progress) and size > 1 and hasattr(llm, "show_progress")  # a batch's LLM calls, inside the bar
-        if inner:
-            llm.show_progress = True
+        inner = bool(progress) and size > 1 and hasattr(llm, "call_bar")  # a batch's LLM calls, inside the bar
         n_seen = n_errors = 0
         checked = False
         last_error = ""
@@ -352,6 +350,8 @@ class Method:
                 batch = todo[start:start + size]
                 by_id = {self.item_id(it): it for it in batch}
                 unscored = {self.item_id(it) for it in batch if not has_gold(it)}
+                if inner:
+                    llm.call_bar = progress_bar(desc=f"{llm.label} (this batch)", unit="prompt", leave=False)
                 for rec in isolated(batch, self._run_batch, self.item_id, **self.error_fields()):
                     if rec.get("id") in unscored:  # no gold: "not scored", never counted wrong nor blamed
                         mark_unscored(rec)
@@ -366,6 +366,9 @@ class Method:
                     if is_error_record(rec):
                         n_errors += 1
                         last_error = rec["error"]
+                if inner:
+                    llm.call_bar.close()
+                    llm.call_bar = None
                 bar.update(len(batch))
                 if not checked and n_seen >= guard:
                     checked = True
@@ -374,8 +377,9 @@ class Method:
                                                 f"({last_error}); fix that first (their error records are kept).")
         finally:
             bar.close()
-            if inner:
-                llm.show_progress = False
+            if inner and llm.call_bar is not None:  # a batch that raised
+                llm.call_bar.close()
+                llm.call_bar = None
         known = {r.get("id"): r for r in (recorder.examples if recorder is not None else [])}
         known.update(fresh)
         return [known[i] for i in (self.item_id(it) for it in items) if i in known]
