@@ -76,7 +76,7 @@ def test_the_packaged_mpnet_embeds_in_768_dimensions():
         pytest.skip("all-mpnet-base-v2 is not installed here (make setup-mpnet)")
     from kgrag_utils.embeddings import load_embedder
 
-    vecs = load_embedder("mpnet", cache=False).encode(["who acted in this film", "starred actors",
+    vecs = load_embedder("mpnet", cache=False, runtime="torch").encode(["who acted in this film", "starred actors",
                                                         "the year it was released"])
     assert vecs.shape == (3, 768)
     assert float(vecs[0] @ vecs[1]) > float(vecs[0] @ vecs[2])
