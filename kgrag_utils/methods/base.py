@@ -71,7 +71,7 @@ class MethodConfig(BaseModel):
     llm_preset: str = DEFAULT_CPU_PRESET  # `kgrag presets`: the packaged CPU default; on a GPU e.g. qwen2.5-7b; "fake": a test double
     llm_backend: str = ""  # "": the preset's default; or "hf", "llamacpp", "openai"
     llm_structured: str = ""  # decoding: "": the preset's default; "off": free text (the papers' prompts); "schema": JSON-schema-constrained
-    embedder: str = "minilm"  # sentence embeddings: the packaged all-MiniLM-L6-v2, or any sentence-transformers name
+    embedder: str = "minilm"  # sentence embeddings: the packaged all-MiniLM-L6-v2, "mpnet" (make setup-mpnet), or any sentence-transformers name
     topics: Literal["given", "linked"] = "given"  # KG questions' topic entities: "given" (the dataset's [X] marks or annotations); "linked": taken away and found by the shared entity linker, as for a question of one's own
 
     def __init__(self, **data: Any):
