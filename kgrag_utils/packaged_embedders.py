@@ -31,6 +31,9 @@ MPNET = PackagedGGUF(
     part_file="input/all-mpnet-base-v2.zip.{index:03d}",
 )
 
+#: short name (`load_embedder`) -> (model id, the cache key; the packaged zip)
+SPLIT_ZIP = {"mpnet": ("sentence-transformers/all-mpnet-base-v2", MPNET)}
+
 
 def unpacked_folder(spec: PackagedGGUF, dest_dir: Path | None = None) -> Path:
     """The model folder inside the zip of `spec`, unpacked once into `dest_dir` (default cache/models/)."""

@@ -341,6 +341,11 @@ class Method:
         guard = min(len(todo), max(3, size))
         llm = getattr(self, "llm", None)
         inner = bool(progress) and size > 1 and hasattr(llm, "call_bar")  # a batch's LLM calls, inside the bar
+
+        def end_call_bar():
+            if inner and llm.call_bar is not None:
+                llm.call_bar.close()
+                llm.call_bar = None
         n_seen = n_errors = 0
         checked = False
         last_error = ""
@@ -366,9 +371,7 @@ class Method:
                     if is_error_record(rec):
                         n_errors += 1
                         last_error = rec["error"]
-                if inner:
-                    llm.call_bar.close()
-                    llm.call_bar = None
+                end_call_bar()
                 bar.update(len(batch))
                 if not checked and n_seen >= guard:
                     checked = True
@@ -377,9 +380,7 @@ class Method:
                                                 f"({last_error}); fix that first (their error records are kept).")
         finally:
             bar.close()
-            if inner and llm.call_bar is not None:  # a batch that raised
-                llm.call_bar.close()
-                llm.call_bar = None
+            end_call_bar()  # a batch that raised
         known = {r.get("id"): r for r in (recorder.examples if recorder is not None else [])}
         known.update(fresh)
         return [known[i] for i in (self.item_id(it) for it in items) if i in known]
