@@ -406,4 +406,4 @@ TABLES += [Table("llm-before-now", "docs/CPU.md", ("questions", "LLM stage", "ba
                        lambda r: "run_order" if r["run_order"] else "sample order",
                        lambda r: "grammar-first" if r["grammar_first"] else "llama-cpp-python's chain", "{seconds:.0f}",
                        "{seconds_per_question:.2f}", "{vs_first:.2f}x", "{prefill_seconds:.0f} ({prefill_tokens:,})",
-                       "{equal} of {calls}") for h in "1"])]
+                       "{equal} of {calls}") for h in "12"])]
